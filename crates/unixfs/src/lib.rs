@@ -1,0 +1,26 @@
+//! The UnixFS importer: bytes and trees in, content-addressed blocks and a root CID out.
+//!
+//! For the same bytes and [`Profile`], the CID is the one Kubo, Helia and ipfs-car compute.
+//! The crate knows nothing of tokio, HTTP or SQL: blocks leave through a [`BlockSink`].
+//!
+//! - [`profile`]: every CID-affecting parameter as one value.
+//! - [`file`]: streaming file importer (fixed-size chunker, balanced layout, parallel hashing).
+//! - [`dir`]: directory builder (validation, byte-order links, HAMT switch).
+//! - [`hamt`]: HAMT shard encoding.
+//! - [`pb`]: UnixFS `Data` and dag-pb node encodings.
+//! - [`block`]: blocks, CIDs, verification and sinks.
+//! - [`dag`]: reading nodes back: the links of a block, for walks and completeness checks.
+
+pub mod block;
+pub mod dag;
+pub mod dir;
+pub mod file;
+pub mod hamt;
+pub mod pb;
+pub mod profile;
+
+pub use block::{BlockBytes, BlockSink, DiscardBlocks, Link, MemoryBlocks};
+pub use cid::Cid;
+pub use dir::{DirError, DirectoryBuilder, ImportedDir};
+pub use file::{FileImporter, ImportedFile};
+pub use profile::{CidVersion, Profile};
