@@ -1,1 +1,511 @@
+//! CAR v1 (<https://ipld.io/specs/transport/car/carv1/>): the archive format IPFS moves DAGs in.
+//!
+//! - [`CarWriter`]: writes the header, then blocks as they come; it is a [`BlockSink`], so an
+//!   importer can stream into it.
+//! - [`CarReader`]: reads a CAR from any `Read`, with limits on the header and block sizes
+//!   (CARs come from strangers), and verifies every block against its CID before returning it.
+//! - [`export_dfs`]: writes a DAG from a [`BlockSource`] in depth-first pre-order, each block
+//!   once, which is the order the trustless gateway and `ipfs-car unpack` stream best.
+//!
+//! The header is DAG-CBOR `{"roots": [CID...], "version": 1}`. It is encoded and parsed by hand:
+//! that one fixed shape does not justify a general CBOR dependency.
 
+use std::collections::HashSet;
+use std::io::{self, Read, Write};
+
+use cairn_unixfs::block::{verify_block, BlockError};
+use cairn_unixfs::dag::{self, DagError};
+use cairn_unixfs::{BlockBytes, BlockSink, BlockSource, Cid};
+
+/// Limits for reading untrusted CARs.
+#[derive(Clone, Copy, Debug)]
+pub struct CarLimits {
+    pub max_header_bytes: u64,
+    /// Largest block accepted. IPFS peers refuse blocks over 2 MiB, so larger ones could never
+    /// be fetched by anyone.
+    pub max_block_bytes: u64,
+}
+
+impl Default for CarLimits {
+    fn default() -> Self {
+        Self {
+            max_header_bytes: 64 * 1024,
+            max_block_bytes: 2 * 1024 * 1024,
+        }
+    }
+}
+
+/// Why a CAR cannot be read. Offsets are byte offsets in the CAR stream.
+#[derive(Debug, thiserror::Error)]
+pub enum CarError {
+    #[error("CAR header is {len} bytes; the limit is {limit}")]
+    HeaderTooLarge { len: u64, limit: u64 },
+    #[error("invalid CAR header: {0}")]
+    InvalidHeader(String),
+    #[error("CAR version {0} is not supported (only CARv1)")]
+    UnsupportedVersion(u64),
+    #[error("block at offset {offset} is {len} bytes; the limit is {limit}")]
+    BlockTooLarge { offset: u64, len: u64, limit: u64 },
+    #[error("invalid CID at offset {offset}: {reason}")]
+    InvalidCid { offset: u64, reason: String },
+    #[error("CAR is truncated at offset {offset}")]
+    Truncated { offset: u64 },
+    #[error("at offset {offset}: {source}")]
+    Block { offset: u64, source: BlockError },
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Why a DAG cannot be exported.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("block {0} is missing from the store")]
+    Missing(Cid),
+    #[error(transparent)]
+    Dag(#[from] DagError),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// The encoded CAR v1 header naming `roots`.
+pub fn header(roots: &[Cid]) -> Vec<u8> {
+    let mut cbor = Vec::new();
+    cbor_head(&mut cbor, MAJOR_MAP, 2);
+    // DAG-CBOR orders map keys by length first: "roots" before "version".
+    cbor_head(&mut cbor, MAJOR_TEXT, 5);
+    cbor.extend_from_slice(b"roots");
+    cbor_head(&mut cbor, MAJOR_ARRAY, roots.len() as u64);
+    for root in roots {
+        let bytes = root.to_bytes();
+        cbor_head(&mut cbor, MAJOR_TAG, CID_TAG);
+        // A CID in DAG-CBOR is its binary form behind the identity multibase prefix 0x00.
+        cbor_head(&mut cbor, MAJOR_BYTES, bytes.len() as u64 + 1);
+        cbor.push(0);
+        cbor.extend_from_slice(&bytes);
+    }
+    cbor_head(&mut cbor, MAJOR_TEXT, 7);
+    cbor.extend_from_slice(b"version");
+    cbor_head(&mut cbor, MAJOR_UINT, 1);
+    let mut out = Vec::with_capacity(cbor.len() + 2);
+    put_varint(&mut out, cbor.len() as u64);
+    out.extend_from_slice(&cbor);
+    out
+}
+
+/// Streams a CAR v1: header first, then each block as it is written.
+pub struct CarWriter<W: Write> {
+    out: W,
+    bytes: u64,
+}
+
+impl<W: Write> CarWriter<W> {
+    pub fn new(mut out: W, roots: &[Cid]) -> io::Result<Self> {
+        let header = header(roots);
+        out.write_all(&header)?;
+        Ok(Self {
+            out,
+            bytes: header.len() as u64,
+        })
+    }
+
+    pub fn write_block(&mut self, cid: &Cid, block: BlockBytes<'_>) -> io::Result<()> {
+        let cid_bytes = cid.to_bytes();
+        let mut prefix = Vec::with_capacity(10 + cid_bytes.len());
+        put_varint(&mut prefix, (cid_bytes.len() + block.len()) as u64);
+        prefix.extend_from_slice(&cid_bytes);
+        self.out.write_all(&prefix)?;
+        block.write_to(&mut self.out)?;
+        self.bytes += (prefix.len() + block.len()) as u64;
+        Ok(())
+    }
+
+    /// Bytes written so far, header included.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+impl<W: Write> BlockSink for CarWriter<W> {
+    fn put_block(&mut self, cid: &Cid, block: BlockBytes<'_>) -> io::Result<()> {
+        self.write_block(cid, block)
+    }
+}
+
+/// Write the DAG under `root` from `source` as a CAR, in depth-first pre-order, each distinct
+/// block once. Returns the number of blocks written.
+pub fn export_dfs<W: Write>(
+    root: &Cid,
+    source: &mut dyn BlockSource,
+    out: &mut CarWriter<W>,
+) -> Result<u64, ExportError> {
+    let mut seen = HashSet::new();
+    let mut stack = vec![*root];
+    let mut written = 0;
+    while let Some(cid) = stack.pop() {
+        if !seen.insert(cid) {
+            continue;
+        }
+        let block = source.get_block(&cid)?.ok_or(ExportError::Missing(cid))?;
+        out.write_block(&cid, BlockBytes::new(&block))?;
+        written += 1;
+        // Reversed, so the first link is visited next.
+        stack.extend(dag::links(&cid, &block)?.into_iter().rev());
+    }
+    Ok(written)
+}
+
+/// Reads and verifies a CAR v1 stream.
+pub struct CarReader<R: Read> {
+    input: R,
+    roots: Vec<Cid>,
+    limits: CarLimits,
+    offset: u64,
+}
+
+impl<R: Read> CarReader<R> {
+    /// Read the header; blocks follow through [`CarReader::next_block`].
+    pub fn new(mut input: R, limits: CarLimits) -> Result<Self, CarError> {
+        let len = read_varint(&mut input)?.ok_or(CarError::Truncated { offset: 0 })?;
+        if len > limits.max_header_bytes {
+            return Err(CarError::HeaderTooLarge {
+                len,
+                limit: limits.max_header_bytes,
+            });
+        }
+        let mut cbor = vec![0; len as usize];
+        read_exact_or_truncated(&mut input, &mut cbor, 0)?;
+        let roots = parse_header(&cbor)?;
+        Ok(Self {
+            input,
+            roots,
+            limits,
+            offset: varint_len(len) + len,
+        })
+    }
+
+    pub fn roots(&self) -> &[Cid] {
+        &self.roots
+    }
+
+    /// Bytes consumed so far (for progress reporting).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The next block, verified against its CID; `None` at a clean end of stream.
+    pub fn next_block(&mut self) -> Result<Option<(Cid, Vec<u8>)>, CarError> {
+        let offset = self.offset;
+        let Some(len) = read_varint(&mut self.input)? else {
+            return Ok(None);
+        };
+        // Room for the CID in front of the block (a sha2-256 CIDv1 is 36 bytes).
+        let limit = self.limits.max_block_bytes + 128;
+        if len > limit {
+            return Err(CarError::BlockTooLarge {
+                offset,
+                len,
+                limit: self.limits.max_block_bytes,
+            });
+        }
+        let mut section = vec![0; len as usize];
+        read_exact_or_truncated(&mut self.input, &mut section, offset)?;
+        let mut cursor = &section[..];
+        let cid = Cid::read_bytes(&mut cursor).map_err(|e| CarError::InvalidCid {
+            offset,
+            reason: e.to_string(),
+        })?;
+        let block = cursor.to_vec();
+        if block.len() as u64 > self.limits.max_block_bytes {
+            return Err(CarError::BlockTooLarge {
+                offset,
+                len: block.len() as u64,
+                limit: self.limits.max_block_bytes,
+            });
+        }
+        verify_block(&cid, &block).map_err(|source| CarError::Block { offset, source })?;
+        self.offset += varint_len(len) + len;
+        Ok(Some((cid, block)))
+    }
+}
+
+impl<R: Read> Iterator for CarReader<R> {
+    type Item = Result<(Cid, Vec<u8>), CarError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_block().transpose()
+    }
+}
+
+const MAJOR_UINT: u8 = 0;
+const MAJOR_BYTES: u8 = 2;
+const MAJOR_TEXT: u8 = 3;
+const MAJOR_ARRAY: u8 = 4;
+const MAJOR_MAP: u8 = 5;
+const MAJOR_TAG: u8 = 6;
+const CID_TAG: u64 = 42;
+
+fn cbor_head(out: &mut Vec<u8>, major: u8, value: u64) {
+    let major = major << 5;
+    match value {
+        0..=23 => out.push(major | value as u8),
+        24..=0xff => out.extend_from_slice(&[major | 24, value as u8]),
+        0x100..=0xffff => {
+            out.push(major | 25);
+            out.extend_from_slice(&(value as u16).to_be_bytes());
+        }
+        0x1_0000..=0xffff_ffff => {
+            out.push(major | 26);
+            out.extend_from_slice(&(value as u32).to_be_bytes());
+        }
+        _ => {
+            out.push(major | 27);
+            out.extend_from_slice(&value.to_be_bytes());
+        }
+    }
+}
+
+/// A cursor over the header's CBOR that understands exactly the shapes a CAR header uses.
+struct Cbor<'a>(&'a [u8]);
+
+impl<'a> Cbor<'a> {
+    fn head(&mut self) -> Result<(u8, u64), CarError> {
+        let (&first, rest) = self
+            .0
+            .split_first()
+            .ok_or_else(|| invalid("header ends early"))?;
+        self.0 = rest;
+        let (major, info) = (first >> 5, first & 0x1f);
+        let value = match info {
+            0..=23 => u64::from(info),
+            24..=27 => {
+                let n = 1usize << (info - 24);
+                let bytes = self.take(n)?;
+                bytes.iter().fold(0u64, |v, b| (v << 8) | u64::from(*b))
+            }
+            _ => return Err(invalid("indefinite lengths are not DAG-CBOR")),
+        };
+        Ok((major, value))
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], CarError> {
+        if self.0.len() < n {
+            return Err(invalid("header ends early"));
+        }
+        let (head, tail) = self.0.split_at(n);
+        self.0 = tail;
+        Ok(head)
+    }
+
+    fn expect(&mut self, major: u8, what: &str) -> Result<u64, CarError> {
+        match self.head()? {
+            (m, value) if m == major => Ok(value),
+            _ => Err(invalid(&format!("expected {what}"))),
+        }
+    }
+}
+
+fn invalid(reason: &str) -> CarError {
+    CarError::InvalidHeader(reason.to_owned())
+}
+
+fn parse_header(bytes: &[u8]) -> Result<Vec<Cid>, CarError> {
+    let mut cbor = Cbor(bytes);
+    let entries = cbor.expect(MAJOR_MAP, "a map")?;
+    let (mut roots, mut version) = (None, None);
+    for _ in 0..entries {
+        let key_len = cbor.expect(MAJOR_TEXT, "a text key")?;
+        let key = cbor.take(key_len as usize)?;
+        match key {
+            b"version" => version = Some(cbor.expect(MAJOR_UINT, "an integer version")?),
+            b"roots" => {
+                let count = cbor.expect(MAJOR_ARRAY, "an array of roots")?;
+                let mut list = Vec::new();
+                for _ in 0..count {
+                    if cbor.expect(MAJOR_TAG, "a CID (tag 42)")? != CID_TAG {
+                        return Err(invalid("root is not a CID (tag 42)"));
+                    }
+                    let len = cbor.expect(MAJOR_BYTES, "CID bytes")?;
+                    let bytes = cbor.take(len as usize)?;
+                    let cid = match bytes.split_first() {
+                        Some((0, cid)) => {
+                            Cid::try_from(cid).map_err(|e| invalid(&format!("root CID: {e}")))?
+                        }
+                        _ => return Err(invalid("root CID lacks the 0x00 prefix")),
+                    };
+                    list.push(cid);
+                }
+                roots = Some(list);
+            }
+            other => {
+                return Err(invalid(&format!(
+                    "unexpected key {:?}",
+                    String::from_utf8_lossy(other)
+                )))
+            }
+        }
+    }
+    match version {
+        Some(1) => {}
+        Some(v) => return Err(CarError::UnsupportedVersion(v)),
+        None => return Err(invalid("no version")),
+    }
+    if !cbor.0.is_empty() {
+        return Err(invalid("trailing bytes after the header"));
+    }
+    roots.ok_or_else(|| invalid("no roots"))
+}
+
+fn put_varint(out: &mut Vec<u8>, value: u64) {
+    let mut buf = unsigned_varint::encode::u64_buffer();
+    out.extend_from_slice(unsigned_varint::encode::u64(value, &mut buf));
+}
+
+fn varint_len(value: u64) -> u64 {
+    let mut buf = unsigned_varint::encode::u64_buffer();
+    unsigned_varint::encode::u64(value, &mut buf).len() as u64
+}
+
+/// A varint, or `None` at a clean end of stream (no byte of it read).
+fn read_varint(input: &mut impl Read) -> Result<Option<u64>, CarError> {
+    let mut first = [0u8; 1];
+    loop {
+        match input.read(&mut first) {
+            Ok(0) => return Ok(None),
+            Ok(_) => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut value = u64::from(first[0] & 0x7f);
+    let mut byte = first[0];
+    let mut shift = 7;
+    while byte & 0x80 != 0 {
+        if shift > 63 {
+            return Err(invalid("varint overflows 64 bits"));
+        }
+        let mut next = [0u8; 1];
+        read_exact_or_truncated(input, &mut next, 0)?;
+        byte = next[0];
+        value |= u64::from(byte & 0x7f) << shift;
+        shift += 7;
+    }
+    Ok(Some(value))
+}
+
+fn read_exact_or_truncated(
+    input: &mut impl Read,
+    buf: &mut [u8],
+    offset: u64,
+) -> Result<(), CarError> {
+    input.read_exact(buf).map_err(|e| match e.kind() {
+        io::ErrorKind::UnexpectedEof => CarError::Truncated { offset },
+        _ => CarError::Io(e),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_unixfs::{FileImporter, MemoryBlocks, Profile};
+
+    fn sample() -> (Cid, MemoryBlocks) {
+        let profile = Profile {
+            chunk_size: 10,
+            max_links: 3,
+            ..Profile::UNIXFS_V1_2025
+        };
+        let mut blocks = MemoryBlocks::default();
+        let mut importer = FileImporter::new(&profile, &mut blocks);
+        importer.push(&[1u8; 95]).unwrap();
+        (importer.finish().unwrap().cid, blocks)
+    }
+
+    fn car_of(root: &Cid, blocks: &mut MemoryBlocks) -> Vec<u8> {
+        let mut writer = CarWriter::new(Vec::new(), &[*root]).unwrap();
+        export_dfs(root, blocks, &mut writer).unwrap();
+        writer.into_inner()
+    }
+
+    #[test]
+    fn dfs_export_starts_at_the_root_and_writes_identical_leaves_once() {
+        let (root, mut blocks) = sample();
+        let car = car_of(&root, &mut blocks);
+        let mut reader = CarReader::new(&car[..], CarLimits::default()).unwrap();
+        assert_eq!(reader.roots(), [root]);
+        let read: Vec<_> = reader.by_ref().map(Result::unwrap).collect();
+        assert_eq!(read[0].0, root);
+        // 9 identical full leaves, 1 short leaf, and the internal nodes, each once.
+        assert_eq!(read.len(), blocks.len());
+    }
+
+    #[test]
+    fn a_flipped_byte_in_a_block_is_caught() {
+        let (root, mut blocks) = sample();
+        let mut car = car_of(&root, &mut blocks);
+        let last = car.len() - 1;
+        car[last] ^= 1;
+        let result: Result<Vec<_>, _> = CarReader::new(&car[..], CarLimits::default())
+            .unwrap()
+            .collect();
+        assert!(matches!(
+            result,
+            Err(CarError::Block {
+                source: BlockError::HashMismatch { .. },
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn truncation_and_oversized_sections_are_reported() {
+        let (root, mut blocks) = sample();
+        let car = car_of(&root, &mut blocks);
+        let cut: Result<Vec<_>, _> = CarReader::new(&car[..car.len() - 3], CarLimits::default())
+            .unwrap()
+            .collect();
+        assert!(matches!(cut, Err(CarError::Truncated { .. })), "{cut:?}");
+
+        let tiny = CarLimits {
+            max_block_bytes: 4,
+            ..CarLimits::default()
+        };
+        let big: Result<Vec<_>, _> = CarReader::new(&car[..], tiny).unwrap().collect();
+        assert!(
+            matches!(big, Err(CarError::BlockTooLarge { .. })),
+            "{big:?}"
+        );
+
+        let small_header = CarLimits {
+            max_header_bytes: 8,
+            ..CarLimits::default()
+        };
+        assert!(matches!(
+            CarReader::new(&car[..], small_header),
+            Err(CarError::HeaderTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn header_rejects_other_versions_and_garbage() {
+        // {"version": 2}: the CARv2 pragma.
+        let v2 = [
+            0x0a, 0xa1, 0x67, b'v', b'e', b'r', b's', b'i', b'o', b'n', 0x02,
+        ];
+        assert!(matches!(
+            CarReader::new(&v2[..], CarLimits::default()),
+            Err(CarError::UnsupportedVersion(2))
+        ));
+        assert!(matches!(
+            CarReader::new(&[0x03, 0xff, 0xff, 0xff][..], CarLimits::default()),
+            Err(CarError::InvalidHeader(_))
+        ));
+        assert!(matches!(
+            CarReader::new(&[][..], CarLimits::default()),
+            Err(CarError::Truncated { .. })
+        ));
+    }
+}

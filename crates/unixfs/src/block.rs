@@ -135,6 +135,18 @@ impl<S: BlockSink + ?Sized> BlockSink for &mut S {
     }
 }
 
+/// Where blocks can be read back by CID (a walk's view of a store).
+pub trait BlockSource {
+    /// The block, or `None` when the source does not hold it.
+    fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>>;
+}
+
+impl<S: BlockSource + ?Sized> BlockSource for &mut S {
+    fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
+        (**self).get_block(cid)
+    }
+}
+
 /// Drops every block: what `cairn cid` and `ipfs add --only-hash` need.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DiscardBlocks;
@@ -180,6 +192,12 @@ impl BlockSink for MemoryBlocks {
             self.order.push(*cid);
         }
         Ok(())
+    }
+}
+
+impl BlockSource for MemoryBlocks {
+    fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
+        Ok(self.blocks.get(cid).cloned())
     }
 }
 

@@ -19,7 +19,7 @@ pub mod hamt;
 pub mod pb;
 pub mod profile;
 
-pub use block::{BlockBytes, BlockSink, DiscardBlocks, Link, MemoryBlocks};
+pub use block::{BlockBytes, BlockSink, BlockSource, DiscardBlocks, Link, MemoryBlocks};
 pub use cid::Cid;
 pub use dir::{DirError, DirectoryBuilder, ImportedDir};
 pub use file::{FileImporter, ImportedFile};
