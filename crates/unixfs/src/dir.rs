@@ -207,7 +207,12 @@ fn write_dir(profile: &Profile, dir: Dir, sink: &mut dyn BlockSink) -> Result<Li
     })
 }
 
-fn write_symlink(profile: &Profile, target: &str, sink: &mut dyn BlockSink) -> io::Result<Link> {
+/// Write a UnixFS symlink node (`Data{Type=Symlink, Data=target}`, no filesize) on its own.
+pub fn write_symlink(
+    profile: &Profile,
+    target: &str,
+    sink: &mut dyn BlockSink,
+) -> io::Result<Link> {
     let mut data = UnixFsData::new(DataType::Symlink);
     data.data = Some(target.as_bytes());
     put(profile, &pb::encode_node(vec![], data.encode()), sink)
