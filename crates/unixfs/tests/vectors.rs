@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use cairn_unixfs::{DirectoryBuilder, DiscardBlocks, FileImporter, Profile};
 use sha2::{Digest, Sha256};
-use support::{expand_dir, hex, Content, SpecEntry};
+use support::{expand_dir, for_each_piece, hex, Content, SpecEntry};
 
 fn vectors() -> Vec<serde_json::Value> {
     let path = std::env::var_os("CAIRN_VECTORS")
@@ -31,28 +31,16 @@ fn threads() -> NonZeroUsize {
 fn import_spec(profile: &Profile, spec: &serde_json::Value) -> cairn_unixfs::ImportedFile {
     let (mut content, size) = Content::of_spec(spec);
     let mut importer = FileImporter::with_threads(profile, DiscardBlocks, threads());
-    let mut buf = vec![0u8; 1 << 20];
-    let mut left = size;
-    while left > 0 {
-        let n = left.min(buf.len() as u64) as usize;
-        content.fill(&mut buf[..n]);
-        importer.push(&buf[..n]).unwrap();
-        left -= n as u64;
-    }
+    for_each_piece(&mut content, size, 1 << 20, |piece| {
+        importer.push(piece).unwrap()
+    });
     importer.finish().unwrap()
 }
 
 fn content_sha256(spec: &serde_json::Value) -> String {
     let (mut content, size) = Content::of_spec(spec);
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut left = size;
-    while left > 0 {
-        let n = left.min(buf.len() as u64) as usize;
-        content.fill(&mut buf[..n]);
-        hasher.update(&buf[..n]);
-        left -= n as u64;
-    }
+    for_each_piece(&mut content, size, 1 << 20, |piece| hasher.update(piece));
     hex(&hasher.finalize())
 }
 

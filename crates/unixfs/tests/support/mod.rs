@@ -95,6 +95,18 @@ impl Content {
     }
 }
 
+/// Feed `size` bytes of `content` to `each` in pieces of `piece` bytes, never holding the whole stream.
+pub fn for_each_piece(content: &mut Content, size: u64, piece: usize, mut each: impl FnMut(&[u8])) {
+    let mut buf = vec![0u8; piece];
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        content.fill(&mut buf[..n]);
+        each(&buf[..n]);
+        left -= n as u64;
+    }
+}
+
 /// One entry of an expanded directory spec.
 pub enum SpecEntry {
     File {
