@@ -1,0 +1,124 @@
+//! Storage behind the service, as traits at the backend boundary plus their embedded
+//! implementations: SQLite for metadata, local files for content.
+//!
+//! - [`model`]: the records (accounts, tokens, uploads and operations, block locations).
+//! - [`MetadataStore`]: the metadata trait; [`sqlite::SqliteStore`] implements it.
+//! - [`packs`]: pack files (content, written once, durable before they are referenced).
+//! - [`tokens`]: API token generation and hashing.
+//! - [`suite`]: the conformance suite every `MetadataStore` backend must pass.
+//!
+//! Durability order for content: pack data `fsync`, rename, directory `fsync`, and only then the
+//! metadata transaction that references it (SQLite WAL with `synchronous=FULL`). See
+//! `ARCHITECTURE.md` ("Storage and durability").
+
+pub mod model;
+pub mod packs;
+pub mod sqlite;
+pub mod suite;
+pub mod tokens;
+
+use async_trait::async_trait;
+
+use model::{
+    Account, BlockLocation, NewUpload, Operation, OperationError, OperationFilter, OperationRef,
+    TokenInfo,
+};
+use packs::SealedPack;
+
+/// Why a storage call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0} already exists")]
+    Conflict(String),
+    #[error("the stored-bytes quota would be exceeded ({needed} bytes needed, {remaining} left)")]
+    QuotaExceeded { needed: u64, remaining: u64 },
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("storage I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Limits set on an account.
+#[derive(Clone, Copy, Debug)]
+pub struct AccountLimits {
+    pub upload_limit: u64,
+    pub quota: Option<u64>,
+}
+
+impl Default for AccountLimits {
+    fn default() -> Self {
+        Self {
+            upload_limit: model::DEFAULT_UPLOAD_LIMIT,
+            quota: None,
+        }
+    }
+}
+
+/// Metadata: accounts and tokens, uploads and their operations, and the block index.
+#[async_trait]
+pub trait MetadataStore: Send + Sync {
+    async fn create_account(
+        &self,
+        name: &str,
+        limits: AccountLimits,
+    ) -> Result<Account, StoreError>;
+    async fn account_by_name(&self, name: &str) -> Result<Option<Account>, StoreError>;
+    async fn list_accounts(&self) -> Result<Vec<Account>, StoreError>;
+    async fn set_account_limits(
+        &self,
+        name: &str,
+        upload_limit: Option<u64>,
+        quota: Option<Option<u64>>,
+    ) -> Result<Account, StoreError>;
+
+    /// Record a token by its hash; the secret itself is never stored.
+    async fn add_token(
+        &self,
+        account_id: i64,
+        hash: &[u8; 32],
+        prefix: &str,
+    ) -> Result<TokenInfo, StoreError>;
+    /// Revoke by token id or by (unambiguous) prefix; returns the revoked token.
+    async fn revoke_token(&self, prefix_or_id: &str) -> Result<TokenInfo, StoreError>;
+    /// The account a live (not revoked) token belongs to.
+    async fn account_for_token(&self, hash: &[u8; 32]) -> Result<Option<Account>, StoreError>;
+
+    /// Whether a block (by multihash bytes) is already stored.
+    async fn has_block(&self, multihash: &[u8]) -> Result<bool, StoreError>;
+    async fn block_location(&self, multihash: &[u8]) -> Result<Option<BlockLocation>, StoreError>;
+    /// Every pack the block index references (for the startup sweep).
+    async fn pack_names(&self) -> Result<Vec<String>, StoreError>;
+
+    /// Record an upload whose content is already stored: the pack (if any new blocks), its
+    /// block index entries, the upload and its completed operation, and the account's stored
+    /// bytes, in one transaction. Fails with `QuotaExceeded` and changes nothing when the new
+    /// bytes do not fit the account's quota.
+    async fn commit_completed_upload(
+        &self,
+        upload: NewUpload,
+        pack: Option<SealedPack>,
+        cid: &str,
+    ) -> Result<Operation, StoreError>;
+
+    /// Record an upload whose processing fails or is still to come.
+    async fn record_upload(
+        &self,
+        upload: NewUpload,
+        failure: Option<OperationError>,
+    ) -> Result<Operation, StoreError>;
+
+    /// An operation of `account_id` (another account's is `None`, like a missing one).
+    async fn operation(
+        &self,
+        account_id: i64,
+        id: &OperationRef,
+    ) -> Result<Option<Operation>, StoreError>;
+    /// The account's operations, newest first.
+    async fn list_operations(
+        &self,
+        account_id: i64,
+        filter: &OperationFilter,
+    ) -> Result<Vec<Operation>, StoreError>;
+}

@@ -1,0 +1,193 @@
+//! The records the service keeps: accounts, tokens, uploads and their operations.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Default largest single `POST /api/upload`: 100 MB as the interface document says (104857600).
+pub const DEFAULT_UPLOAD_LIMIT: u64 = 104_857_600;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    pub id: i64,
+    pub name: String,
+    /// Largest single POST upload, in bytes.
+    pub upload_limit: u64,
+    /// Stored-bytes quota; `None` is unlimited.
+    pub quota: Option<u64>,
+    /// Bytes this account's uploads added to storage (deduplicated blocks are not counted twice).
+    pub stored_bytes: u64,
+    pub created_at_ms: i64,
+}
+
+impl Account {
+    /// Bytes that may still be stored before the quota is reached.
+    pub fn remaining_quota(&self) -> Option<u64> {
+        self.quota.map(|q| q.saturating_sub(self.stored_bytes))
+    }
+}
+
+/// A token as listed (never the secret itself, which is shown once at creation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenInfo {
+    pub id: i64,
+    pub account_id: i64,
+    /// The first characters of the token, enough to recognise and revoke it.
+    pub prefix: String,
+    pub created_at_ms: i64,
+    pub revoked: bool,
+}
+
+/// `pending -> processing -> completed | failed`; never moves back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OperationStatus {
+    Pending,
+    Processing,
+    Completed,
+    Failed,
+}
+
+impl OperationStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Processing => "processing",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed)
+    }
+}
+
+impl fmt::Display for OperationStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for OperationStatus {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "pending" => Self::Pending,
+            "processing" => Self::Processing,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            other => return Err(format!("unknown operation status {other:?}")),
+        })
+    }
+}
+
+/// What an operation does with its upload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OperationKind {
+    /// A POST upload (plain file, preserved archive, or archive to extract).
+    Upload,
+    /// A TUS upload.
+    TusUpload,
+    /// A CAR file imported as-is.
+    CarImport,
+}
+
+impl OperationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Upload => "upload",
+            Self::TusUpload => "tus_upload",
+            Self::CarImport => "car_import",
+        }
+    }
+}
+
+impl FromStr for OperationKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "upload" => Self::Upload,
+            "tus_upload" => Self::TusUpload,
+            "car_import" => Self::CarImport,
+            other => return Err(format!("unknown operation kind {other:?}")),
+        })
+    }
+}
+
+/// A failure as clients see it: a stable code and a human message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperationError {
+    pub code: String,
+    pub message: String,
+}
+
+/// An upload and the operation that processes it (one each: they are created together).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operation {
+    pub id: i64,
+    pub upload_id: String,
+    pub account_id: i64,
+    pub kind: OperationKind,
+    pub status: OperationStatus,
+    pub status_message: String,
+    pub progress_percent: f64,
+    pub cid: Option<String>,
+    pub error: Option<OperationError>,
+    pub name: String,
+    pub size: u64,
+    pub mime_type: String,
+    pub archive_mode: Option<String>,
+    pub profile: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    pub completed_at_ms: Option<i64>,
+}
+
+/// A new upload to record with its operation.
+#[derive(Clone, Debug)]
+pub struct NewUpload {
+    pub upload_id: String,
+    pub account_id: i64,
+    pub kind: OperationKind,
+    pub name: String,
+    pub size: u64,
+    pub mime_type: String,
+    pub archive_mode: Option<String>,
+    pub profile: String,
+}
+
+/// How an operation is addressed: by integer id or by the id of its upload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OperationRef {
+    Id(i64),
+    UploadId(String),
+}
+
+impl OperationRef {
+    /// An all-digit path segment is an operation id; anything else an upload id.
+    pub fn parse(segment: &str) -> Self {
+        match segment.parse::<i64>() {
+            Ok(id) if !segment.starts_with('+') => Self::Id(id),
+            _ => Self::UploadId(segment.to_owned()),
+        }
+    }
+}
+
+/// Filters of the operation list, newest first.
+#[derive(Clone, Debug, Default)]
+pub struct OperationFilter {
+    pub status: Option<OperationStatus>,
+    pub cid: Option<String>,
+    /// Only operations with an id below this (the cursor of the previous page).
+    pub before_id: Option<i64>,
+    pub limit: u32,
+}
+
+/// Where a block's bytes are: a pack and a byte range in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockLocation {
+    pub pack: String,
+    pub offset: u64,
+    pub length: u64,
+}

@@ -1,0 +1,536 @@
+//! The embedded metadata store: SQLite in WAL mode through sqlx.
+//!
+//! `synchronous=FULL` makes every commit durable before it returns, which is what lets a
+//! response be sent right after a commit. Migrations are numbered SQL scripts applied in order
+//! and tracked with `PRAGMA user_version`; each runs in its own transaction.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::{Row, Sqlite, Transaction};
+
+use crate::model::{
+    Account, BlockLocation, NewUpload, Operation, OperationError, OperationFilter, OperationRef,
+    OperationStatus, TokenInfo,
+};
+use crate::packs::SealedPack;
+use crate::{AccountLimits, MetadataStore, StoreError};
+
+/// Schema versions, applied in order. Never edit a released entry: add a new one.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE accounts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    upload_limit INTEGER NOT NULL,
+    quota INTEGER,
+    stored_bytes INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE tokens (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    account_id INTEGER NOT NULL REFERENCES accounts(id),
+    prefix TEXT NOT NULL,
+    hash BLOB NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+);
+CREATE TABLE operations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    upload_id TEXT NOT NULL UNIQUE,
+    account_id INTEGER NOT NULL REFERENCES accounts(id),
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    status_message TEXT NOT NULL,
+    progress REAL NOT NULL,
+    cid TEXT,
+    error_code TEXT,
+    error_message TEXT,
+    name TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mime_type TEXT NOT NULL,
+    archive_mode TEXT,
+    profile TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    completed_at INTEGER
+);
+CREATE INDEX operations_by_account ON operations(account_id, id DESC);
+CREATE TABLE packs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    size INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE blocks (
+    multihash BLOB PRIMARY KEY,
+    pack_id INTEGER NOT NULL REFERENCES packs(id),
+    offset INTEGER NOT NULL,
+    length INTEGER NOT NULL
+) WITHOUT ROWID;
+"#];
+
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the database at `path` and bring its schema up to date.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await?;
+        let store = Self { pool };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let current: i64 = sqlx::query_scalar("PRAGMA user_version")
+            .fetch_one(&mut *conn)
+            .await?;
+        for (index, script) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+            let mut tx = self.pool.begin().await?;
+            sqlx::raw_sql(script).execute(&mut *tx).await?;
+            sqlx::raw_sql(&format!("PRAGMA user_version = {}", index + 1))
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+
+    async fn account_where(
+        &self,
+        clause: &str,
+        bind: Bind<'_>,
+    ) -> Result<Option<Account>, StoreError> {
+        let sql = format!("SELECT * FROM accounts WHERE {clause}");
+        let query = sqlx::query(&sql);
+        let query = match bind {
+            Bind::Int(v) => query.bind(v),
+            Bind::Text(v) => query.bind(v),
+            Bind::Blob(v) => query.bind(v),
+        };
+        Ok(query
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|r| account_from(&r)))
+    }
+
+    async fn insert_operation(
+        tx: &mut Transaction<'_, Sqlite>,
+        upload: &NewUpload,
+        status: OperationStatus,
+        message: &str,
+        cid: Option<&str>,
+        failure: Option<&OperationError>,
+    ) -> Result<i64, StoreError> {
+        let now = now_ms();
+        let terminal = status.is_terminal().then_some(now);
+        let progress = if status == OperationStatus::Completed {
+            100.0
+        } else {
+            0.0
+        };
+        let id = sqlx::query(
+            "INSERT INTO operations (upload_id, account_id, kind, status, status_message, progress,
+                cid, error_code, error_message, name, size, mime_type, archive_mode, profile,
+                created_at, updated_at, completed_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&upload.upload_id)
+        .bind(upload.account_id)
+        .bind(upload.kind.as_str())
+        .bind(status.as_str())
+        .bind(message)
+        .bind(progress)
+        .bind(cid)
+        .bind(failure.map(|f| f.code.as_str()))
+        .bind(failure.map(|f| f.message.as_str()))
+        .bind(&upload.name)
+        .bind(upload.size as i64)
+        .bind(&upload.mime_type)
+        .bind(upload.archive_mode.as_deref())
+        .bind(&upload.profile)
+        .bind(now)
+        .bind(now)
+        .bind(terminal)
+        .execute(&mut **tx)
+        .await?
+        .last_insert_rowid();
+        Ok(id)
+    }
+
+    async fn operation_by_id(&self, id: i64) -> Result<Operation, StoreError> {
+        let row = sqlx::query("SELECT * FROM operations WHERE id = ?")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await?;
+        operation_from(&row)
+    }
+}
+
+enum Bind<'a> {
+    Int(i64),
+    Text(&'a str),
+    Blob(&'a [u8]),
+}
+
+fn account_from(row: &SqliteRow) -> Account {
+    Account {
+        id: row.get("id"),
+        name: row.get("name"),
+        upload_limit: row.get::<i64, _>("upload_limit") as u64,
+        quota: row.get::<Option<i64>, _>("quota").map(|q| q as u64),
+        stored_bytes: row.get::<i64, _>("stored_bytes") as u64,
+        created_at_ms: row.get("created_at"),
+    }
+}
+
+fn token_from(row: &SqliteRow) -> TokenInfo {
+    TokenInfo {
+        id: row.get("id"),
+        account_id: row.get("account_id"),
+        prefix: row.get("prefix"),
+        created_at_ms: row.get("created_at"),
+        revoked: row.get::<Option<i64>, _>("revoked_at").is_some(),
+    }
+}
+
+fn operation_from(row: &SqliteRow) -> Result<Operation, StoreError> {
+    let corrupt = |e: String| StoreError::Database(sqlx::Error::Decode(e.into()));
+    let code: Option<String> = row.get("error_code");
+    Ok(Operation {
+        id: row.get("id"),
+        upload_id: row.get("upload_id"),
+        account_id: row.get("account_id"),
+        kind: row.get::<String, _>("kind").parse().map_err(corrupt)?,
+        status: OperationStatus::from_str(&row.get::<String, _>("status")).map_err(corrupt)?,
+        status_message: row.get("status_message"),
+        progress_percent: row.get("progress"),
+        cid: row.get("cid"),
+        error: code.map(|code| OperationError {
+            code,
+            message: row
+                .get::<Option<String>, _>("error_message")
+                .unwrap_or_default(),
+        }),
+        name: row.get("name"),
+        size: row.get::<i64, _>("size") as u64,
+        mime_type: row.get("mime_type"),
+        archive_mode: row.get("archive_mode"),
+        profile: row.get("profile"),
+        created_at_ms: row.get("created_at"),
+        updated_at_ms: row.get("updated_at"),
+        completed_at_ms: row.get("completed_at"),
+    })
+}
+
+fn unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+#[async_trait]
+impl MetadataStore for SqliteStore {
+    async fn create_account(
+        &self,
+        name: &str,
+        limits: AccountLimits,
+    ) -> Result<Account, StoreError> {
+        let result = sqlx::query(
+            "INSERT INTO accounts (name, upload_limit, quota, created_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(name)
+        .bind(limits.upload_limit as i64)
+        .bind(limits.quota.map(|q| q as i64))
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await;
+        match result {
+            Ok(done) => self
+                .account_where("id = ?", Bind::Int(done.last_insert_rowid()))
+                .await?
+                .ok_or_else(|| StoreError::NotFound(format!("account {name:?}"))),
+            Err(e) if unique_violation(&e) => {
+                Err(StoreError::Conflict(format!("account {name:?}")))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn account_by_name(&self, name: &str) -> Result<Option<Account>, StoreError> {
+        self.account_where("name = ?", Bind::Text(name)).await
+    }
+
+    async fn list_accounts(&self) -> Result<Vec<Account>, StoreError> {
+        let rows = sqlx::query("SELECT * FROM accounts ORDER BY id")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(account_from).collect())
+    }
+
+    async fn set_account_limits(
+        &self,
+        name: &str,
+        upload_limit: Option<u64>,
+        quota: Option<Option<u64>>,
+    ) -> Result<Account, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        if let Some(limit) = upload_limit {
+            sqlx::query("UPDATE accounts SET upload_limit = ? WHERE name = ?")
+                .bind(limit as i64)
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
+        }
+        if let Some(quota) = quota {
+            sqlx::query("UPDATE accounts SET quota = ? WHERE name = ?")
+                .bind(quota.map(|q| q as i64))
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        self.account_by_name(name)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("account {name:?}")))
+    }
+
+    async fn add_token(
+        &self,
+        account_id: i64,
+        hash: &[u8; 32],
+        prefix: &str,
+    ) -> Result<TokenInfo, StoreError> {
+        let id = sqlx::query(
+            "INSERT INTO tokens (account_id, prefix, hash, created_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(account_id)
+        .bind(prefix)
+        .bind(&hash[..])
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?
+        .last_insert_rowid();
+        let row = sqlx::query("SELECT * FROM tokens WHERE id = ?")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(token_from(&row))
+    }
+
+    async fn revoke_token(&self, prefix_or_id: &str) -> Result<TokenInfo, StoreError> {
+        let rows = match prefix_or_id.parse::<i64>() {
+            Ok(id) => sqlx::query("SELECT * FROM tokens WHERE id = ?").bind(id),
+            Err(_) => sqlx::query(
+                "SELECT * FROM tokens WHERE ? LIKE prefix || '%' OR prefix LIKE ? || '%'",
+            )
+            .bind(prefix_or_id)
+            .bind(prefix_or_id),
+        }
+        .fetch_all(&self.pool)
+        .await?;
+        let token = match rows.as_slice() {
+            [row] => token_from(row),
+            [] => return Err(StoreError::NotFound(format!("token {prefix_or_id:?}"))),
+            _ => {
+                return Err(StoreError::Conflict(format!(
+                    "more than one token matching {prefix_or_id:?}"
+                )))
+            }
+        };
+        sqlx::query("UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+            .bind(now_ms())
+            .bind(token.id)
+            .execute(&self.pool)
+            .await?;
+        Ok(TokenInfo {
+            revoked: true,
+            ..token
+        })
+    }
+
+    async fn account_for_token(&self, hash: &[u8; 32]) -> Result<Option<Account>, StoreError> {
+        self.account_where(
+            "id = (SELECT account_id FROM tokens WHERE hash = ? AND revoked_at IS NULL)",
+            Bind::Blob(&hash[..]),
+        )
+        .await
+    }
+
+    async fn has_block(&self, multihash: &[u8]) -> Result<bool, StoreError> {
+        Ok(sqlx::query("SELECT 1 FROM blocks WHERE multihash = ?")
+            .bind(multihash)
+            .fetch_optional(&self.pool)
+            .await?
+            .is_some())
+    }
+
+    async fn block_location(&self, multihash: &[u8]) -> Result<Option<BlockLocation>, StoreError> {
+        let row = sqlx::query(
+            "SELECT packs.name, blocks.offset, blocks.length FROM blocks
+             JOIN packs ON packs.id = blocks.pack_id WHERE multihash = ?",
+        )
+        .bind(multihash)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|r| BlockLocation {
+            pack: r.get(0),
+            offset: r.get::<i64, _>(1) as u64,
+            length: r.get::<i64, _>(2) as u64,
+        }))
+    }
+
+    async fn pack_names(&self) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar("SELECT name FROM packs")
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn commit_completed_upload(
+        &self,
+        upload: NewUpload,
+        pack: Option<SealedPack>,
+        cid: &str,
+    ) -> Result<Operation, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut added = 0u64;
+        if let Some(pack) = &pack {
+            let pack_id =
+                sqlx::query("INSERT INTO packs (name, size, created_at) VALUES (?, ?, ?)")
+                    .bind(&pack.name)
+                    .bind(pack.size as i64)
+                    .bind(now_ms())
+                    .execute(&mut *tx)
+                    .await?
+                    .last_insert_rowid();
+            for block in &pack.blocks {
+                // Another upload may have stored the same block meanwhile: the first copy wins
+                // and only bytes actually added count against the quota.
+                let inserted = sqlx::query(
+                    "INSERT OR IGNORE INTO blocks (multihash, pack_id, offset, length) VALUES (?, ?, ?, ?)",
+                )
+                .bind(&block.multihash)
+                .bind(pack_id)
+                .bind(block.offset as i64)
+                .bind(block.length as i64)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if inserted == 1 {
+                    added += block.length;
+                }
+            }
+        }
+        let account = sqlx::query("SELECT * FROM accounts WHERE id = ?")
+            .bind(upload.account_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let account = account_from(&account);
+        if let Some(remaining) = account.remaining_quota() {
+            if added > remaining {
+                return Err(StoreError::QuotaExceeded {
+                    needed: added,
+                    remaining,
+                });
+            }
+        }
+        sqlx::query("UPDATE accounts SET stored_bytes = stored_bytes + ? WHERE id = ?")
+            .bind(added as i64)
+            .bind(upload.account_id)
+            .execute(&mut *tx)
+            .await?;
+        let id = Self::insert_operation(
+            &mut tx,
+            &upload,
+            OperationStatus::Completed,
+            "stored",
+            Some(cid),
+            None,
+        )
+        .await?;
+        tx.commit().await?;
+        self.operation_by_id(id).await
+    }
+
+    async fn record_upload(
+        &self,
+        upload: NewUpload,
+        failure: Option<OperationError>,
+    ) -> Result<Operation, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let (status, message) = match &failure {
+            Some(f) => (OperationStatus::Failed, f.message.clone()),
+            None => (
+                OperationStatus::Pending,
+                "waiting to be processed".to_owned(),
+            ),
+        };
+        let id = Self::insert_operation(&mut tx, &upload, status, &message, None, failure.as_ref())
+            .await?;
+        tx.commit().await?;
+        self.operation_by_id(id).await
+    }
+
+    async fn operation(
+        &self,
+        account_id: i64,
+        id: &OperationRef,
+    ) -> Result<Option<Operation>, StoreError> {
+        let query = match id {
+            OperationRef::Id(id) => {
+                sqlx::query("SELECT * FROM operations WHERE id = ? AND account_id = ?").bind(*id)
+            }
+            OperationRef::UploadId(upload) => {
+                sqlx::query("SELECT * FROM operations WHERE upload_id = ? AND account_id = ?")
+                    .bind(upload.as_str())
+            }
+        };
+        let row = query.bind(account_id).fetch_optional(&self.pool).await?;
+        row.as_ref().map(operation_from).transpose()
+    }
+
+    async fn list_operations(
+        &self,
+        account_id: i64,
+        filter: &OperationFilter,
+    ) -> Result<Vec<Operation>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT * FROM operations WHERE account_id = ?
+               AND (? IS NULL OR status = ?) AND (? IS NULL OR cid = ?) AND (? IS NULL OR id < ?)
+             ORDER BY id DESC LIMIT ?",
+        )
+        .bind(account_id)
+        .bind(filter.status.map(|s| s.as_str()))
+        .bind(filter.status.map(|s| s.as_str()))
+        .bind(filter.cid.as_deref())
+        .bind(filter.cid.as_deref())
+        .bind(filter.before_id)
+        .bind(filter.before_id)
+        .bind(i64::from(filter.limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(operation_from).collect()
+    }
+}

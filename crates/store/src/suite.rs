@@ -1,0 +1,252 @@
+//! The conformance suite every [`MetadataStore`] backend must pass: one body, run against
+//! SQLite now and against PostgreSQL when it exists. It panics on the first violation.
+
+use std::io;
+
+use cairn_unixfs::{FileImporter, Profile};
+
+use crate::model::{NewUpload, OperationFilter, OperationKind, OperationRef, OperationStatus};
+use crate::packs::Packs;
+use crate::{tokens, AccountLimits, MetadataStore, StoreError};
+
+fn upload(id: &str, account_id: i64) -> NewUpload {
+    NewUpload {
+        upload_id: id.to_owned(),
+        account_id,
+        kind: OperationKind::Upload,
+        name: format!("{id}.bin"),
+        size: 3000,
+        mime_type: "application/octet-stream".to_owned(),
+        archive_mode: None,
+        profile: Profile::default().name.to_owned(),
+    }
+}
+
+/// Store `content` into a new pack, skipping blocks the store already has.
+pub async fn pack_content(
+    store: &dyn MetadataStore,
+    packs: &Packs,
+    content: &[u8],
+) -> (String, Option<crate::packs::SealedPack>) {
+    // The suite stores small contents: look the known blocks up first, then write synchronously.
+    let profile = Profile {
+        chunk_size: 1000,
+        ..Profile::default()
+    };
+    let mut probe = cairn_unixfs::MemoryBlocks::default();
+    let mut importer = FileImporter::new(&profile, &mut probe);
+    importer.push(content).unwrap();
+    let root = importer.finish().unwrap();
+    let mut known = std::collections::HashSet::new();
+    for (cid, _) in probe.iter() {
+        if store.has_block(&cid.hash().to_bytes()).await.unwrap() {
+            known.insert(cid.hash().to_bytes());
+        }
+    }
+    let mut writer = packs
+        .writer(Box::new(move |mh: &[u8]| -> io::Result<bool> {
+            Ok(known.contains(mh))
+        }))
+        .unwrap();
+    let mut importer = FileImporter::new(&profile, &mut writer);
+    importer.push(content).unwrap();
+    importer.finish().unwrap();
+    (root.cid.to_string(), writer.seal().unwrap())
+}
+
+pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
+    accounts_and_tokens(store).await;
+    uploads_dedup_and_quota(store, packs).await;
+    operations_are_private_and_listed_newest_first(store, packs).await;
+}
+
+async fn accounts_and_tokens(store: &dyn MetadataStore) {
+    let alice = store
+        .create_account("alice", AccountLimits::default())
+        .await
+        .unwrap();
+    assert_eq!(alice.upload_limit, 104_857_600);
+    assert!(matches!(
+        store
+            .create_account("alice", AccountLimits::default())
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    let token = tokens::generate();
+    let info = store
+        .add_token(alice.id, &token.hash, &token.prefix)
+        .await
+        .unwrap();
+    let found = store.account_for_token(&token.hash).await.unwrap();
+    assert_eq!(found.map(|a| a.name), Some("alice".to_owned()));
+    assert_eq!(
+        store
+            .account_for_token(&tokens::hash("cairn_other"))
+            .await
+            .unwrap(),
+        None
+    );
+    let revoked = store.revoke_token(&token.prefix).await.unwrap();
+    assert_eq!(revoked.id, info.id);
+    assert!(revoked.revoked);
+    assert_eq!(store.account_for_token(&token.hash).await.unwrap(), None);
+    assert!(matches!(
+        store.revoke_token("cairn_nope").await,
+        Err(StoreError::NotFound(_))
+    ));
+    let updated = store
+        .set_account_limits("alice", Some(5000), Some(Some(10_000)))
+        .await
+        .unwrap();
+    assert_eq!((updated.upload_limit, updated.quota), (5000, Some(10_000)));
+}
+
+async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
+    let bob = store
+        .create_account(
+            "bob",
+            AccountLimits {
+                upload_limit: 1 << 20,
+                quota: Some(5000),
+            },
+        )
+        .await
+        .unwrap();
+    let content: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    let (cid, pack) = pack_content(store, packs, &content).await;
+    let pack = pack.expect("new content makes a pack");
+    let stored = pack.stored_bytes();
+    let first_block = pack.blocks[0].clone();
+    let op = store
+        .commit_completed_upload(upload("u1", bob.id), Some(pack), &cid)
+        .await
+        .unwrap();
+    assert_eq!(op.status, OperationStatus::Completed);
+    assert_eq!(op.cid.as_deref(), Some(cid.as_str()));
+    assert_eq!(op.progress_percent, 100.0);
+    assert!(op.completed_at_ms.is_some());
+
+    // The block index finds the bytes again.
+    let location = store
+        .block_location(&first_block.multihash)
+        .await
+        .unwrap()
+        .expect("indexed");
+    assert_eq!(
+        packs.read(&location).unwrap().len() as u64,
+        first_block.length
+    );
+
+    // The same content again: nothing new is written or counted.
+    let (again, pack) = pack_content(store, packs, &content).await;
+    assert_eq!(again, cid);
+    assert!(pack.is_none(), "every block was already stored");
+    store
+        .commit_completed_upload(upload("u2", bob.id), None, &cid)
+        .await
+        .unwrap();
+    let bob_now = store.account_by_name("bob").await.unwrap().unwrap();
+    assert_eq!(bob_now.stored_bytes, stored);
+
+    // New content over the quota is refused whole.
+    let other: Vec<u8> = (0..3000u32).map(|i| (i % 13) as u8 ^ 0x5a).collect();
+    let (cid, pack) = pack_content(store, packs, &other).await;
+    let result = store
+        .commit_completed_upload(upload("u3", bob.id), pack, &cid)
+        .await;
+    assert!(
+        matches!(result, Err(StoreError::QuotaExceeded { .. })),
+        "{result:?}"
+    );
+    assert_eq!(
+        store
+            .operation(bob.id, &OperationRef::UploadId("u3".into()))
+            .await
+            .unwrap(),
+        None
+    );
+    let bob_after = store.account_by_name("bob").await.unwrap().unwrap();
+    assert_eq!(bob_after.stored_bytes, stored);
+}
+
+async fn operations_are_private_and_listed_newest_first(store: &dyn MetadataStore, packs: &Packs) {
+    let carol = store
+        .create_account("carol", AccountLimits::default())
+        .await
+        .unwrap();
+    let dave = store
+        .create_account("dave", AccountLimits::default())
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..5u8 {
+        let (cid, pack) = pack_content(store, packs, &[i; 10]).await;
+        let op = store
+            .commit_completed_upload(upload(&format!("c{i}"), carol.id), pack, &cid)
+            .await
+            .unwrap();
+        ids.push(op.id);
+    }
+    let failed = store
+        .record_upload(
+            upload("c-bad", carol.id),
+            Some(crate::model::OperationError {
+                code: "invalid_archive".into(),
+                message: "entry ../x escapes the root".into(),
+            }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(failed.status, OperationStatus::Failed);
+    assert_eq!(failed.error.as_ref().unwrap().code, "invalid_archive");
+
+    let by_upload = store
+        .operation(carol.id, &OperationRef::UploadId("c2".into()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(by_upload.id, ids[2]);
+    assert_eq!(
+        store
+            .operation(dave.id, &OperationRef::Id(ids[2]))
+            .await
+            .unwrap(),
+        None,
+        "another account's operation is invisible"
+    );
+
+    let page = |before_id, status| OperationFilter {
+        limit: 2,
+        before_id,
+        status,
+        cid: None,
+    };
+    let first = store
+        .list_operations(carol.id, &page(None, None))
+        .await
+        .unwrap();
+    assert_eq!(
+        first.iter().map(|o| o.id).collect::<Vec<_>>(),
+        [failed.id, ids[4]]
+    );
+    let second = store
+        .list_operations(carol.id, &page(Some(ids[4]), None))
+        .await
+        .unwrap();
+    assert_eq!(
+        second.iter().map(|o| o.id).collect::<Vec<_>>(),
+        [ids[3], ids[2]]
+    );
+    let failures = store
+        .list_operations(carol.id, &page(None, Some(OperationStatus::Failed)))
+        .await
+        .unwrap();
+    assert_eq!(failures.len(), 1);
+    let by_cid = OperationFilter {
+        cid: by_upload.cid.clone(),
+        limit: 10,
+        ..OperationFilter::default()
+    };
+    let matching = store.list_operations(carol.id, &by_cid).await.unwrap();
+    assert_eq!(matching.iter().map(|o| o.id).collect::<Vec<_>>(), [ids[2]]);
+}

@@ -1,0 +1,62 @@
+//! The metadata conformance suite against the embedded SQLite store, and the pack sweep.
+
+use std::collections::HashSet;
+
+use cairn_store::packs::Packs;
+use cairn_store::sqlite::SqliteStore;
+use cairn_store::{suite, MetadataStore};
+
+#[tokio::test]
+async fn sqlite_store_passes_the_metadata_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("cairn.db"))
+        .await
+        .unwrap();
+    let packs = Packs::open(dir.path().join("packs")).unwrap();
+    suite::run(&store, &packs).await;
+}
+
+#[tokio::test]
+async fn schema_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cairn.db");
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        store
+            .create_account("kept", Default::default())
+            .await
+            .unwrap();
+    }
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert!(store.account_by_name("kept").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn sweep_removes_unreferenced_and_half_written_packs_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("cairn.db"))
+        .await
+        .unwrap();
+    let packs = Packs::open(dir.path().join("packs")).unwrap();
+    let (_, kept) = suite::pack_content(&store, &packs, b"kept content").await;
+    let (_, orphan) = suite::pack_content(&store, &packs, b"never committed").await;
+    std::fs::write(dir.path().join("packs/tmp-crashed.car"), b"partial").unwrap();
+    let kept = kept.unwrap();
+    let referenced: HashSet<String> = [kept.name.clone()].into();
+    assert_eq!(packs.sweep(&referenced).unwrap(), 2);
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("packs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, [kept.name]);
+    assert!(orphan.is_some());
+}
+
+#[tokio::test]
+async fn a_dropped_pack_writer_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let packs = Packs::open(dir.path()).unwrap();
+    let writer = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
+    drop(writer);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
