@@ -1,1 +1,21 @@
-//! placeholder
+//! Cairn's HTTP service: the upload host and the account host.
+//!
+//! - [`app`]: the two routers, with JSON fallbacks for unknown routes and wrong methods.
+//! - [`routes`]: one module per resource (upload, operations, account).
+//! - [`auth`]: the bearer-token extractor.
+//! - [`error`]: the one place statuses and error codes are decided.
+//! - [`detect`]: what an upload is, from its first bytes.
+//! - [`state`]: what handlers share.
+//!
+//! Handlers never touch SQL or files directly: they go through `cairn-store`'s traits, and run
+//! the synchronous engine (`cairn-unixfs`) on blocking threads.
+
+pub mod app;
+pub mod auth;
+pub mod detect;
+pub mod error;
+pub mod routes;
+pub mod state;
+
+pub use app::{account_app, upload_app};
+pub use state::{AppState, ServerConfig};

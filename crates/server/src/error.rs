@@ -1,0 +1,95 @@
+//! The API's errors: one enum, mapped to status and code in exactly one `match`.
+//!
+//! Every error body is `{"error": code, "message": text}` (CONTRACT "Errors"). Internal causes
+//! are logged, never sent.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use cairn_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("an Authorization: Bearer token is required")]
+    Unauthorized,
+    #[error("the token is not valid or has been revoked")]
+    InvalidToken,
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    MethodNotAllowed(String),
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("{0}")]
+    InvalidArchive(String),
+    #[error("{0}")]
+    QuotaExceeded(String),
+    #[error("internal error")]
+    Internal(String),
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl ApiError {
+    /// Status and stable code, decided here and nowhere else.
+    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            Self::InvalidToken => (StatusCode::UNAUTHORIZED, "invalid_token"),
+            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            Self::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Self::InvalidArchive(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_archive"),
+            Self::QuotaExceeded(_) => (StatusCode::FORBIDDEN, "quota_exceeded"),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        }
+    }
+
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        Self::Internal(cause.to_string())
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(what) => Self::NotFound(format!("{what} not found")),
+            StoreError::QuotaExceeded { .. } => Self::QuotaExceeded(e.to_string()),
+            other => Self::internal(other),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        if let Self::Internal(cause) = &self {
+            tracing::error!(%cause, "internal error");
+        }
+        let body = serde_json::json!({"error": code, "message": self.to_string()});
+        let mut response = (status, axum::Json(body)).into_response();
+        let headers = response.headers_mut();
+        match self {
+            Self::Unauthorized => {
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"cairn\""),
+                );
+            }
+            Self::InvalidToken => {
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer error=\"invalid_token\""),
+                );
+            }
+            Self::Unavailable(_) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            _ => {}
+        }
+        response
+    }
+}

@@ -1,0 +1,5 @@
+//! One module per resource; `app.rs` merges their routers.
+
+pub mod account;
+pub mod operations;
+pub mod upload;

@@ -1,0 +1,163 @@
+//! `GET /api/operations/{id}` (by integer id or upload id) and `GET /api/operations`.
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use cairn_store::model::{Operation, OperationFilter, OperationRef, OperationStatus};
+use serde::{Deserialize, Serialize};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Largest page of the operation list.
+const MAX_PAGE: u32 = 1000;
+
+fn rfc3339(ms: i64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// The operation record (CONTRACT "Operation record").
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationRecord {
+    id: i64,
+    upload_id: String,
+    operation: &'static str,
+    status: &'static str,
+    status_message: String,
+    progress_percent: f64,
+    cid: Option<String>,
+    error: Option<serde_json::Value>,
+    name: String,
+    size: u64,
+    mime_type: String,
+    archive_mode: Option<String>,
+    created_at: String,
+    updated_at: String,
+    completed_at: Option<String>,
+}
+
+impl From<Operation> for OperationRecord {
+    fn from(op: Operation) -> Self {
+        Self {
+            id: op.id,
+            upload_id: op.upload_id,
+            operation: op.kind.as_str(),
+            status: op.status.as_str(),
+            status_message: op.status_message,
+            progress_percent: op.progress_percent,
+            cid: op.cid,
+            error: op
+                .error
+                .map(|e| serde_json::json!({"error": e.code, "message": e.message})),
+            name: op.name,
+            size: op.size,
+            mime_type: op.mime_type,
+            archive_mode: op.archive_mode,
+            created_at: rfc3339(op.created_at_ms),
+            updated_at: rfc3339(op.updated_at_ms),
+            completed_at: op.completed_at_ms.map(rfc3339),
+        }
+    }
+}
+
+/// The upload result of `POST /api/upload` (CONTRACT "Upload result").
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadResult {
+    id: String,
+    cid: Option<String>,
+    name: String,
+    size: u64,
+    mime_type: String,
+    operation_id: i64,
+    status: &'static str,
+    created_at: String,
+}
+
+impl From<Operation> for UploadResult {
+    fn from(op: Operation) -> Self {
+        Self {
+            id: op.upload_id,
+            cid: op.cid,
+            name: op.name,
+            size: op.size,
+            mime_type: op.mime_type,
+            operation_id: op.id,
+            status: op.status.as_str(),
+            created_at: rfc3339(op.created_at_ms),
+        }
+    }
+}
+
+pub async fn get_operation(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<OperationRecord>, ApiError> {
+    let op = state
+        .store
+        .operation(account.id, &OperationRef::parse(&id))
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("operation {id} not found")))?;
+    Ok(Json(op.into()))
+}
+
+#[derive(Deserialize)]
+pub struct ListParams {
+    limit: Option<u32>,
+    cursor: Option<String>,
+    status: Option<String>,
+    cid: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationPage {
+    operations: Vec<OperationRecord>,
+    /// Pass as `cursor` to get the next page; `null` on the last page.
+    next_cursor: Option<String>,
+}
+
+pub async fn list_operations(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    params: Result<Query<ListParams>, QueryRejection>,
+) -> Result<Json<OperationPage>, ApiError> {
+    let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let limit = params.limit.unwrap_or(50);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::BadRequest(format!(
+            "limit must be between 1 and {MAX_PAGE}"
+        )));
+    }
+    let status = params
+        .status
+        .map(|s| s.parse::<OperationStatus>())
+        .transpose()
+        .map_err(ApiError::BadRequest)?;
+    // The cursor is the last id of the previous page; opaque to clients.
+    let before_id = params
+        .cursor
+        .map(|c| c.strip_prefix("op").and_then(|n| n.parse::<i64>().ok()))
+        .map(|c| {
+            c.ok_or_else(|| ApiError::BadRequest("cursor is not one this server issued".into()))
+        })
+        .transpose()?;
+    let filter = OperationFilter {
+        status,
+        cid: params.cid,
+        before_id,
+        limit,
+    };
+    let operations = state.store.list_operations(account.id, &filter).await?;
+    let next_cursor = (operations.len() == limit as usize)
+        .then(|| operations.last().map(|op| format!("op{}", op.id)))
+        .flatten();
+    Ok(Json(OperationPage {
+        operations: operations.into_iter().map(Into::into).collect(),
+        next_cursor,
+    }))
+}

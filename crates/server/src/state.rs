@@ -1,0 +1,32 @@
+//! What every handler shares: the stores and the configuration.
+
+use std::sync::Arc;
+
+use cairn_store::packs::Packs;
+use cairn_store::MetadataStore;
+use cairn_unixfs::Profile;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<dyn MetadataStore>,
+    pub packs: Packs,
+    pub config: Arc<ServerConfig>,
+}
+
+/// Service settings that handlers read.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The profile used when an upload names none.
+    pub default_profile: Profile,
+    /// Bytes of multipart framing tolerated above the upload limit in `Content-Length`.
+    pub multipart_overhead: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            default_profile: Profile::default(),
+            multipart_overhead: 64 * 1024,
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! The service over real HTTP: both hosts bound to port 0, driven with reqwest.
+
+use std::sync::Arc;
+
+use cairn_server::{account_app, upload_app, AppState, ServerConfig};
+use cairn_store::packs::Packs;
+use cairn_store::sqlite::SqliteStore;
+use cairn_store::{tokens, AccountLimits, MetadataStore};
+use reqwest::multipart::{Form, Part};
+use reqwest::StatusCode;
+use serde_json::Value;
+
+struct TestServer {
+    upload: String,
+    account: String,
+    token: String,
+    store: Arc<SqliteStore>,
+    client: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+async fn serve(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+impl TestServer {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(
+            SqliteStore::open(&dir.path().join("cairn.db"))
+                .await
+                .unwrap(),
+        );
+        let state = AppState {
+            store: store.clone(),
+            packs: Packs::open(dir.path().join("packs")).unwrap(),
+            config: Arc::new(ServerConfig::default()),
+        };
+        let mut server = Self {
+            upload: serve(upload_app(state.clone())).await,
+            account: serve(account_app(state)).await,
+            token: String::new(),
+            store,
+            client: reqwest::Client::new(),
+            _dir: dir,
+        };
+        server.token = server.new_account("alice", 2000).await;
+        server
+    }
+
+    /// A new account with the given upload limit; returns its token.
+    async fn new_account(&self, name: &str, upload_limit: u64) -> String {
+        let limits = AccountLimits {
+            upload_limit,
+            quota: None,
+        };
+        let account = self.store.create_account(name, limits).await.unwrap();
+        let token = tokens::generate();
+        self.store
+            .add_token(account.id, &token.hash, &token.prefix)
+            .await
+            .unwrap();
+        token.secret
+    }
+
+    async fn post_file(&self, token: &str, query: &str, file: Part) -> (StatusCode, Value) {
+        let form = Form::new().part("file", file);
+        let response = self
+            .client
+            .post(format!("{}/api/upload{query}", self.upload))
+            .bearer_auth(token)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        (status, response.json().await.unwrap())
+    }
+
+    async fn get(
+        &self,
+        url: String,
+        token: Option<&str>,
+    ) -> (StatusCode, reqwest::header::HeaderMap, Value) {
+        let mut request = self.client.get(url);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        let (status, headers) = (response.status(), response.headers().clone());
+        (status, headers, response.json().await.unwrap())
+    }
+}
+
+fn assert_error(body: &Value, code: &str) {
+    assert_eq!(body["error"], code, "{body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_plain_file_gets_the_cid_ipfs_computes_and_its_operation_is_complete() {
+    let server = TestServer::start().await;
+    let file = Part::bytes(b"hello world".to_vec()).file_name("hello.txt");
+    let (status, body) = server.post_file(&server.token, "", file).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["cid"],
+        "bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e"
+    );
+    assert_eq!(body["name"], "hello.txt");
+    assert_eq!(body["size"], 11);
+    assert_eq!(body["mimeType"], "text/plain");
+    assert_eq!(body["status"], "completed");
+
+    // Polled on both hosts, by integer id and by upload id.
+    let op_id = body["operationId"].as_i64().unwrap();
+    let upload_id = body["id"].as_str().unwrap();
+    for host in [&server.upload, &server.account] {
+        for id in [op_id.to_string(), upload_id.to_owned()] {
+            let (status, _, op) = server
+                .get(format!("{host}/api/operations/{id}"), Some(&server.token))
+                .await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(op["id"], op_id);
+            assert_eq!(op["status"], "completed");
+            assert_eq!(op["progressPercent"], 100.0);
+            assert_eq!(op["cid"], body["cid"]);
+            assert!(op["completedAt"].is_string());
+        }
+    }
+}
+
+#[tokio::test]
+async fn profile_and_name_parameters_are_honoured() {
+    let server = TestServer::start().await;
+    let file = Part::bytes(b"hello world".to_vec()).file_name("ignored.txt");
+    let (status, body) = server
+        .post_file(
+            &server.token,
+            "?cid_profile=unixfs-v0-2015&name=greeting",
+            file,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["cid"],
+        "Qmf412jQZiuVUtdgnB36FXFX7xg5V6KEbSJ4dpQuhkLyfD"
+    );
+    assert_eq!(body["name"], "greeting");
+}
+
+#[tokio::test]
+async fn uploads_over_the_limit_are_refused_with_a_pointer_to_tus() {
+    let server = TestServer::start().await;
+    // Content-Length far above the 2000-byte limit: refused before the body is read.
+    let (status, body) = server
+        .post_file(&server.token, "", Part::bytes(vec![7u8; 100_000]))
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_error(&body, "payload_too_large");
+    assert!(body["message"]
+        .as_str()
+        .unwrap()
+        .contains("/api/upload/tus"));
+
+    // Within the multipart allowance by Content-Length, but over the limit once streamed.
+    let (status, body) = server
+        .post_file(&server.token, "", Part::bytes(vec![7u8; 3000]))
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_error(&body, "payload_too_large");
+}
+
+#[tokio::test]
+async fn authentication_errors_follow_the_contract() {
+    let server = TestServer::start().await;
+    let url = format!("{}/api/upload-limit", server.account);
+    let (status, headers, body) = server.get(url.clone(), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(headers["www-authenticate"], "Bearer realm=\"cairn\"");
+    assert_error(&body, "unauthorized");
+
+    for bad in ["nonsense", &format!("cairn_{}", "0".repeat(64))] {
+        let (status, headers, body) = server.get(url.clone(), Some(bad)).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            headers["www-authenticate"],
+            "Bearer error=\"invalid_token\""
+        );
+        assert_error(&body, "invalid_token");
+    }
+
+    let (status, _, body) = server.get(url, Some(&server.token)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, serde_json::json!({"limit": 2000}));
+}
+
+#[tokio::test]
+async fn unknown_routes_wrong_methods_and_bad_requests_are_json() {
+    let server = TestServer::start().await;
+    let (status, _, body) = server
+        .get(format!("{}/no/such/route", server.upload), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_error(&body, "not_found");
+
+    let response = server
+        .client
+        .delete(format!("{}/api/upload", server.upload))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_error(&response.json().await.unwrap(), "method_not_allowed");
+
+    let (status, body) = server
+        .post_file(
+            &server.token,
+            "?archive_mode=shred",
+            Part::bytes(b"x".to_vec()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body["message"].as_str().unwrap().contains("archive_mode"));
+
+    let response = server
+        .client
+        .post(format!("{}/api/upload", server.upload))
+        .bearer_auth(&server.token)
+        .multipart(Form::new().text("name", "no file here"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["message"].as_str().unwrap().contains("`file`"),
+        "{body}"
+    );
+
+    let response = server
+        .client
+        .post(format!("{}/api/upload", server.upload))
+        .bearer_auth(&server.token)
+        .body("not multipart")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert_error(&response.json().await.unwrap(), "bad_request");
+}
+
+#[tokio::test]
+async fn another_accounts_operation_is_not_found_and_lists_are_private() {
+    let server = TestServer::start().await;
+    let (_, body) = server
+        .post_file(&server.token, "", Part::bytes(b"mine".to_vec()))
+        .await;
+    let op_id = body["operationId"].as_i64().unwrap();
+    let bob = server.new_account("bob", 2000).await;
+    let (status, _, body) = server
+        .get(
+            format!("{}/api/operations/{op_id}", server.upload),
+            Some(&bob),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_error(&body, "not_found");
+
+    let (_, _, list) = server
+        .get(format!("{}/api/operations", server.upload), Some(&bob))
+        .await;
+    assert_eq!(list["operations"].as_array().unwrap().len(), 0);
+
+    // Alice pages through her own, newest first.
+    for i in 0..3u8 {
+        server
+            .post_file(&server.token, "", Part::bytes(vec![i; 5]))
+            .await;
+    }
+    let (_, _, page) = server
+        .get(
+            format!("{}/api/operations?limit=2", server.upload),
+            Some(&server.token),
+        )
+        .await;
+    let ids: Vec<i64> = page["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids[0] > ids[1]);
+    let cursor = page["nextCursor"].as_str().unwrap();
+    let (_, _, rest) = server
+        .get(
+            format!("{}/api/operations?limit=2&cursor={cursor}", server.upload),
+            Some(&server.token),
+        )
+        .await;
+    assert_eq!(rest["operations"].as_array().unwrap().len(), 2);
+    assert!(rest["operations"][0]["id"].as_i64().unwrap() < ids[1]);
+}
+
+#[tokio::test]
+async fn archives_are_stored_whole_in_preserve_mode() {
+    let server = TestServer::start().await;
+    let mut zip = b"PK\x03\x04".to_vec();
+    zip.extend_from_slice(&[0u8; 100]);
+    let (status, body) = server
+        .post_file(
+            &server.token,
+            "?archive_mode=preserve",
+            Part::bytes(zip.clone()).file_name("site.zip"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["mimeType"], "application/zip");
+    let expected = cairn_unixfs::block::block_cid(
+        cairn_unixfs::CidVersion::V1,
+        cairn_unixfs::block::RAW,
+        &zip,
+    );
+    assert_eq!(body["cid"], expected.to_string());
+}
