@@ -1,18 +1,31 @@
-//! `cairn`: the command line. Content commands (`cid`, `car`) work offline, with the same
-//! engine the server uses, so a CID computed here is the CID the service will return.
+//! `cairn`: the service and its command line.
+//!
+//! - `serve` runs both hosts on the embedded store (`serve.rs`, `config.rs`);
+//! - `account` and `token` administer the store directly (`admin.rs`);
+//! - `cid` and `car` work offline with the same engine the server uses (`local.rs`,
+//!   `spill.rs`), so a CID computed here is the CID the service returns.
+//!
+//! Exit status: 0 success, 1 the operation failed, 2 usage error. Errors are one line on
+//! stderr with the chain of causes.
 
+mod admin;
+mod config;
 mod local;
+mod serve;
 mod spill;
 
 use std::fs;
 use std::io::BufWriter;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use cairn_car::{export_dfs, CarWriter};
+use cairn_store::sqlite::SqliteStore;
+use cairn_store::AccountLimits;
 use cairn_unixfs::{DiscardBlocks, Profile};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(name = "cairn", version, about = "Content upload service for IPFS")]
@@ -23,6 +36,30 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the upload host and the account host.
+    Serve {
+        /// TOML file with data-dir, listen, account-listen, profile.
+        #[arg(long, env = "CAIRN_CONFIG")]
+        config: Option<PathBuf>,
+        /// Where the database and pack files live [default: ./cairn-data].
+        #[arg(long, env = "CAIRN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+        /// Upload host address [default: 127.0.0.1:8080].
+        #[arg(long, env = "CAIRN_LISTEN")]
+        listen: Option<SocketAddr>,
+        /// Account host address [default: 127.0.0.1:8081].
+        #[arg(long, env = "CAIRN_ACCOUNT_LISTEN")]
+        account_listen: Option<SocketAddr>,
+        /// CID profile for uploads that name none [default: unixfs-v1-2025].
+        #[arg(long, env = "CAIRN_PROFILE")]
+        profile: Option<String>,
+    },
+    /// Manage accounts.
+    #[command(subcommand)]
+    Account(AccountCommand),
+    /// Manage API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// Print the root CID of a file or directory (like `ipfs add -r --only-hash`).
     Cid {
         path: PathBuf,
@@ -37,6 +74,84 @@ enum Command {
         #[arg(long, default_value = "unixfs-v1-2025", value_parser = parse_profile)]
         profile: Profile,
     },
+}
+
+#[derive(Subcommand)]
+enum AccountCommand {
+    /// Create an account and its first token.
+    Create {
+        name: String,
+        /// Largest single POST upload, in bytes [default: 104857600].
+        #[arg(long)]
+        upload_limit: Option<u64>,
+        /// Stored-bytes quota [default: unlimited].
+        #[arg(long)]
+        quota: Option<u64>,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List accounts with their limits and stored bytes.
+    List {
+        #[command(flatten)]
+        store: StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change an account's upload limit or quota (`--quota none` removes it).
+    Set {
+        name: String,
+        #[arg(long)]
+        upload_limit: Option<u64>,
+        #[arg(long)]
+        quota: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Create a token for an account; prints it once.
+    Create {
+        #[arg(long)]
+        account: String,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by id or by its prefix.
+    Revoke {
+        token_prefix_or_id: String,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// Which metadata store the admin commands act on.
+#[derive(Args)]
+struct StoreArgs {
+    #[arg(long, env = "CAIRN_DATA_DIR", default_value = config::DEFAULT_DATA_DIR)]
+    data_dir: PathBuf,
+    /// `sqlite://PATH` (PostgreSQL is not supported yet).
+    #[arg(long, env = "CAIRN_DATABASE_URL")]
+    database_url: Option<String>,
+}
+
+impl StoreArgs {
+    async fn open(&self) -> Result<SqliteStore> {
+        match &self.database_url {
+            None => serve::open_store(&self.data_dir).await,
+            Some(url) => match url.strip_prefix("sqlite://") {
+                Some(path) => Ok(SqliteStore::open(Path::new(path)).await?),
+                None => bail!("unsupported --database-url {url:?}: only sqlite:// is supported"),
+            },
+        }
+    }
 }
 
 fn parse_profile(name: &str) -> Result<Profile, String> {
@@ -60,6 +175,7 @@ fn run(command: Command) -> Result<()> {
         Command::Cid { path, profile } => {
             let root = local::import_path(&path, &profile, &mut DiscardBlocks)?;
             println!("{}", root.cid);
+            Ok(())
         }
         Command::Car {
             path,
@@ -68,9 +184,88 @@ fn run(command: Command) -> Result<()> {
         } => {
             let root = write_car(&path, &output, &profile)?;
             println!("{root}");
+            Ok(())
         }
+        command => runtime()?.block_on(run_async(command)),
     }
-    Ok(())
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+async fn run_async(command: Command) -> Result<()> {
+    match command {
+        Command::Serve {
+            config,
+            data_dir,
+            listen,
+            account_listen,
+            profile,
+        } => {
+            init_logging();
+            let config = config::ServeConfig::resolve(config::ServeFlags {
+                config,
+                data_dir,
+                listen,
+                account_listen,
+                profile,
+            })?;
+            serve::run(config).await
+        }
+        Command::Account(AccountCommand::Create {
+            name,
+            upload_limit,
+            quota,
+            store,
+            json,
+        }) => {
+            let limits = AccountLimits {
+                upload_limit: upload_limit.unwrap_or(AccountLimits::default().upload_limit),
+                quota,
+            };
+            admin::create_account(&store.open().await?, &name, limits, json).await
+        }
+        Command::Account(AccountCommand::List { store, json }) => {
+            admin::list_accounts(&store.open().await?, json).await
+        }
+        Command::Account(AccountCommand::Set {
+            name,
+            upload_limit,
+            quota,
+            store,
+            json,
+        }) => admin::set_limits(&store.open().await?, &name, upload_limit, quota, json).await,
+        Command::Token(TokenCommand::Create {
+            account,
+            store,
+            json,
+        }) => admin::create_token(&store.open().await?, &account, json).await,
+        Command::Token(TokenCommand::Revoke {
+            token_prefix_or_id,
+            store,
+        }) => admin::revoke_token(&store.open().await?, &token_prefix_or_id).await,
+        Command::Cid { .. } | Command::Car { .. } => unreachable!("handled synchronously"),
+    }
+}
+
+/// Structured logs on stderr; `RUST_LOG` filters, `CAIRN_LOG_FORMAT=json` for JSON lines.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    if std::env::var("CAIRN_LOG_FORMAT").as_deref() == Ok("json") {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
 }
 
 /// Import `path` into a spill store, then write the CAR next to `output` and rename it into

@@ -1,0 +1,77 @@
+//! Service configuration: defaults, then a TOML file, then environment variables and flags
+//! (clap reads both), each overriding the one before.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use cairn_unixfs::Profile;
+use serde::Deserialize;
+
+pub const DEFAULT_DATA_DIR: &str = "./cairn-data";
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+pub const DEFAULT_ACCOUNT_LISTEN: &str = "127.0.0.1:8081";
+
+/// The keys a config file may set; unknown keys are an error, so typos don't pass silently.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FileConfig {
+    pub data_dir: Option<PathBuf>,
+    pub listen: Option<SocketAddr>,
+    pub account_listen: Option<SocketAddr>,
+    pub profile: Option<String>,
+}
+
+impl FileConfig {
+    pub fn load(path: Option<&Path>) -> Result<Self> {
+        let Some(path) = path else {
+            return Ok(Self::default());
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config file {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("config file {}", path.display()))
+    }
+}
+
+/// The resolved settings `cairn serve` runs with.
+#[derive(Debug)]
+pub struct ServeConfig {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub account_listen: SocketAddr,
+    pub profile: Profile,
+}
+
+pub struct ServeFlags {
+    pub config: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub listen: Option<SocketAddr>,
+    pub account_listen: Option<SocketAddr>,
+    pub profile: Option<String>,
+}
+
+impl ServeConfig {
+    pub fn resolve(flags: ServeFlags) -> Result<Self> {
+        let file = FileConfig::load(flags.config.as_deref())?;
+        let default_addr = |a: &str| a.parse::<SocketAddr>().expect("valid default address");
+        let profile = flags.profile.or(file.profile);
+        Ok(Self {
+            data_dir: flags
+                .data_dir
+                .or(file.data_dir)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            listen: flags
+                .listen
+                .or(file.listen)
+                .unwrap_or_else(|| default_addr(DEFAULT_LISTEN)),
+            account_listen: flags
+                .account_listen
+                .or(file.account_listen)
+                .unwrap_or_else(|| default_addr(DEFAULT_ACCOUNT_LISTEN)),
+            profile: match profile {
+                Some(name) => name.parse()?,
+                None => Profile::default(),
+            },
+        })
+    }
+}

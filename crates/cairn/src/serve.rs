@@ -1,0 +1,129 @@
+//! `cairn serve`: both hosts on their listeners, with the embedded store.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use cairn_server::{account_app, upload_app, AppState, ServerConfig};
+use cairn_store::packs::Packs;
+use cairn_store::sqlite::SqliteStore;
+use cairn_store::{tokens, AccountLimits, MetadataStore};
+use tokio::net::TcpListener;
+
+use crate::config::ServeConfig;
+
+/// The embedded store under a data directory: `cairn.db` and `packs/`.
+pub async fn open_store(data_dir: &Path) -> Result<SqliteStore> {
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("data directory {} is not writable", data_dir.display()))?;
+    SqliteStore::open(&data_dir.join("cairn.db"))
+        .await
+        .with_context(|| format!("opening the database in {}", data_dir.display()))
+}
+
+pub async fn run(config: ServeConfig) -> Result<()> {
+    let store = Arc::new(open_store(&config.data_dir).await?);
+    let packs = Packs::open(config.data_dir.join("packs")).with_context(|| {
+        format!(
+            "data directory {} is not writable",
+            config.data_dir.display()
+        )
+    })?;
+    // Packs written by uploads that never committed (a crash between fsync and commit).
+    let referenced: HashSet<String> = store.pack_names().await?.into_iter().collect();
+    let swept = packs
+        .sweep(&referenced)
+        .context("sweeping unreferenced packs")?;
+    if swept > 0 {
+        tracing::info!(swept, "removed packs left by interrupted uploads");
+    }
+    let first_token = create_default_account(store.as_ref()).await?;
+
+    let upload_listener = bind(config.listen).await?;
+    let account_listener = bind(config.account_listen).await?;
+    let state = AppState {
+        store,
+        packs,
+        config: Arc::new(ServerConfig {
+            default_profile: config.profile.clone(),
+            ..ServerConfig::default()
+        }),
+    };
+    println!(
+        "upload host listening on http://{}",
+        upload_listener.local_addr()?
+    );
+    println!(
+        "account host listening on http://{}",
+        account_listener.local_addr()?
+    );
+    let data_dir = config.data_dir.display();
+    match first_token {
+        Some(token) => println!(
+            "created account \"default\"; its API token (shown only this once):\n  {token}"
+        ),
+        None => println!(
+            "get an API token with: cairn token create --account default --data-dir {data_dir}"
+        ),
+    }
+
+    // One signal stops both hosts.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let upload = axum::serve(upload_listener, upload_app(state.clone()))
+        .with_graceful_shutdown(stopped(stop_rx.clone()));
+    let account =
+        axum::serve(account_listener, account_app(state)).with_graceful_shutdown(stopped(stop_rx));
+    // In-flight requests finish before each server returns.
+    let (upload, account) = tokio::join!(upload, account);
+    upload.context("upload host")?;
+    account.context("account host")?;
+    println!("stopped");
+    Ok(())
+}
+
+async fn bind(addr: std::net::SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// On the very first start, an account to use right away.
+async fn create_default_account(store: &dyn MetadataStore) -> Result<Option<String>> {
+    if !store.list_accounts().await?.is_empty() {
+        return Ok(None);
+    }
+    let account = store
+        .create_account("default", AccountLimits::default())
+        .await?;
+    let token = tokens::generate();
+    store
+        .add_token(account.id, &token.hash, &token.prefix)
+        .await?;
+    Ok(Some(token.secret))
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = interrupt => {}
+        _ = terminate => {}
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

@@ -1,0 +1,190 @@
+//! The `cairn` binary as a user meets it: `serve` with zero configuration, the token it prints,
+//! admin commands on a live data directory, and a clean stop on SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use reqwest::multipart::{Form, Part};
+
+struct Running {
+    child: Child,
+    upload: String,
+    account: String,
+    token: String,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+fn cairn() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cairn"))
+}
+
+fn start(data_dir: &std::path::Path) -> Running {
+    let mut child = cairn()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--account-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start cairn serve");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().expect("serve prints its addresses").unwrap();
+    let url_of = |line: String, host: &str| {
+        assert!(
+            line.starts_with(&format!("{host} host listening on http://")),
+            "{line}"
+        );
+        line.rsplit(' ').next().unwrap().to_owned()
+    };
+    let upload = url_of(next(), "upload");
+    let account = url_of(next(), "account");
+    let about_token = next();
+    let token = if about_token.starts_with("created account \"default\"") {
+        next().trim().to_owned()
+    } else {
+        String::new()
+    };
+    Running {
+        child,
+        upload,
+        account,
+        token,
+        lines,
+    }
+}
+
+fn terminate(mut running: Running) -> (std::process::ExitStatus, Vec<String>) {
+    let pid = running.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = running.child.wait().unwrap();
+    (status, running.lines.map(Result::unwrap).collect())
+}
+
+#[tokio::test]
+async fn serve_with_zero_configuration_then_upload_administer_and_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let running = start(&data_dir);
+    assert!(
+        running.token.starts_with("cairn_"),
+        "first start prints a token"
+    );
+
+    let client = reqwest::Client::new();
+    let form = Form::new().part(
+        "file",
+        Part::bytes(b"hello world".to_vec()).file_name("a.txt"),
+    );
+    let body: serde_json::Value = client
+        .post(format!("{}/api/upload", running.upload))
+        .bearer_auth(&running.token)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        body["cid"],
+        "bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e"
+    );
+
+    // Admin commands work while the server runs on the same data directory.
+    let created = cairn()
+        .args([
+            "account",
+            "create",
+            "bob",
+            "--upload-limit",
+            "1234",
+            "--json",
+            "--data-dir",
+        ])
+        .arg(&data_dir)
+        .output()
+        .unwrap();
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let created: serde_json::Value = serde_json::from_slice(&created.stdout).unwrap();
+    assert_eq!(created["name"], "bob");
+    let bob_token = created["token"].as_str().unwrap().to_owned();
+    let limit: serde_json::Value = client
+        .get(format!("{}/api/upload-limit", running.account))
+        .bearer_auth(&bob_token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(limit["limit"], 1234);
+
+    let revoke = cairn()
+        .args(["token", "revoke", &bob_token[..16], "--data-dir"])
+        .arg(&data_dir)
+        .output()
+        .unwrap();
+    assert!(
+        revoke.status.success(),
+        "{}",
+        String::from_utf8_lossy(&revoke.stderr)
+    );
+    let status = client
+        .get(format!("{}/api/upload-limit", running.account))
+        .bearer_auth(&bob_token)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, reqwest::StatusCode::UNAUTHORIZED);
+
+    let (status, rest) = terminate(running);
+    assert!(status.success(), "{status:?}");
+    assert_eq!(rest.last().map(String::as_str), Some("stopped"));
+
+    // A second start keeps the data and does not print a new token.
+    let again = start(&data_dir);
+    assert!(again.token.is_empty());
+    terminate(again);
+}
+
+#[test]
+fn a_taken_port_is_one_line_and_a_failure_status() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let output = cairn()
+        .args([
+            "serve",
+            "--listen",
+            &addr,
+            "--account-listen",
+            "127.0.0.1:0",
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let errors: Vec<_> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains(&addr) && errors[0].contains("in use"),
+        "{stderr}"
+    );
+}
