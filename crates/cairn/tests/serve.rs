@@ -59,6 +59,22 @@ fn start(data_dir: &std::path::Path) -> Running {
     }
 }
 
+/// Run an admin command on `data_dir`; returns its stdout, failing the test on a failure.
+fn admin(args: &[&str], data_dir: &std::path::Path) -> Vec<u8> {
+    let output = cairn()
+        .args(args)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "cairn {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
 fn terminate(mut running: Running) -> (std::process::ExitStatus, Vec<String>) {
     let pid = running.child.id().to_string();
     assert!(Command::new("kill")
@@ -101,25 +117,18 @@ async fn serve_with_zero_configuration_then_upload_administer_and_stop() {
     );
 
     // Admin commands work while the server runs on the same data directory.
-    let created = cairn()
-        .args([
+    let created = admin(
+        &[
             "account",
             "create",
             "bob",
             "--upload-limit",
             "1234",
             "--json",
-            "--data-dir",
-        ])
-        .arg(&data_dir)
-        .output()
-        .unwrap();
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stderr)
+        ],
+        &data_dir,
     );
-    let created: serde_json::Value = serde_json::from_slice(&created.stdout).unwrap();
+    let created: serde_json::Value = serde_json::from_slice(&created).unwrap();
     assert_eq!(created["name"], "bob");
     let bob_token = created["token"].as_str().unwrap().to_owned();
     let limit: serde_json::Value = client
@@ -133,16 +142,7 @@ async fn serve_with_zero_configuration_then_upload_administer_and_stop() {
         .unwrap();
     assert_eq!(limit["limit"], 1234);
 
-    let revoke = cairn()
-        .args(["token", "revoke", &bob_token[..16], "--data-dir"])
-        .arg(&data_dir)
-        .output()
-        .unwrap();
-    assert!(
-        revoke.status.success(),
-        "{}",
-        String::from_utf8_lossy(&revoke.stderr)
-    );
+    admin(&["token", "revoke", &bob_token[..16]], &data_dir);
     let status = client
         .get(format!("{}/api/upload-limit", running.account))
         .bearer_auth(&bob_token)
