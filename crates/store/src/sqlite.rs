@@ -343,10 +343,12 @@ impl MetadataStore for SqliteStore {
     async fn revoke_token(&self, prefix_or_id: &str) -> Result<TokenInfo, StoreError> {
         let rows = match prefix_or_id.parse::<i64>() {
             Ok(id) => sqlx::query("SELECT * FROM tokens WHERE id = ?").bind(id),
+            // Either string may be the longer one: a full token, or a few characters of one.
+            // Exact comparisons, not LIKE, so `%` and `_` typed by an admin match literally.
             Err(_) => sqlx::query(
-                "SELECT * FROM tokens WHERE ? LIKE prefix || '%' OR prefix LIKE ? || '%'",
+                "SELECT * FROM tokens WHERE substr(?1, 1, length(prefix)) = prefix
+                    OR substr(prefix, 1, length(?1)) = ?1",
             )
-            .bind(prefix_or_id)
             .bind(prefix_or_id),
         }
         .fetch_all(&self.pool)

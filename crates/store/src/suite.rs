@@ -94,6 +94,26 @@ async fn accounts_and_tokens(store: &dyn MetadataStore) {
         store.revoke_token("cairn_nope").await,
         Err(StoreError::NotFound(_))
     ));
+    // Wildcard characters match literally, never every token.
+    let other = tokens::generate();
+    store
+        .add_token(alice.id, &other.hash, &other.prefix)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.revoke_token("%").await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(store
+        .account_for_token(&other.hash)
+        .await
+        .unwrap()
+        .is_some());
+    // The full secret also identifies its token.
+    assert_eq!(
+        store.revoke_token(&other.secret).await.unwrap().prefix,
+        other.prefix
+    );
     let updated = store
         .set_account_limits("alice", Some(5000), Some(Some(10_000)))
         .await
