@@ -4,13 +4,15 @@
 //!   importer can stream into it.
 //! - [`CarReader`]: reads a CAR from any `Read`, with limits on the header and block sizes
 //!   (CARs come from strangers), and verifies every block against its CID before returning it.
+//! - [`import_complete`]: imports a CAR as one complete DAG: a single root, every block
+//!   verified, every link present in the CAR or already stored.
 //! - [`export_dfs`]: writes a DAG from a [`BlockSource`] in depth-first pre-order, each block
 //!   once, which is the order the trustless gateway and `ipfs-car unpack` stream best.
 //!
 //! The header is DAG-CBOR `{"roots": [CID...], "version": 1}`. It is encoded and parsed by hand:
 //! that one fixed shape does not justify a general CBOR dependency.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 
 use cairn_unixfs::block::{verify_block, BlockError};
@@ -65,6 +67,70 @@ pub enum ExportError {
     Dag(#[from] DagError),
     #[error(transparent)]
     Io(#[from] io::Error),
+}
+
+/// Why a CAR is not one complete DAG.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Car(#[from] CarError),
+    #[error("the CAR header must name exactly one root, not {0}")]
+    RootCount(usize),
+    #[error("the root {0} is neither in the CAR nor already stored")]
+    MissingRoot(Cid),
+    #[error("the DAG is incomplete: block {missing}, linked from {parent}, is neither in the CAR nor already stored")]
+    Incomplete { missing: String, parent: String },
+    #[error("the CAR links to more than {0} distinct blocks")]
+    TooManyLinks(usize),
+    #[error(transparent)]
+    Dag(#[from] DagError),
+}
+
+/// Most distinct link targets tracked while importing (bounds memory on hostile CARs).
+pub const MAX_IMPORT_LINKS: usize = 1_000_000;
+
+/// Import every block of `reader` into `sink` and check that the header's single root names a
+/// complete DAG. `stored` says whether a block missing from the CAR is already in storage.
+/// Returns the root. The sink may have received blocks when an error is returned: the caller
+/// discards them (a pack writer that is never sealed).
+pub fn import_complete<R: Read>(
+    mut reader: CarReader<R>,
+    sink: &mut dyn BlockSink,
+    stored: &mut dyn FnMut(&Cid) -> io::Result<bool>,
+) -> Result<Cid, ImportError> {
+    let root = match reader.roots() {
+        [root] => *root,
+        roots => return Err(ImportError::RootCount(roots.len())),
+    };
+    let mut present = HashSet::new();
+    // Link target -> one block that links to it, for the error message.
+    let mut linked: HashMap<Cid, Cid> = HashMap::new();
+    while let Some((cid, block)) = reader.next_block()? {
+        sink.put_block(&cid, BlockBytes::new(&block))
+            .map_err(CarError::Io)?;
+        for link in dag::links(&cid, &block)? {
+            linked.entry(link).or_insert(cid);
+        }
+        if linked.len() > MAX_IMPORT_LINKS {
+            return Err(ImportError::TooManyLinks(MAX_IMPORT_LINKS));
+        }
+        present.insert(cid.hash().to_bytes());
+    }
+    let mut have = |cid: &Cid| -> Result<bool, ImportError> {
+        Ok(present.contains(&cid.hash().to_bytes()) || stored(cid).map_err(CarError::Io)?)
+    };
+    if !have(&root)? {
+        return Err(ImportError::MissingRoot(root));
+    }
+    for (missing, parent) in &linked {
+        if !have(missing)? {
+            return Err(ImportError::Incomplete {
+                missing: missing.to_string(),
+                parent: parent.to_string(),
+            });
+        }
+    }
+    Ok(root)
 }
 
 /// The encoded CAR v1 header naming `roots`.
@@ -486,6 +552,49 @@ mod tests {
         assert!(matches!(
             CarReader::new(&car[..], small_header),
             Err(CarError::HeaderTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn import_accepts_a_complete_dag_and_names_what_is_missing() {
+        let (root, mut blocks) = sample();
+        let car = car_of(&root, &mut blocks);
+        let mut into = MemoryBlocks::default();
+        let reader = CarReader::new(&car[..], CarLimits::default()).unwrap();
+        let imported = import_complete(reader, &mut into, &mut |_| Ok(false)).unwrap();
+        assert_eq!(imported, root);
+        assert_eq!(into.len(), blocks.len());
+
+        // Drop the last block (a leaf): incomplete, unless storage already has it.
+        let mut writer = CarWriter::new(Vec::new(), &[root]).unwrap();
+        let all: Vec<_> = CarReader::new(&car[..], CarLimits::default())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for (cid, block) in &all[..all.len() - 1] {
+            writer.write_block(cid, BlockBytes::new(block)).unwrap();
+        }
+        let partial = writer.into_inner();
+        let missing = all.last().unwrap().0;
+        let reader = CarReader::new(&partial[..], CarLimits::default()).unwrap();
+        match import_complete(reader, &mut MemoryBlocks::default(), &mut |_| Ok(false)) {
+            Err(ImportError::Incomplete { missing: m, .. }) => assert_eq!(m, missing.to_string()),
+            other => panic!("{other:?}"),
+        }
+        let reader = CarReader::new(&partial[..], CarLimits::default()).unwrap();
+        let mut already = |cid: &Cid| Ok(*cid == missing);
+        assert_eq!(
+            import_complete(reader, &mut MemoryBlocks::default(), &mut already).unwrap(),
+            root
+        );
+
+        let two_roots = CarWriter::new(Vec::new(), &[root, missing])
+            .unwrap()
+            .into_inner();
+        let reader = CarReader::new(&two_roots[..], CarLimits::default()).unwrap();
+        assert!(matches!(
+            import_complete(reader, &mut MemoryBlocks::default(), &mut |_| Ok(false)),
+            Err(ImportError::RootCount(2))
         ));
     }
 

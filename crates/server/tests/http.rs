@@ -330,3 +330,88 @@ async fn archives_are_stored_whole_in_preserve_mode() {
     );
     assert_eq!(body["cid"], expected.to_string());
 }
+
+/// A CAR of a small multi-block file, and its root and last block.
+fn sample_car(drop_last: bool) -> (Vec<u8>, String, String) {
+    use cairn_car::{export_dfs, CarLimits, CarReader, CarWriter};
+    use cairn_unixfs::{BlockBytes, FileImporter, MemoryBlocks, Profile};
+    let profile = Profile {
+        chunk_size: 100,
+        ..Profile::default()
+    };
+    let mut blocks = MemoryBlocks::default();
+    let mut importer = FileImporter::new(&profile, &mut blocks);
+    importer
+        .push(&(0..1000u32).map(|i| i as u8).collect::<Vec<_>>())
+        .unwrap();
+    let root = importer.finish().unwrap().cid;
+    let mut writer = CarWriter::new(Vec::new(), &[root]).unwrap();
+    export_dfs(&root, &mut blocks, &mut writer).unwrap();
+    let car = writer.into_inner();
+    let all: Vec<_> = CarReader::new(&car[..], CarLimits::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let last = all.last().unwrap().0.to_string();
+    if !drop_last {
+        return (car, root.to_string(), last);
+    }
+    let mut writer = CarWriter::new(Vec::new(), &[root]).unwrap();
+    for (cid, block) in &all[..all.len() - 1] {
+        writer.write_block(cid, BlockBytes::new(block)).unwrap();
+    }
+    (writer.into_inner(), root.to_string(), last)
+}
+
+#[tokio::test]
+async fn a_car_is_imported_as_is_when_complete_and_refused_with_the_missing_block_when_not() {
+    let server = TestServer::start().await;
+    let (partial, _, missing) = sample_car(true);
+    let (status, body) = server
+        .post_file(
+            &server.token,
+            "",
+            Part::bytes(partial).file_name("site.car"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_error(&body, "invalid_archive");
+    assert!(
+        body["message"].as_str().unwrap().contains(&missing),
+        "{body}"
+    );
+
+    let (car, root, _) = sample_car(false);
+    let (status, body) = server
+        .post_file(
+            &server.token,
+            "",
+            Part::bytes(car.clone()).file_name("site.car"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["cid"], root);
+    assert_eq!(body["mimeType"], "application/vnd.ipld.car");
+    assert_eq!(body["size"], car.len());
+    let (_, _, op) = server
+        .get(
+            format!("{}/api/operations/{}", server.upload, body["operationId"]),
+            Some(&server.token),
+        )
+        .await;
+    assert_eq!(op["operation"], "car_import");
+    assert_eq!(op["cid"], root);
+
+    // A flipped byte in a block is caught by verification.
+    let mut corrupt = car;
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 1;
+    let (status, body) = server
+        .post_file(&server.token, "", Part::bytes(corrupt))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("does not hash"),
+        "{body}"
+    );
+}

@@ -4,7 +4,7 @@
 //! that runs the importer and writes new blocks into a pack file. The pack is made durable,
 //! then the metadata is committed, then the response is sent (CONTRACT "Small upload").
 
-use std::io;
+use std::io::{self, Read};
 use std::sync::Arc;
 
 use axum::extract::multipart::{Field, MultipartError, MultipartRejection};
@@ -13,10 +13,11 @@ use axum::extract::{Multipart, Query, State};
 use axum::http::{header, HeaderMap};
 use axum::Json;
 use bytes::Bytes;
+use cairn_car::{CarError, CarLimits, CarReader, ImportError};
 use cairn_store::model::{Account, NewUpload, OperationKind};
 use cairn_store::packs::{self, SealedPack};
 use cairn_store::MetadataStore;
-use cairn_unixfs::{FileImporter, ImportedFile, Profile};
+use cairn_unixfs::{FileImporter, Profile};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
@@ -97,16 +98,20 @@ pub async fn upload(
     let upload = NewUpload {
         upload_id: packs::random_name(),
         account_id: account.id,
-        kind: OperationKind::Upload,
+        kind: match received.kind {
+            ContentKind::Car => OperationKind::CarImport,
+            _ => OperationKind::Upload,
+        },
         name: name
             .or(received.file_name)
             .unwrap_or_else(|| "file".to_owned()),
-        size: received.file.size,
+        size: received.size,
         mime_type: received.mime_type,
-        archive_mode: received.archive.then(|| mode.as_str().to_owned()),
+        archive_mode: matches!(received.kind, ContentKind::Archive(_))
+            .then(|| mode.as_str().to_owned()),
         profile: profile.name.to_owned(),
     };
-    let cid = received.file.cid.to_string();
+    let cid = received.root.to_string();
     let operation = state
         .store
         .commit_completed_upload(upload, received.pack, &cid)
@@ -159,11 +164,12 @@ async fn read_name(mut field: Field<'_>) -> Result<String, ApiError> {
 
 /// A file part, stored.
 struct Received {
-    file: ImportedFile,
+    root: cairn_unixfs::Cid,
+    size: u64,
     pack: Option<SealedPack>,
     file_name: Option<String>,
     mime_type: String,
-    archive: bool,
+    kind: ContentKind,
 }
 
 /// What the streaming side tells the importing thread.
@@ -171,6 +177,19 @@ enum Piece {
     Bytes(Bytes),
     /// The part ended normally. Without it (the request was dropped), nothing is kept.
     End,
+}
+
+/// Why the blocking side could not store the part.
+enum Failure {
+    /// The content is at fault (a corrupt or incomplete CAR): the client's error.
+    Invalid(String),
+    Io(io::Error),
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
 }
 
 async fn receive_file(
@@ -206,19 +225,11 @@ async fn receive_file(
         }
     }
     let kind = detect::detect(&head);
-    match (kind, mode) {
-        (ContentKind::Archive(format), ArchiveMode::Extract) => {
-            return Err(ApiError::BadRequest(format!(
-                "this server cannot extract archives yet ({format:?} detected); \
-                 send archive_mode=preserve to store the archive as one file"
-            )))
-        }
-        (ContentKind::Car, _) => {
-            return Err(ApiError::BadRequest(
-                "this server cannot import CAR files yet".into(),
-            ))
-        }
-        _ => {}
+    if let (ContentKind::Archive(format), ArchiveMode::Extract) = (kind, mode) {
+        return Err(ApiError::BadRequest(format!(
+            "this server cannot extract archives yet ({format:?} detected); \
+             send archive_mode=preserve to store the archive as one file"
+        )));
     }
 
     let (tx, rx) = mpsc::channel::<Piece>(8);
@@ -226,7 +237,7 @@ async fn receive_file(
         let store = state.store.clone();
         let packs = state.packs.clone();
         let profile = profile.clone();
-        move || import_file(rx, &profile, &packs, store)
+        move || store_part(kind, PieceReader::new(rx), &profile, &packs, store)
     });
     let send = |piece| {
         let tx = tx.clone();
@@ -236,50 +247,121 @@ async fn receive_file(
                 .map_err(|_| ApiError::internal("the importer stopped early"))
         }
     };
-    for chunk in early {
-        send(Piece::Bytes(chunk)).await?;
+    // If the importer stops early (a corrupt CAR), its own error is the one to report.
+    let streamed = async {
+        for chunk in early {
+            send(Piece::Bytes(chunk)).await?;
+        }
+        while let Some(chunk) = next(field.chunk().await.map_err(bad_multipart)?)? {
+            send(Piece::Bytes(chunk)).await?;
+        }
+        send(Piece::End).await
     }
-    while let Some(chunk) = next(field.chunk().await.map_err(bad_multipart)?)? {
-        send(Piece::Bytes(chunk)).await?;
-    }
-    send(Piece::End).await?;
+    .await;
     drop(tx);
-    let (file, pack) = import
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?;
+    if let Err(e @ (ApiError::BadRequest(_) | ApiError::PayloadTooLarge(_))) = streamed {
+        return Err(e);
+    }
+    let (root, pack) = match import.await.map_err(ApiError::internal)? {
+        Ok(stored) => stored,
+        Err(Failure::Invalid(message)) => return Err(ApiError::InvalidArchive(message)),
+        Err(Failure::Io(e)) => return Err(ApiError::internal(e)),
+    };
+    streamed?;
     Ok(Received {
-        file,
+        root,
+        size: received,
         pack,
         mime_type: detect::mime_type(&head, file_name.as_deref()),
         file_name,
-        archive: matches!(kind, ContentKind::Archive(_)),
+        kind,
     })
 }
 
-/// Runs on a blocking thread: import pieces into a new pack until `End`.
-fn import_file(
-    mut rx: mpsc::Receiver<Piece>,
+/// Runs on a blocking thread: store the part into a new pack until `End`. A CAR is imported
+/// as-is (verified and complete); anything else becomes a UnixFS file.
+fn store_part(
+    kind: ContentKind,
+    mut input: PieceReader,
     profile: &Profile,
     packs: &packs::Packs,
     store: Arc<dyn MetadataStore>,
-) -> io::Result<(ImportedFile, Option<SealedPack>)> {
+) -> Result<(cairn_unixfs::Cid, Option<SealedPack>), Failure> {
     let runtime = tokio::runtime::Handle::current();
-    let known = Box::new(move |multihash: &[u8]| {
-        runtime
-            .block_on(store.has_block(multihash))
-            .map_err(io::Error::other)
-    });
+    let known = {
+        let (runtime, store) = (runtime.clone(), store.clone());
+        Box::new(move |multihash: &[u8]| {
+            runtime
+                .block_on(store.has_block(multihash))
+                .map_err(io::Error::other)
+        })
+    };
+    // Dropping the pack writer on any error deletes its temporary file.
     let mut pack = packs.writer(known)?;
-    let mut importer = FileImporter::new(profile, &mut pack);
-    loop {
-        match rx.blocking_recv() {
-            Some(Piece::Bytes(bytes)) => importer.push(&bytes)?,
-            Some(Piece::End) => break,
-            // Dropping the pack writer deletes its temporary file.
-            None => return Err(io::Error::other("upload abandoned")),
+    let root = if kind == ContentKind::Car {
+        let reader = CarReader::new(&mut input, CarLimits::default())
+            .map_err(|e| car_failure(ImportError::Car(e)))?;
+        let mut stored = |cid: &cairn_unixfs::Cid| {
+            runtime
+                .block_on(store.has_block(&cid.hash().to_bytes()))
+                .map_err(io::Error::other)
+        };
+        cairn_car::import_complete(reader, &mut pack, &mut stored).map_err(car_failure)?
+    } else {
+        let mut importer = FileImporter::new(profile, &mut pack);
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            let n = input.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            importer.push(&buf[..n])?;
+        }
+        importer.finish()?.cid
+    };
+    // A CAR may end before its last multipart byte; the part must still end cleanly.
+    io::copy(&mut input, &mut io::sink())?;
+    Ok((root, pack.seal()?))
+}
+
+fn car_failure(e: ImportError) -> Failure {
+    match e {
+        ImportError::Car(CarError::Io(io)) => Failure::Io(io),
+        other => Failure::Invalid(format!("invalid CAR file: {other}")),
+    }
+}
+
+/// The multipart part as a `Read` on the blocking side.
+struct PieceReader {
+    rx: mpsc::Receiver<Piece>,
+    current: Bytes,
+    ended: bool,
+}
+
+impl PieceReader {
+    fn new(rx: mpsc::Receiver<Piece>) -> Self {
+        Self {
+            rx,
+            current: Bytes::new(),
+            ended: false,
         }
     }
-    let file = importer.finish()?;
-    Ok((file, pack.seal()?))
+}
+
+impl Read for PieceReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.current.is_empty() {
+            if self.ended {
+                return Ok(0);
+            }
+            match self.rx.blocking_recv() {
+                Some(Piece::Bytes(bytes)) => self.current = bytes,
+                Some(Piece::End) => self.ended = true,
+                None => return Err(io::Error::other("upload abandoned before its end")),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current.split_to(n));
+        Ok(n)
+    }
 }
