@@ -42,14 +42,11 @@ pub async fn run(config: ServeConfig) -> Result<()> {
 
     let upload_listener = bind(config.listen).await?;
     let account_listener = bind(config.account_listen).await?;
-    let state = AppState {
-        store,
-        packs,
-        config: Arc::new(ServerConfig {
-            default_profile: config.profile.clone(),
-            ..ServerConfig::default()
-        }),
+    let server_config = ServerConfig {
+        default_profile: config.profile.clone(),
+        ..ServerConfig::default()
     };
+    let state = AppState::new(store, packs, server_config);
     println!(
         "upload host listening on http://{}",
         upload_listener.local_addr()?

@@ -25,6 +25,8 @@ pub enum ApiError {
     InvalidArchive(String),
     #[error("{0}")]
     QuotaExceeded(String),
+    #[error("too many {} requests: at most {} per {} s; retry after {} s", .0.endpoint, .0.quota, .0.window_secs, .0.retry_after_secs)]
+    RateLimited(crate::rate_limit::Exceeded),
     #[error("internal error")]
     Internal(String),
     #[error("{0}")]
@@ -43,6 +45,7 @@ impl ApiError {
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::InvalidArchive(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_archive"),
             Self::QuotaExceeded(_) => (StatusCode::FORBIDDEN, "quota_exceeded"),
+            Self::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
         }
@@ -87,6 +90,24 @@ impl IntoResponse for ApiError {
             }
             Self::Unavailable(_) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            Self::RateLimited(e) => {
+                let values = [
+                    ("retry-after", e.retry_after_secs.to_string()),
+                    (
+                        "ratelimit-policy",
+                        format!("\"{}\";q={};w={}", e.endpoint, e.quota, e.window_secs),
+                    ),
+                    (
+                        "ratelimit",
+                        format!("\"{}\";r=0;t={}", e.endpoint, e.retry_after_secs),
+                    ),
+                ];
+                for (name, value) in values {
+                    if let Ok(value) = HeaderValue::from_str(&value) {
+                        headers.insert(name, value);
+                    }
+                }
             }
             _ => {}
         }

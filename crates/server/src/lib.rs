@@ -5,6 +5,7 @@
 //! - [`auth`]: the bearer-token extractor.
 //! - [`error`]: the one place statuses and error codes are decided.
 //! - [`detect`]: what an upload is, from its first bytes.
+//! - [`rate_limit`]: per-account, per-endpoint token buckets.
 //! - [`state`]: what handlers share.
 //!
 //! Handlers never touch SQL or files directly: they go through `cairn-store`'s traits, and run
@@ -14,6 +15,7 @@ pub mod app;
 pub mod auth;
 pub mod detect;
 pub mod error;
+pub mod rate_limit;
 pub mod routes;
 pub mod state;
 

@@ -6,11 +6,25 @@ use cairn_store::packs::Packs;
 use cairn_store::MetadataStore;
 use cairn_unixfs::Profile;
 
+use crate::rate_limit::{RateLimiter, RateLimits};
+
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn MetadataStore>,
     pub packs: Packs,
     pub config: Arc<ServerConfig>,
+    pub limiter: Arc<RateLimiter>,
+}
+
+impl AppState {
+    pub fn new(store: Arc<dyn MetadataStore>, packs: Packs, config: ServerConfig) -> Self {
+        Self {
+            limiter: Arc::new(RateLimiter::new(config.rate_limits.clone())),
+            store,
+            packs,
+            config: Arc::new(config),
+        }
+    }
 }
 
 /// Service settings that handlers read.
@@ -20,6 +34,7 @@ pub struct ServerConfig {
     pub default_profile: Profile,
     /// Bytes of multipart framing tolerated above the upload limit in `Content-Length`.
     pub multipart_overhead: u64,
+    pub rate_limits: RateLimits,
 }
 
 impl Default for ServerConfig {
@@ -27,6 +42,7 @@ impl Default for ServerConfig {
         Self {
             default_profile: Profile::default(),
             multipart_overhead: 64 * 1024,
+            rate_limits: RateLimits::default(),
         }
     }
 }

@@ -2,6 +2,9 @@
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
+use cairn_server::rate_limit::{Policy, RateLimits};
 use cairn_server::{account_app, upload_app, AppState, ServerConfig};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
@@ -34,11 +37,18 @@ impl TestServer {
                 .await
                 .unwrap(),
         );
-        let state = AppState {
-            store: store.clone(),
-            packs: Packs::open(dir.path().join("packs")).unwrap(),
-            config: Arc::new(ServerConfig::default()),
+        let config = ServerConfig {
+            rate_limits: RateLimits {
+                account: Policy {
+                    quota: 5,
+                    window: Duration::from_secs(60),
+                },
+                ..RateLimits::default()
+            },
+            ..ServerConfig::default()
         };
+        let packs = Packs::open(dir.path().join("packs")).unwrap();
+        let state = AppState::new(store.clone(), packs, config);
         let mut server = Self {
             upload: serve(upload_app(state.clone())).await,
             account: serve(account_app(state)).await,
@@ -414,4 +424,33 @@ async fn a_car_is_imported_as_is_when_complete_and_refused_with_the_missing_bloc
         body["message"].as_str().unwrap().contains("does not hash"),
         "{body}"
     );
+}
+
+#[tokio::test]
+async fn each_account_is_rate_limited_per_endpoint_with_retry_after() {
+    let server = TestServer::start().await;
+    let url = format!("{}/api/upload-limit", server.account);
+    // The test server allows 5 upload-limit requests a minute.
+    for _ in 0..5 {
+        let (status, _, _) = server.get(url.clone(), Some(&server.token)).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (status, headers, body) = server.get(url.clone(), Some(&server.token)).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_error(&body, "rate_limited");
+    assert_eq!(headers["retry-after"], "12");
+    assert_eq!(headers["ratelimit-policy"], "\"account\";q=5;w=60");
+    assert_eq!(headers["ratelimit"], "\"account\";r=0;t=12");
+
+    // Another endpoint, and another account, are unaffected.
+    let (status, _, _) = server
+        .get(
+            format!("{}/api/operations", server.account),
+            Some(&server.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let bob = server.new_account("bob", 2000).await;
+    let (status, _, _) = server.get(url, Some(&bob)).await;
+    assert_eq!(status, StatusCode::OK);
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::rate_limit::Endpoint;
 use crate::state::AppState;
 
 /// Largest page of the operation list.
@@ -97,6 +98,7 @@ pub async fn get_operation(
     Caller(account): Caller,
     Path(id): Path<String>,
 ) -> Result<Json<OperationRecord>, ApiError> {
+    state.limiter.check(account.id, Endpoint::Operations)?;
     let op = state
         .store
         .operation(account.id, &OperationRef::parse(&id))
@@ -126,6 +128,7 @@ pub async fn list_operations(
     Caller(account): Caller,
     params: Result<Query<ListParams>, QueryRejection>,
 ) -> Result<Json<OperationPage>, ApiError> {
+    state.limiter.check(account.id, Endpoint::Operations)?;
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let limit = params.limit.unwrap_or(50);
     if !(1..=MAX_PAGE).contains(&limit) {

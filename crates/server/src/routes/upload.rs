@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use crate::auth::Caller;
 use crate::detect::{self, ContentKind, HEAD_BYTES};
 use crate::error::ApiError;
+use crate::rate_limit::Endpoint;
 use crate::routes::operations::UploadResult;
 use crate::state::AppState;
 
@@ -70,6 +71,7 @@ pub async fn upload(
     headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Json<UploadResult>, ApiError> {
+    state.limiter.check(account.id, Endpoint::Upload)?;
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let mode = ArchiveMode::parse(params.archive_mode.as_deref())?;
     let profile = match &params.cid_profile {
