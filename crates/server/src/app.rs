@@ -1,8 +1,10 @@
 //! The two hosts as routers: `upload_app` (`{base_url}`) and `account_app` (`{account_url}`).
 //! Both answer unknown routes and wrong methods with the JSON error shape.
 
-use axum::extract::DefaultBodyLimit;
-use axum::http::{Method, Uri};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, Method, Uri};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
@@ -20,18 +22,21 @@ pub fn upload_app(state: AppState) -> Router {
         )
         .merge(operation_routes())
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
-        .with_state(state)
+        .route("/metrics", get(metrics))
+        .with_state(state.clone())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state, count_response))
 }
 
 pub fn account_app(state: AppState) -> Router {
     Router::new()
         .route("/api/upload-limit", get(account::upload_limit))
         .merge(operation_routes())
-        .with_state(state)
+        .with_state(state.clone())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state, count_response))
 }
 
 /// Operations are readable on both hosts.
@@ -47,4 +52,28 @@ async fn not_found(uri: Uri) -> ApiError {
 
 async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
     ApiError::MethodNotAllowed(format!("{method} is not allowed on {}", uri.path()))
+}
+
+async fn count_response(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    state.metrics.response(response.status().as_u16());
+    response
+}
+
+async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let counts = state.store.operation_counts().await?;
+    let queue: Vec<(&str, u64)> = counts
+        .iter()
+        .filter(|(status, _)| !status.is_terminal())
+        .map(|(status, n)| (status.as_str(), *n))
+        .collect();
+    let body = state.metrics.render(&queue);
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response())
 }

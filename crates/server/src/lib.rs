@@ -6,6 +6,7 @@
 //! - [`error`]: the one place statuses and error codes are decided.
 //! - [`detect`]: what an upload is, from its first bytes.
 //! - [`rate_limit`]: per-account, per-endpoint token buckets.
+//! - [`metrics`]: counters and the Prometheus text exposition.
 //! - [`state`]: what handlers share.
 //!
 //! Handlers never touch SQL or files directly: they go through `cairn-store`'s traits, and run
@@ -15,6 +16,7 @@ pub mod app;
 pub mod auth;
 pub mod detect;
 pub mod error;
+pub mod metrics;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;

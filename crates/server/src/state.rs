@@ -6,6 +6,7 @@ use cairn_store::packs::Packs;
 use cairn_store::MetadataStore;
 use cairn_unixfs::Profile;
 
+use crate::metrics::Metrics;
 use crate::rate_limit::{RateLimiter, RateLimits};
 
 #[derive(Clone)]
@@ -14,12 +15,14 @@ pub struct AppState {
     pub packs: Packs,
     pub config: Arc<ServerConfig>,
     pub limiter: Arc<RateLimiter>,
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
     pub fn new(store: Arc<dyn MetadataStore>, packs: Packs, config: ServerConfig) -> Self {
         Self {
             limiter: Arc::new(RateLimiter::new(config.rate_limits.clone())),
+            metrics: Arc::new(Metrics::default()),
             store,
             packs,
             config: Arc::new(config),

@@ -454,3 +454,33 @@ async fn each_account_is_rate_limited_per_endpoint_with_retry_after() {
     let (status, _, _) = server.get(url, Some(&bob)).await;
     assert_eq!(status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn metrics_count_uploads_bytes_and_responses() {
+    let server = TestServer::start().await;
+    server
+        .post_file(&server.token, "", Part::bytes(b"hello world".to_vec()))
+        .await;
+    server.get(format!("{}/nope", server.upload), None).await;
+    let text = server
+        .client
+        .get(format!("{}/metrics", server.upload))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "cairn_uploads_total{kind=\"file\"} 1",
+        "cairn_upload_bytes_total 11",
+        "cairn_upload_duration_seconds_count 1",
+        "cairn_http_responses_total{code=\"200\"} 1",
+        "cairn_http_responses_total{code=\"404\"} 1",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in:\n{text}"
+        );
+    }
+}

@@ -21,7 +21,7 @@ use async_trait::async_trait;
 
 use model::{
     Account, BlockLocation, NewUpload, Operation, OperationError, OperationFilter, OperationRef,
-    TokenInfo,
+    OperationStatus, TokenInfo,
 };
 use packs::SealedPack;
 
@@ -115,6 +115,9 @@ pub trait MetadataStore: Send + Sync {
         account_id: i64,
         id: &OperationRef,
     ) -> Result<Option<Operation>, StoreError>;
+    /// How many operations are in each status, over all accounts.
+    async fn operation_counts(&self) -> Result<Vec<(OperationStatus, u64)>, StoreError>;
+
     /// The account's operations, newest first.
     async fn list_operations(
         &self,

@@ -513,6 +513,19 @@ impl MetadataStore for SqliteStore {
         row.as_ref().map(operation_from).transpose()
     }
 
+    async fn operation_counts(&self) -> Result<Vec<(OperationStatus, u64)>, StoreError> {
+        let rows = sqlx::query("SELECT status, COUNT(*) FROM operations GROUP BY status")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let status = OperationStatus::from_str(&row.get::<String, _>(0))
+                    .map_err(|e| StoreError::Database(sqlx::Error::Decode(e.into())))?;
+                Ok((status, row.get::<i64, _>(1) as u64))
+            })
+            .collect()
+    }
+
     async fn list_operations(
         &self,
         account_id: i64,

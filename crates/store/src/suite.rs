@@ -269,4 +269,11 @@ async fn operations_are_private_and_listed_newest_first(store: &dyn MetadataStor
     };
     let matching = store.list_operations(carol.id, &by_cid).await.unwrap();
     assert_eq!(matching.iter().map(|o| o.id).collect::<Vec<_>>(), [ids[2]]);
+
+    let counts = store.operation_counts().await.unwrap();
+    let failed_count = counts
+        .iter()
+        .find(|(status, _)| *status == OperationStatus::Failed)
+        .map(|(_, n)| *n);
+    assert_eq!(failed_count, Some(1));
 }

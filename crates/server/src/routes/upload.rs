@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use crate::auth::Caller;
 use crate::detect::{self, ContentKind, HEAD_BYTES};
 use crate::error::ApiError;
+use crate::metrics::UploadKind;
 use crate::rate_limit::Endpoint;
 use crate::routes::operations::UploadResult;
 use crate::state::AppState;
@@ -72,6 +73,7 @@ pub async fn upload(
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Json<UploadResult>, ApiError> {
     state.limiter.check(account.id, Endpoint::Upload)?;
+    let started = std::time::Instant::now();
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let mode = ArchiveMode::parse(params.archive_mode.as_deref())?;
     let profile = match &params.cid_profile {
@@ -114,10 +116,18 @@ pub async fn upload(
         profile: profile.name.to_owned(),
     };
     let cid = received.root.to_string();
+    let kind = match received.kind {
+        ContentKind::Car => UploadKind::Car,
+        ContentKind::Archive(_) => UploadKind::PreservedArchive,
+        ContentKind::Plain => UploadKind::File,
+    };
     let operation = state
         .store
         .commit_completed_upload(upload, received.pack, &cid)
         .await?;
+    state
+        .metrics
+        .upload_stored(kind, operation.size, started.elapsed());
     tracing::info!(upload = %operation.upload_id, %cid, size = operation.size, "upload stored");
     Ok(Json(UploadResult::from(operation)))
 }
