@@ -1,0 +1,114 @@
+//! Archive extraction into UnixFS directories, under `shared/spec/archive-safety.md`.
+//!
+//! Archives come from strangers. Entries stream from the decoder straight into the importer and
+//! the [`DirectoryBuilder`]: nothing is written to the host filesystem under a name the archive
+//! chose, and the host filesystem is never read. Every rule of the checklist is enforced in one
+//! place, [`Extractor`], whichever format the entries come from.
+//!
+//! - [`path`]: name normalisation (A1, A8) and symlink targets (A2).
+//! - [`extract`]: the [`Extractor`] (A3–A7, A11) and byte accounting for bombs (A6).
+//! - [`tar`]: tar, and tar inside gzip, bzip2, xz or zstd (A10 through the decoders' checks).
+//!
+//! This crate knows nothing of tokio, HTTP or SQL.
+
+pub mod extract;
+pub mod path;
+pub mod tar;
+
+use std::io;
+
+pub use cairn_unixfs::DirectoryBuilder;
+pub use extract::Extractor;
+
+/// Limits on what an archive may expand to. The total is the smaller of the configured cap and
+/// the account's remaining quota; the caller sets it.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Content bytes actually produced, over all entries (sparse entries count expanded).
+    pub max_total_bytes: u64,
+    /// Files, directories and links.
+    pub max_entries: u64,
+    /// Path components.
+    pub max_depth: usize,
+    /// Bytes of one path component.
+    pub max_name_bytes: usize,
+    /// Bytes of a whole path.
+    pub max_path_bytes: usize,
+    /// Content bytes produced per archive byte read, checked once `ratio_after_bytes` are out.
+    pub max_ratio: u64,
+    pub ratio_after_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_total_bytes: 16 << 30,
+            max_entries: 100_000,
+            max_depth: 64,
+            max_name_bytes: 255,
+            max_path_bytes: 4096,
+            max_ratio: 1000,
+            ratio_after_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Why an archive was refused. `Entry` and `Archive` are the archive's fault (`invalid_archive`
+/// for the client); `Io` is a failure of our own storage.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error("entry {entry:?}: {reason}")]
+    Entry { entry: String, reason: String },
+    #[error("{0}")]
+    Archive(String),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+impl ArchiveError {
+    pub fn entry(entry: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Entry {
+            entry: entry.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// True when the archive itself is at fault (as opposed to our storage).
+    pub fn is_invalid_archive(&self) -> bool {
+        !matches!(self, Self::Io(_))
+    }
+}
+
+/// Container and compression formats, recognised by their magic bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArchiveFormat {
+    Zip,
+    Tar,
+    Gzip,
+    Bzip2,
+    Xz,
+    Zstd,
+    SevenZ,
+}
+
+impl ArchiveFormat {
+    /// The format of a stream from its first bytes (512 cover tar's magic at offset 257).
+    pub fn detect(head: &[u8]) -> Option<Self> {
+        use ArchiveFormat::*;
+        match head {
+            [b'P', b'K', 3, 4, ..] | [b'P', b'K', 5, 6, ..] => Some(Zip),
+            [0x1f, 0x8b, ..] => Some(Gzip),
+            [b'B', b'Z', b'h', ..] => Some(Bzip2),
+            [0xfd, b'7', b'z', b'X', b'Z', 0, ..] => Some(Xz),
+            [0x28, 0xb5, 0x2f, 0xfd, ..] => Some(Zstd),
+            [b'7', b'z', 0xbc, 0xaf, 0x27, 0x1c, ..] => Some(SevenZ),
+            _ if head.get(257..262) == Some(b"ustar") => Some(Tar),
+            _ => None,
+        }
+    }
+
+    /// Whether this crate can extract the format yet.
+    pub fn extractable(self) -> bool {
+        !matches!(self, Self::Zip | Self::SevenZ)
+    }
+}
