@@ -109,6 +109,41 @@ pub trait MetadataStore: Send + Sync {
         failure: Option<OperationError>,
     ) -> Result<Operation, StoreError>;
 
+    async fn account_by_id(&self, id: i64) -> Result<Option<Account>, StoreError>;
+
+    /// The queue: atomically take the oldest pending operation, or one whose worker's lease ran
+    /// out (a crashed or stopped node), and mark it `processing` under `worker` for `lease`.
+    async fn claim_next(
+        &self,
+        worker: &str,
+        lease: std::time::Duration,
+    ) -> Result<Option<Operation>, StoreError>;
+    /// Record progress (never lower than before) and extend the lease; `false` when the claim
+    /// was lost and the worker must stop.
+    async fn report_progress(
+        &self,
+        id: i64,
+        worker: &str,
+        percent: f64,
+        message: &str,
+        lease: std::time::Duration,
+    ) -> Result<bool, StoreError>;
+    /// Finish a claimed operation: index its pack and charge the quota, as
+    /// `commit_completed_upload` does, and mark it completed, in one transaction.
+    async fn complete_operation(
+        &self,
+        id: i64,
+        worker: &str,
+        pack: Option<SealedPack>,
+        cid: &str,
+    ) -> Result<Operation, StoreError>;
+    async fn fail_operation(
+        &self,
+        id: i64,
+        worker: &str,
+        failure: OperationError,
+    ) -> Result<Operation, StoreError>;
+
     /// An operation of `account_id` (another account's is `None`, like a missing one).
     async fn operation(
         &self,

@@ -23,7 +23,8 @@ use crate::packs::SealedPack;
 use crate::{AccountLimits, MetadataStore, StoreError};
 
 /// Schema versions, applied in order. Never edit a released entry: add a new one.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE accounts (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     name TEXT NOT NULL UNIQUE,
@@ -73,7 +74,13 @@ CREATE TABLE blocks (
     offset INTEGER NOT NULL,
     length INTEGER NOT NULL
 ) WITHOUT ROWID;
-"#];
+"#,
+    r#"
+ALTER TABLE operations ADD COLUMN claimed_by TEXT;
+ALTER TABLE operations ADD COLUMN claimed_until INTEGER;
+CREATE INDEX operations_queue ON operations(status, id);
+"#,
+];
 
 pub struct SqliteStore {
     pool: SqlitePool,
@@ -180,6 +187,61 @@ impl SqliteStore {
         .await?
         .last_insert_rowid();
         Ok(id)
+    }
+
+    /// Index a sealed pack's blocks and charge the bytes actually added to the account, inside
+    /// the caller's transaction. Over the quota nothing is changed (the transaction is dropped).
+    async fn store_pack(
+        tx: &mut Transaction<'_, Sqlite>,
+        account_id: i64,
+        pack: Option<&SealedPack>,
+    ) -> Result<(), StoreError> {
+        let mut added = 0u64;
+        if let Some(pack) = pack {
+            let pack_id =
+                sqlx::query("INSERT INTO packs (name, size, created_at) VALUES (?, ?, ?)")
+                    .bind(&pack.name)
+                    .bind(pack.size as i64)
+                    .bind(now_ms())
+                    .execute(&mut **tx)
+                    .await?
+                    .last_insert_rowid();
+            for block in &pack.blocks {
+                // Another upload may have stored the same block meanwhile: the first copy wins
+                // and only bytes actually added count against the quota.
+                let inserted = sqlx::query(
+                    "INSERT OR IGNORE INTO blocks (multihash, pack_id, offset, length) VALUES (?, ?, ?, ?)",
+                )
+                .bind(&block.multihash)
+                .bind(pack_id)
+                .bind(block.offset as i64)
+                .bind(block.length as i64)
+                .execute(&mut **tx)
+                .await?
+                .rows_affected();
+                if inserted == 1 {
+                    added += block.length;
+                }
+            }
+        }
+        let account = sqlx::query("SELECT * FROM accounts WHERE id = ?")
+            .bind(account_id)
+            .fetch_one(&mut **tx)
+            .await?;
+        if let Some(remaining) = account_from(&account).remaining_quota() {
+            if added > remaining {
+                return Err(StoreError::QuotaExceeded {
+                    needed: added,
+                    remaining,
+                });
+            }
+        }
+        sqlx::query("UPDATE accounts SET stored_bytes = stored_bytes + ? WHERE id = ?")
+            .bind(added as i64)
+            .bind(account_id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
     }
 
     async fn operation_by_id(&self, id: i64) -> Result<Operation, StoreError> {
@@ -417,52 +479,7 @@ impl MetadataStore for SqliteStore {
         cid: &str,
     ) -> Result<Operation, StoreError> {
         let mut tx = self.pool.begin().await?;
-        let mut added = 0u64;
-        if let Some(pack) = &pack {
-            let pack_id =
-                sqlx::query("INSERT INTO packs (name, size, created_at) VALUES (?, ?, ?)")
-                    .bind(&pack.name)
-                    .bind(pack.size as i64)
-                    .bind(now_ms())
-                    .execute(&mut *tx)
-                    .await?
-                    .last_insert_rowid();
-            for block in &pack.blocks {
-                // Another upload may have stored the same block meanwhile: the first copy wins
-                // and only bytes actually added count against the quota.
-                let inserted = sqlx::query(
-                    "INSERT OR IGNORE INTO blocks (multihash, pack_id, offset, length) VALUES (?, ?, ?, ?)",
-                )
-                .bind(&block.multihash)
-                .bind(pack_id)
-                .bind(block.offset as i64)
-                .bind(block.length as i64)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                if inserted == 1 {
-                    added += block.length;
-                }
-            }
-        }
-        let account = sqlx::query("SELECT * FROM accounts WHERE id = ?")
-            .bind(upload.account_id)
-            .fetch_one(&mut *tx)
-            .await?;
-        let account = account_from(&account);
-        if let Some(remaining) = account.remaining_quota() {
-            if added > remaining {
-                return Err(StoreError::QuotaExceeded {
-                    needed: added,
-                    remaining,
-                });
-            }
-        }
-        sqlx::query("UPDATE accounts SET stored_bytes = stored_bytes + ? WHERE id = ?")
-            .bind(added as i64)
-            .bind(upload.account_id)
-            .execute(&mut *tx)
-            .await?;
+        Self::store_pack(&mut tx, upload.account_id, pack.as_ref()).await?;
         let id = Self::insert_operation(
             &mut tx,
             &upload,
@@ -492,6 +509,124 @@ impl MetadataStore for SqliteStore {
         let id = Self::insert_operation(&mut tx, &upload, status, &message, None, failure.as_ref())
             .await?;
         tx.commit().await?;
+        self.operation_by_id(id).await
+    }
+
+    async fn account_by_id(&self, id: i64) -> Result<Option<Account>, StoreError> {
+        self.account_where("id = ?", Bind::Int(id)).await
+    }
+
+    async fn claim_next(
+        &self,
+        worker: &str,
+        lease: Duration,
+    ) -> Result<Option<Operation>, StoreError> {
+        let now = now_ms();
+        let row = sqlx::query(
+            "UPDATE operations
+                SET status = 'processing', status_message = 'processing',
+                    claimed_by = ?, claimed_until = ?, updated_at = ?
+              WHERE id = (SELECT id FROM operations
+                           WHERE status = 'pending'
+                              OR (status = 'processing' AND claimed_until < ?)
+                           ORDER BY id LIMIT 1)
+              RETURNING *",
+        )
+        .bind(worker)
+        .bind(now + lease.as_millis() as i64)
+        .bind(now)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(operation_from).transpose()
+    }
+
+    async fn report_progress(
+        &self,
+        id: i64,
+        worker: &str,
+        percent: f64,
+        message: &str,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let updated = sqlx::query(
+            "UPDATE operations
+                SET progress = MAX(progress, ?), status_message = ?, claimed_until = ?, updated_at = ?
+              WHERE id = ? AND claimed_by = ? AND status = 'processing'",
+        )
+        .bind(percent.clamp(0.0, 99.0))
+        .bind(message)
+        .bind(now + lease.as_millis() as i64)
+        .bind(now)
+        .bind(id)
+        .bind(worker)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(updated == 1)
+    }
+
+    async fn complete_operation(
+        &self,
+        id: i64,
+        worker: &str,
+        pack: Option<SealedPack>,
+        cid: &str,
+    ) -> Result<Operation, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let op = sqlx::query(
+            "SELECT * FROM operations WHERE id = ? AND claimed_by = ? AND status = 'processing'",
+        )
+        .bind(id)
+        .bind(worker)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| StoreError::NotFound(format!("operation {id} claimed by {worker}")))?;
+        let op = operation_from(&op)?;
+        Self::store_pack(&mut tx, op.account_id, pack.as_ref()).await?;
+        let now = now_ms();
+        sqlx::query(
+            "UPDATE operations SET status = 'completed', status_message = 'stored', progress = 100,
+                cid = ?, updated_at = ?, completed_at = ? WHERE id = ?",
+        )
+        .bind(cid)
+        .bind(now)
+        .bind(now)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        self.operation_by_id(id).await
+    }
+
+    async fn fail_operation(
+        &self,
+        id: i64,
+        worker: &str,
+        failure: OperationError,
+    ) -> Result<Operation, StoreError> {
+        let now = now_ms();
+        let updated = sqlx::query(
+            "UPDATE operations SET status = 'failed', status_message = ?, error_code = ?,
+                error_message = ?, updated_at = ?, completed_at = ?
+              WHERE id = ? AND claimed_by = ? AND status = 'processing'",
+        )
+        .bind(&failure.message)
+        .bind(&failure.code)
+        .bind(&failure.message)
+        .bind(now)
+        .bind(now)
+        .bind(id)
+        .bind(worker)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        if updated == 0 {
+            return Err(StoreError::NotFound(format!(
+                "operation {id} claimed by {worker}"
+            )));
+        }
         self.operation_by_id(id).await
     }
 

@@ -58,6 +58,105 @@ pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     accounts_and_tokens(store).await;
     uploads_dedup_and_quota(store, packs).await;
     operations_are_private_and_listed_newest_first(store, packs).await;
+    the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claims(store, packs).await;
+}
+
+async fn the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claims(
+    store: &dyn MetadataStore,
+    packs: &Packs,
+) {
+    use std::time::Duration;
+    let erin = store
+        .create_account("erin", AccountLimits::default())
+        .await
+        .unwrap();
+    let first = store
+        .record_upload(upload("q1", erin.id), None)
+        .await
+        .unwrap();
+    let second = store
+        .record_upload(upload("q2", erin.id), None)
+        .await
+        .unwrap();
+    assert_eq!(first.status, OperationStatus::Pending);
+    let minute = Duration::from_secs(60);
+
+    // Oldest first, each to exactly one worker.
+    let claimed = store.claim_next("w1", minute).await.unwrap().unwrap();
+    assert_eq!(
+        (claimed.id, claimed.status),
+        (first.id, OperationStatus::Processing)
+    );
+    let other = store.claim_next("w2", minute).await.unwrap().unwrap();
+    assert_eq!(other.id, second.id);
+    assert!(store.claim_next("w3", minute).await.unwrap().is_none());
+
+    // Progress never goes back.
+    assert!(store
+        .report_progress(first.id, "w1", 50.0, "half", minute)
+        .await
+        .unwrap());
+    assert!(store
+        .report_progress(first.id, "w1", 30.0, "late report", minute)
+        .await
+        .unwrap());
+    let op = store
+        .operation(erin.id, &OperationRef::Id(first.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(op.progress_percent, 50.0);
+    assert!(!store
+        .report_progress(first.id, "w2", 60.0, "not mine", minute)
+        .await
+        .unwrap());
+
+    // A claim whose lease ran out (its worker died) goes to the next worker; the old one is out.
+    assert!(store
+        .report_progress(second.id, "w2", 10.0, "", Duration::ZERO)
+        .await
+        .unwrap());
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let retaken = store.claim_next("w4", minute).await.unwrap().unwrap();
+    assert_eq!(retaken.id, second.id);
+    assert!(!store
+        .report_progress(second.id, "w2", 20.0, "", minute)
+        .await
+        .unwrap());
+
+    // Completion indexes the pack, sets the CID, and only the current holder may do it.
+    let (cid, pack) = pack_content(store, packs, b"queued content").await;
+    assert!(store
+        .complete_operation(second.id, "w2", None, &cid)
+        .await
+        .is_err());
+    let done = store
+        .complete_operation(second.id, "w4", pack, &cid)
+        .await
+        .unwrap();
+    assert_eq!(done.status, OperationStatus::Completed);
+    assert_eq!(done.progress_percent, 100.0);
+    assert_eq!(done.cid.as_deref(), Some(cid.as_str()));
+
+    let failed = store
+        .fail_operation(
+            first.id,
+            "w1",
+            crate::model::OperationError {
+                code: "invalid_archive".into(),
+                message: "entry \"../x\": the name climbs out of the archive root (..)".into(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(failed.status, OperationStatus::Failed);
+    assert!(failed.completed_at_ms.is_some());
+    // Terminal states never change.
+    assert!(store
+        .complete_operation(first.id, "w1", None, &cid)
+        .await
+        .is_err());
+    assert!(store.claim_next("w5", minute).await.unwrap().is_none());
 }
 
 async fn accounts_and_tokens(store: &dyn MetadataStore) {
