@@ -70,7 +70,7 @@ pub struct Extractor<'a> {
     limits: &'a Limits,
     sink: &'a mut dyn BlockSink,
     source: SourceStats,
-    progress: &'a mut dyn FnMut(u64),
+    progress: &'a mut dyn FnMut(u64) -> io::Result<()>,
     dir: DirectoryBuilder,
     /// Regular files added so far, for tar hard links (A3).
     files: HashMap<ArchivePath, Link>,
@@ -79,13 +79,14 @@ pub struct Extractor<'a> {
 }
 
 impl<'a> Extractor<'a> {
-    /// `progress` is called with the archive bytes consumed so far, after each entry.
+    /// `progress` is called with the archive bytes consumed so far, after each file; an error
+    /// from it stops the extraction (a worker shutting down, or a lost claim).
     pub fn new(
         profile: &'a Profile,
         limits: &'a Limits,
         sink: &'a mut dyn BlockSink,
         source: SourceStats,
-        progress: &'a mut dyn FnMut(u64),
+        progress: &'a mut dyn FnMut(u64) -> io::Result<()>,
     ) -> Self {
         Self {
             profile,
@@ -164,7 +165,7 @@ impl<'a> Extractor<'a> {
         let file: Link = file.into();
         self.insert(&path, |dir| dir.add_file(path.as_str(), file))?;
         self.files.insert(path, file);
-        (self.progress)(self.source.consumed());
+        (self.progress)(self.source.consumed())?;
         Ok(())
     }
 

@@ -107,7 +107,7 @@ fn extract_with(bytes: &[u8], limits: &Limits) -> Result<Link, ArchiveError> {
     let format = ArchiveFormat::detect(bytes).unwrap_or(ArchiveFormat::Tar);
     let profile = Profile::default();
     let mut blocks = MemoryBlocks::default();
-    let mut progress = |_| {};
+    let mut progress = |_| Ok(());
     let extractor = Extractor::new(
         &profile,
         limits,

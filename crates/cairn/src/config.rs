@@ -20,6 +20,7 @@ pub struct FileConfig {
     pub listen: Option<SocketAddr>,
     pub account_listen: Option<SocketAddr>,
     pub profile: Option<String>,
+    pub workers: Option<usize>,
 }
 
 impl FileConfig {
@@ -40,6 +41,8 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     pub account_listen: SocketAddr,
     pub profile: Profile,
+    /// Operation workers (archive extraction) in this process.
+    pub workers: usize,
 }
 
 pub struct ServeFlags {
@@ -48,6 +51,7 @@ pub struct ServeFlags {
     pub listen: Option<SocketAddr>,
     pub account_listen: Option<SocketAddr>,
     pub profile: Option<String>,
+    pub workers: Option<usize>,
 }
 
 impl ServeConfig {
@@ -72,6 +76,7 @@ impl ServeConfig {
                 Some(name) => name.parse()?,
                 None => Profile::default(),
             },
+            workers: flags.workers.or(file.workers).unwrap_or(2).max(1),
         })
     }
 }

@@ -53,6 +53,9 @@ enum Command {
         /// CID profile for uploads that name none [default: unixfs-v1-2025].
         #[arg(long, env = "CAIRN_PROFILE")]
         profile: Option<String>,
+        /// Operation workers extracting archives [default: 2].
+        #[arg(long, env = "CAIRN_WORKERS")]
+        workers: Option<usize>,
     },
     /// Manage accounts.
     #[command(subcommand)]
@@ -205,6 +208,7 @@ async fn run_async(command: Command) -> Result<()> {
             listen,
             account_listen,
             profile,
+            workers,
         } => {
             init_logging();
             let config = config::ServeConfig::resolve(config::ServeFlags {
@@ -213,6 +217,7 @@ async fn run_async(command: Command) -> Result<()> {
                 listen,
                 account_listen,
                 profile,
+                workers,
             })?;
             serve::run(config).await
         }

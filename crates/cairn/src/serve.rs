@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use cairn_server::{account_app, upload_app, AppState, ServerConfig};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
+use cairn_store::staging::Staging;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
 use tokio::net::TcpListener;
 
@@ -46,7 +47,13 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         default_profile: config.profile.clone(),
         ..ServerConfig::default()
     };
-    let state = AppState::new(store, packs, server_config);
+    let staging = Staging::open(config.data_dir.join("staging")).with_context(|| {
+        format!(
+            "data directory {} is not writable",
+            config.data_dir.display()
+        )
+    })?;
+    let state = AppState::new(store, packs, staging, server_config);
     println!(
         "upload host listening on http://{}",
         upload_listener.local_addr()?
@@ -74,6 +81,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
     };
+    let workers = cairn_server::worker::spawn(state.clone(), config.workers, stop_rx.clone());
     let upload = axum::serve(upload_listener, upload_app(state.clone()))
         .with_graceful_shutdown(stopped(stop_rx.clone()));
     let account =
@@ -82,6 +90,10 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     let (upload, account) = tokio::join!(upload, account);
     upload.context("upload host")?;
     account.context("account host")?;
+    // Workers stop at a safe point; an abandoned extraction resumes on the next start.
+    for worker in workers {
+        let _ = worker.await;
+    }
     println!("stopped");
     Ok(())
 }

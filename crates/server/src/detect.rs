@@ -1,20 +1,10 @@
 //! What an upload is, decided from its first bytes (magic numbers), never from its name alone.
 
+pub use cairn_archive::ArchiveFormat;
 use cairn_car::{CarLimits, CarReader};
 
 /// Bytes of the upload examined before deciding (tar's magic sits at offset 257).
 pub const HEAD_BYTES: usize = 512;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ArchiveFormat {
-    Zip,
-    Tar,
-    Gzip,
-    Bzip2,
-    Xz,
-    Zstd,
-    SevenZ,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ContentKind {
@@ -24,18 +14,7 @@ pub enum ContentKind {
 }
 
 pub fn detect(head: &[u8]) -> ContentKind {
-    use ArchiveFormat::*;
-    let format = match head {
-        [b'P', b'K', 3, 4, ..] | [b'P', b'K', 5, 6, ..] => Some(Zip),
-        [0x1f, 0x8b, ..] => Some(Gzip),
-        [b'B', b'Z', b'h', ..] => Some(Bzip2),
-        [0xfd, b'7', b'z', b'X', b'Z', 0, ..] => Some(Xz),
-        [0x28, 0xb5, 0x2f, 0xfd, ..] => Some(Zstd),
-        [b'7', b'z', 0xbc, 0xaf, 0x27, 0x1c, ..] => Some(SevenZ),
-        _ if head.get(257..262) == Some(b"ustar") => Some(Tar),
-        _ => None,
-    };
-    if let Some(format) = format {
+    if let Some(format) = ArchiveFormat::detect(head) {
         return ContentKind::Archive(format);
     }
     // A CAR starts with a small varint-prefixed DAG-CBOR map naming its roots and version.

@@ -8,6 +8,7 @@
 //! - [`rate_limit`]: per-account, per-endpoint token buckets.
 //! - [`metrics`]: counters and the Prometheus text exposition.
 //! - [`state`]: what handlers share.
+//! - [`worker`]: operation workers (archive extraction from the durable queue).
 //!
 //! Handlers never touch SQL or files directly: they go through `cairn-store`'s traits, and run
 //! the synchronous engine (`cairn-unixfs`) on blocking threads.
@@ -20,6 +21,7 @@ pub mod metrics;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;
+pub mod worker;
 
 pub use app::{account_app, upload_app};
 pub use state::{AppState, ServerConfig};

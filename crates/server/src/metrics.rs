@@ -40,6 +40,8 @@ pub struct Metrics {
     duration_buckets: [AtomicU64; DURATION_BUCKETS.len() + 1],
     duration_micros: AtomicU64,
     responses: Mutex<BTreeMap<u16, u64>>,
+    /// Finished operations by terminal status: (count, total seconds).
+    operations: Mutex<BTreeMap<&'static str, (u64, f64)>>,
 }
 
 impl Metrics {
@@ -55,6 +57,13 @@ impl Metrics {
         self.duration_buckets[DURATION_BUCKETS.len()].fetch_add(1, Ordering::Relaxed);
         self.duration_micros
             .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub fn operation_finished(&self, status: &'static str, took: Duration) {
+        let mut operations = self.operations.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = operations.entry(status).or_default();
+        entry.0 += 1;
+        entry.1 += took.as_secs_f64();
     }
 
     pub fn response(&self, status: u16) {
@@ -104,6 +113,21 @@ impl Metrics {
         let responses = self.responses.lock().unwrap_or_else(|e| e.into_inner());
         for (status, n) in responses.iter() {
             let _ = writeln!(out, "cairn_http_responses_total{{code=\"{status}\"}} {n}");
+        }
+        out.push_str(
+            "# HELP cairn_operation_duration_seconds Worker time per finished operation.\n",
+        );
+        out.push_str("# TYPE cairn_operation_duration_seconds summary\n");
+        let operations = self.operations.lock().unwrap_or_else(|e| e.into_inner());
+        for (status, (count, seconds)) in operations.iter() {
+            let _ = writeln!(
+                out,
+                "cairn_operation_duration_seconds_sum{{status=\"{status}\"}} {seconds}"
+            );
+            let _ = writeln!(
+                out,
+                "cairn_operation_duration_seconds_count{{status=\"{status}\"}} {count}"
+            );
         }
         out.push_str("# HELP cairn_operations_queued Operations not yet completed or failed.\n");
         out.push_str("# TYPE cairn_operations_queued gauge\n");

@@ -2,9 +2,12 @@
 
 use std::sync::Arc;
 
+use cairn_archive::Limits;
 use cairn_store::packs::Packs;
+use cairn_store::staging::Staging;
 use cairn_store::MetadataStore;
 use cairn_unixfs::Profile;
+use tokio::sync::Notify;
 
 use crate::metrics::Metrics;
 use crate::rate_limit::{RateLimiter, RateLimits};
@@ -16,11 +19,21 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     pub limiter: Arc<RateLimiter>,
     pub metrics: Arc<Metrics>,
+    pub staging: Staging,
+    /// Wakes an idle worker when an operation is queued.
+    pub queue: Arc<Notify>,
 }
 
 impl AppState {
-    pub fn new(store: Arc<dyn MetadataStore>, packs: Packs, config: ServerConfig) -> Self {
+    pub fn new(
+        store: Arc<dyn MetadataStore>,
+        packs: Packs,
+        staging: Staging,
+        config: ServerConfig,
+    ) -> Self {
         Self {
+            staging,
+            queue: Arc::new(Notify::new()),
             limiter: Arc::new(RateLimiter::new(config.rate_limits.clone())),
             metrics: Arc::new(Metrics::default()),
             store,
@@ -38,6 +51,8 @@ pub struct ServerConfig {
     /// Bytes of multipart framing tolerated above the upload limit in `Content-Length`.
     pub multipart_overhead: u64,
     pub rate_limits: RateLimits,
+    /// Limits on what an archive may expand to (the total is also capped by the quota).
+    pub archive_limits: Limits,
 }
 
 impl Default for ServerConfig {
@@ -46,6 +61,7 @@ impl Default for ServerConfig {
             default_profile: Profile::default(),
             multipart_overhead: 64 * 1024,
             rate_limits: RateLimits::default(),
+            archive_limits: Limits::default(),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! - [`model`]: the records (accounts, tokens, uploads and operations, block locations).
 //! - [`MetadataStore`]: the metadata trait; [`sqlite::SqliteStore`] implements it.
 //! - [`packs`]: pack files (content, written once, durable before they are referenced).
+//! - [`staging`]: whole uploads waiting for a worker (archives to extract).
 //! - [`tokens`]: API token generation and hashing.
 //! - [`suite`]: the conformance suite every `MetadataStore` backend must pass.
 //!
@@ -14,6 +15,7 @@
 pub mod model;
 pub mod packs;
 pub mod sqlite;
+pub mod staging;
 pub mod suite;
 pub mod tokens;
 

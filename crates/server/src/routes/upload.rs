@@ -16,6 +16,7 @@ use bytes::Bytes;
 use cairn_car::{CarError, CarLimits, CarReader, ImportError};
 use cairn_store::model::{Account, NewUpload, OperationKind};
 use cairn_store::packs::{self, SealedPack};
+use cairn_store::staging::Staging;
 use cairn_store::MetadataStore;
 use cairn_unixfs::{FileImporter, Profile};
 use serde::Deserialize;
@@ -85,12 +86,14 @@ pub async fn upload(
     reject_oversized_body(&headers, &account, state.config.multipart_overhead)?;
     let mut multipart = multipart.map_err(|e| ApiError::BadRequest(e.body_text()))?;
 
+    let upload_id = packs::random_name();
     let mut name = params.name;
     let mut received: Option<Received> = None;
     while let Some(field) = multipart.next_field().await.map_err(bad_multipart)? {
         match field.name() {
             Some("file") if received.is_none() => {
-                received = Some(receive_file(&state, &account, &profile, mode, field).await?);
+                received =
+                    Some(receive_file(&state, &account, &upload_id, &profile, mode, field).await?);
             }
             Some("name") if name.is_none() => name = Some(read_name(field).await?),
             // Any other part is ignored (CONTRACT); multer skips its bytes.
@@ -100,7 +103,7 @@ pub async fn upload(
     let received = received
         .ok_or_else(|| ApiError::BadRequest("the multipart field `file` is missing".into()))?;
     let upload = NewUpload {
-        upload_id: packs::random_name(),
+        upload_id,
         account_id: account.id,
         kind: match received.kind {
             ContentKind::Car => OperationKind::CarImport,
@@ -115,20 +118,32 @@ pub async fn upload(
             .then(|| mode.as_str().to_owned()),
         profile: profile.name.to_owned(),
     };
-    let cid = received.root.to_string();
     let kind = match received.kind {
         ContentKind::Car => UploadKind::Car,
         ContentKind::Archive(_) => UploadKind::PreservedArchive,
         ContentKind::Plain => UploadKind::File,
     };
-    let operation = state
-        .store
-        .commit_completed_upload(upload, received.pack, &cid)
-        .await?;
-    state
-        .metrics
-        .upload_stored(kind, operation.size, started.elapsed());
-    tracing::info!(upload = %operation.upload_id, %cid, size = operation.size, "upload stored");
+    let operation = match received.stored {
+        Stored::Content { root, pack } => {
+            let cid = root.to_string();
+            let operation = state
+                .store
+                .commit_completed_upload(upload, pack, &cid)
+                .await?;
+            state
+                .metrics
+                .upload_stored(kind, operation.size, started.elapsed());
+            tracing::info!(upload = %operation.upload_id, %cid, size = operation.size, "upload stored");
+            operation
+        }
+        // The archive's bytes are durable in staging; a worker takes it from the queue.
+        Stored::Staged => {
+            let operation = state.store.record_upload(upload, None).await?;
+            state.queue.notify_one();
+            tracing::info!(upload = %operation.upload_id, operation = operation.id, size = operation.size, "archive queued");
+            operation
+        }
+    };
     Ok(Json(UploadResult::from(operation)))
 }
 
@@ -176,12 +191,22 @@ async fn read_name(mut field: Field<'_>) -> Result<String, ApiError> {
 
 /// A file part, stored.
 struct Received {
-    root: cairn_unixfs::Cid,
+    stored: Stored,
     size: u64,
-    pack: Option<SealedPack>,
     file_name: Option<String>,
     mime_type: String,
     kind: ContentKind,
+}
+
+/// Where a received part went.
+enum Stored {
+    /// Imported: its root and the pack of its new blocks.
+    Content {
+        root: cairn_unixfs::Cid,
+        pack: Option<SealedPack>,
+    },
+    /// An archive to extract, kept whole in staging for a worker.
+    Staged,
 }
 
 /// What the streaming side tells the importing thread.
@@ -207,6 +232,7 @@ impl From<io::Error> for Failure {
 async fn receive_file(
     state: &AppState,
     account: &Account,
+    upload_id: &str,
     profile: &Profile,
     mode: ArchiveMode,
     mut field: Field<'_>,
@@ -237,19 +263,32 @@ async fn receive_file(
         }
     }
     let kind = detect::detect(&head);
-    if let (ContentKind::Archive(format), ArchiveMode::Extract) = (kind, mode) {
-        return Err(ApiError::BadRequest(format!(
-            "this server cannot extract archives yet ({format:?} detected); \
-             send archive_mode=preserve to store the archive as one file"
-        )));
-    }
+    let stage = match (kind, mode) {
+        (ContentKind::Archive(format), ArchiveMode::Extract) if !format.extractable() => {
+            return Err(ApiError::BadRequest(format!(
+                "this server cannot extract {format:?} archives yet; \
+                 send archive_mode=preserve to store the archive as one file"
+            )))
+        }
+        (ContentKind::Archive(_), ArchiveMode::Extract) => true,
+        _ => false,
+    };
 
     let (tx, rx) = mpsc::channel::<Piece>(8);
     let import = tokio::task::spawn_blocking({
         let store = state.store.clone();
         let packs = state.packs.clone();
         let profile = profile.clone();
-        move || store_part(kind, PieceReader::new(rx), &profile, &packs, store)
+        let staging = state.staging.clone();
+        let upload_id = upload_id.to_owned();
+        move || {
+            let input = PieceReader::new(rx);
+            if stage {
+                stage_part(input, &staging, &upload_id)
+            } else {
+                store_part(kind, input, &profile, &packs, store)
+            }
+        }
     });
     let send = |piece| {
         let tx = tx.clone();
@@ -274,16 +313,15 @@ async fn receive_file(
     if let Err(e @ (ApiError::BadRequest(_) | ApiError::PayloadTooLarge(_))) = streamed {
         return Err(e);
     }
-    let (root, pack) = match import.await.map_err(ApiError::internal)? {
+    let stored = match import.await.map_err(ApiError::internal)? {
         Ok(stored) => stored,
         Err(Failure::Invalid(message)) => return Err(ApiError::InvalidArchive(message)),
         Err(Failure::Io(e)) => return Err(ApiError::internal(e)),
     };
     streamed?;
     Ok(Received {
-        root,
+        stored,
         size: received,
-        pack,
         mime_type: detect::mime_type(&head, file_name.as_deref()),
         file_name,
         kind,
@@ -298,7 +336,7 @@ fn store_part(
     profile: &Profile,
     packs: &packs::Packs,
     store: Arc<dyn MetadataStore>,
-) -> Result<(cairn_unixfs::Cid, Option<SealedPack>), Failure> {
+) -> Result<Stored, Failure> {
     let runtime = tokio::runtime::Handle::current();
     let known = {
         let (runtime, store) = (runtime.clone(), store.clone());
@@ -333,7 +371,22 @@ fn store_part(
     };
     // A CAR may end before its last multipart byte; the part must still end cleanly.
     io::copy(&mut input, &mut io::sink())?;
-    Ok((root, pack.seal()?))
+    Ok(Stored::Content {
+        root,
+        pack: pack.seal()?,
+    })
+}
+
+/// Runs on a blocking thread: keep the whole part in staging, durable before it is queued.
+fn stage_part(
+    mut input: PieceReader,
+    staging: &Staging,
+    upload_id: &str,
+) -> Result<Stored, Failure> {
+    let mut staged = staging.create(upload_id)?;
+    io::copy(&mut input, &mut staged)?;
+    staged.commit()?;
+    Ok(Stored::Staged)
 }
 
 fn car_failure(e: ImportError) -> Failure {

@@ -1,0 +1,263 @@
+//! Operation workers: claim queued operations (archives to extract) and finish them.
+//!
+//! Each worker claims from the durable queue in the metadata store with a lease, extracts on a
+//! blocking thread into a new pack, reports monotone progress (which renews the lease), and
+//! completes or fails the operation. A worker stops at safe points: between operations, or by
+//! abandoning an extraction mid-way (its temporary pack is deleted). An abandoned or crashed
+//! claim is taken again once its lease runs out, from the staged bytes, and reaches the same CID.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn_archive::extract::SourceStats;
+use cairn_archive::{tar, ArchiveError, ArchiveFormat, Extractor, Limits};
+use cairn_store::model::{Operation, OperationError};
+use cairn_store::packs::SealedPack;
+use cairn_store::StoreError;
+use cairn_unixfs::{Cid, Profile};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::state::AppState;
+
+/// How long a claim holds without a progress report.
+pub const LEASE: Duration = Duration::from_secs(30);
+/// How often a worker reports progress (and so renews its lease) while extracting.
+const REPORT_EVERY: Duration = Duration::from_secs(1);
+/// How long an idle worker waits before looking at the queue again without being woken.
+const IDLE_POLL: Duration = Duration::from_secs(2);
+
+/// Start `count` workers; they finish when `stop` becomes true.
+pub fn spawn(state: AppState, count: usize, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+    let node = cairn_store::packs::random_name();
+    (0..count)
+        .map(|i| {
+            let worker = format!("{}-{i}", &node[..8]);
+            tokio::spawn(run(state.clone(), worker, stop.clone()))
+        })
+        .collect()
+}
+
+async fn run(state: AppState, worker: String, mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow() {
+        match state.store.claim_next(&worker, LEASE).await {
+            Ok(Some(op)) => process(&state, &worker, op, &stop).await,
+            Ok(None) => {
+                tokio::select! {
+                    _ = state.queue.notified() => {}
+                    _ = tokio::time::sleep(IDLE_POLL) => {}
+                    // A dropped sender means stop too (and must not make this loop spin).
+                    changed = stop.changed() => if changed.is_err() { break },
+                }
+            }
+            Err(e) => {
+                tracing::error!(%worker, error = %e, "claiming an operation failed");
+                tokio::time::sleep(IDLE_POLL).await;
+            }
+        }
+    }
+}
+
+/// Why an extraction did not produce a DAG.
+enum Outcome {
+    Done(Cid, Option<SealedPack>),
+    /// The archive is at fault: the operation fails with `invalid_archive`.
+    Invalid(String),
+    /// The worker is stopping or lost its claim: leave the operation for a later claim.
+    Abandoned,
+    Failed(io::Error),
+}
+
+async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Receiver<bool>) {
+    let started = Instant::now();
+    tracing::info!(operation = op.id, upload = %op.upload_id, %worker, "processing");
+    let remaining_quota = match state.store.account_by_id(op.account_id).await {
+        Ok(account) => account.and_then(|a| a.remaining_quota()),
+        Err(e) => {
+            tracing::error!(operation = op.id, error = %e, "reading the account failed");
+            return;
+        }
+    };
+    let mut limits = state.config.archive_limits.clone();
+    if let Some(remaining) = remaining_quota {
+        limits.max_total_bytes = limits.max_total_bytes.min(remaining);
+    }
+    let profile = op
+        .profile
+        .parse()
+        .unwrap_or_else(|_| state.config.default_profile.clone());
+    let abandon = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (abandon, mut stop) = (abandon.clone(), stop.clone());
+        tokio::spawn(async move {
+            let _ = stop.wait_for(|s| *s).await;
+            abandon.store(true, Ordering::Relaxed);
+        })
+    };
+    let job = {
+        let (state, worker, op, abandon) = (
+            state.clone(),
+            worker.to_owned(),
+            op.clone(),
+            abandon.clone(),
+        );
+        move || extract_staged(&state, &worker, &op, &profile, &limits, &abandon)
+    };
+    let outcome = tokio::task::spawn_blocking(job)
+        .await
+        .unwrap_or_else(|e| Outcome::Failed(io::Error::other(e)));
+    watcher.abort();
+
+    let finished = match outcome {
+        Outcome::Done(root, pack) => {
+            match state
+                .store
+                .complete_operation(op.id, worker, pack, &root.to_string())
+                .await
+            {
+                Err(StoreError::QuotaExceeded { needed, remaining }) => {
+                    let message = format!(
+                        "the extracted archive needs {needed} bytes; the account has {remaining} left"
+                    );
+                    state
+                        .store
+                        .fail_operation(op.id, worker, failure("quota_exceeded", message))
+                        .await
+                }
+                other => other,
+            }
+        }
+        Outcome::Invalid(message) => {
+            state
+                .store
+                .fail_operation(op.id, worker, failure("invalid_archive", message))
+                .await
+        }
+        Outcome::Failed(e) => {
+            tracing::error!(operation = op.id, error = %e, "processing failed");
+            let message = "the server failed to process the upload".to_owned();
+            state
+                .store
+                .fail_operation(op.id, worker, failure("internal", message))
+                .await
+        }
+        Outcome::Abandoned => {
+            tracing::info!(operation = op.id, "left for a later claim");
+            return;
+        }
+    };
+    match finished {
+        Ok(done) => {
+            tracing::info!(
+                operation = op.id,
+                status = %done.status,
+                cid = done.cid.as_deref().unwrap_or(""),
+                seconds = started.elapsed().as_secs_f64(),
+                "operation finished"
+            );
+            state
+                .metrics
+                .operation_finished(done.status.as_str(), started.elapsed());
+            if let Err(e) = state.staging.remove(&op.upload_id) {
+                tracing::warn!(operation = op.id, error = %e, "removing the staged upload failed");
+            }
+        }
+        // Lost the claim meanwhile: whoever holds it now finishes the operation.
+        Err(e) => tracing::warn!(operation = op.id, error = %e, "could not record the result"),
+    }
+}
+
+fn failure(code: &str, message: String) -> OperationError {
+    OperationError {
+        code: code.to_owned(),
+        message,
+    }
+}
+
+/// Runs on a blocking thread: extract the staged archive of `op` into a new pack.
+fn extract_staged(
+    state: &AppState,
+    worker: &str,
+    op: &Operation,
+    profile: &Profile,
+    limits: &Limits,
+    abandon: &AtomicBool,
+) -> Outcome {
+    let runtime = tokio::runtime::Handle::current();
+    let file = match state.staging.open_upload(&op.upload_id) {
+        Ok(file) => file,
+        Err(e) => return Outcome::Failed(e),
+    };
+    let total = file.metadata().map(|m| m.len()).unwrap_or(0).max(1);
+    let mut input = io::BufReader::with_capacity(1 << 20, file);
+    let head = match io::BufRead::fill_buf(&mut input) {
+        Ok(head) => head.to_vec(),
+        Err(e) => return Outcome::Failed(e),
+    };
+    let format = match ArchiveFormat::detect(&head) {
+        Some(format) if format.extractable() => format,
+        Some(format) => {
+            return Outcome::Invalid(format!("{format:?} archives cannot be extracted yet"))
+        }
+        None => return Outcome::Invalid("the upload is not a recognised archive".into()),
+    };
+    let known = {
+        let (runtime, store) = (runtime.clone(), state.store.clone());
+        Box::new(move |multihash: &[u8]| {
+            runtime
+                .block_on(store.has_block(multihash))
+                .map_err(io::Error::other)
+        })
+    };
+    let mut pack = match state.packs.writer(known) {
+        Ok(pack) => pack,
+        Err(e) => return Outcome::Failed(e),
+    };
+    let lost = AtomicBool::new(false);
+    let mut last_report = Instant::now();
+    let mut progress = |consumed: u64| -> io::Result<()> {
+        if abandon.load(Ordering::Relaxed) {
+            return Err(io::Error::other("worker stopping"));
+        }
+        if last_report.elapsed() >= REPORT_EVERY {
+            last_report = Instant::now();
+            let percent = consumed as f64 * 100.0 / total as f64;
+            let message = format!("extracting: {consumed} of {total} bytes read");
+            let held = runtime
+                .block_on(
+                    state
+                        .store
+                        .report_progress(op.id, worker, percent, &message, LEASE),
+                )
+                .map_err(io::Error::other)?;
+            if !held {
+                lost.store(true, Ordering::Relaxed);
+                return Err(io::Error::other("claim lost"));
+            }
+        }
+        Ok(())
+    };
+    let extractor = Extractor::new(
+        profile,
+        limits,
+        &mut pack,
+        SourceStats::default(),
+        &mut progress,
+    );
+    let result = tar::extract(format, input, extractor);
+    if abandon.load(Ordering::Relaxed) || lost.load(Ordering::Relaxed) {
+        return Outcome::Abandoned;
+    }
+    match result {
+        Ok(root) => match pack.seal() {
+            Ok(sealed) => Outcome::Done(root.cid, sealed),
+            Err(e) => Outcome::Failed(e),
+        },
+        Err(e @ (ArchiveError::Entry { .. } | ArchiveError::Archive(_))) => {
+            Outcome::Invalid(e.to_string())
+        }
+        Err(ArchiveError::Io(e)) => Outcome::Failed(e),
+    }
+}
