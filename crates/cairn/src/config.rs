@@ -21,6 +21,7 @@ pub struct FileConfig {
     pub account_listen: Option<SocketAddr>,
     pub profile: Option<String>,
     pub workers: Option<usize>,
+    pub worker_lease_seconds: Option<u64>,
 }
 
 impl FileConfig {
@@ -43,6 +44,7 @@ pub struct ServeConfig {
     pub profile: Profile,
     /// Operation workers (archive extraction) in this process.
     pub workers: usize,
+    pub worker_lease: std::time::Duration,
 }
 
 pub struct ServeFlags {
@@ -52,6 +54,7 @@ pub struct ServeFlags {
     pub account_listen: Option<SocketAddr>,
     pub profile: Option<String>,
     pub workers: Option<usize>,
+    pub worker_lease_seconds: Option<u64>,
 }
 
 impl ServeConfig {
@@ -77,6 +80,13 @@ impl ServeConfig {
                 None => Profile::default(),
             },
             workers: flags.workers.or(file.workers).unwrap_or(2).max(1),
+            worker_lease: std::time::Duration::from_secs(
+                flags
+                    .worker_lease_seconds
+                    .or(file.worker_lease_seconds)
+                    .unwrap_or(30)
+                    .max(1),
+            ),
         })
     }
 }

@@ -56,6 +56,10 @@ enum Command {
         /// Operation workers extracting archives [default: 2].
         #[arg(long, env = "CAIRN_WORKERS")]
         workers: Option<usize>,
+        /// Seconds a worker's claim holds without progress; after a crash, the time before
+        /// another worker resumes the operation [default: 30].
+        #[arg(long, env = "CAIRN_WORKER_LEASE_SECONDS")]
+        worker_lease_seconds: Option<u64>,
     },
     /// Manage accounts.
     #[command(subcommand)]
@@ -209,6 +213,7 @@ async fn run_async(command: Command) -> Result<()> {
             account_listen,
             profile,
             workers,
+            worker_lease_seconds,
         } => {
             init_logging();
             let config = config::ServeConfig::resolve(config::ServeFlags {
@@ -218,6 +223,7 @@ async fn run_async(command: Command) -> Result<()> {
                 account_listen,
                 profile,
                 workers,
+                worker_lease_seconds,
             })?;
             serve::run(config).await
         }

@@ -45,6 +45,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     let account_listener = bind(config.account_listen).await?;
     let server_config = ServerConfig {
         default_profile: config.profile.clone(),
+        worker_lease: config.worker_lease,
         ..ServerConfig::default()
     };
     let staging = Staging::open(config.data_dir.join("staging")).with_context(|| {

@@ -18,7 +18,7 @@ fn cairn() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cairn"))
 }
 
-fn start(data_dir: &std::path::Path) -> Running {
+fn start(data_dir: &std::path::Path, extra: &[&str]) -> Running {
     let mut child = cairn()
         .args([
             "serve",
@@ -29,6 +29,7 @@ fn start(data_dir: &std::path::Path) -> Running {
         ])
         .arg("--data-dir")
         .arg(data_dir)
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -90,7 +91,7 @@ fn terminate(mut running: Running) -> (std::process::ExitStatus, Vec<String>) {
 async fn serve_with_zero_configuration_then_upload_administer_and_stop() {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
-    let running = start(&data_dir);
+    let running = start(&data_dir, &[]);
     assert!(
         running.token.starts_with("cairn_"),
         "first start prints a token"
@@ -157,7 +158,7 @@ async fn serve_with_zero_configuration_then_upload_administer_and_stop() {
     assert_eq!(rest.last().map(String::as_str), Some("stopped"));
 
     // A second start keeps the data and does not print a new token.
-    let again = start(&data_dir);
+    let again = start(&data_dir, &[]);
     assert!(again.token.is_empty());
     terminate(again);
 }
@@ -187,4 +188,121 @@ fn a_taken_port_is_one_line_and_a_failure_status() {
         errors[0].contains(&addr) && errors[0].contains("in use"),
         "{stderr}"
     );
+}
+
+/// Pseudo-random bytes: incompressible, so decompression and hashing take real time.
+fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+async fn operation(running: &Running, token: &str, id: i64) -> serde_json::Value {
+    reqwest::Client::new()
+        .get(format!("{}/api/operations/{id}", running.upload))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn sigkill_during_extraction_then_restart_completes_with_the_right_cid() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let args = ["--workers", "1", "--worker-lease-seconds", "1"];
+    let mut running = start(&data_dir, &args);
+    let token = running.token.clone();
+
+    // 40 MB of incompressible files in a bzip2 tar: about a second of extraction.
+    let files: Vec<(String, Vec<u8>)> = (0..10)
+        .map(|i| (format!("data/part-{i}.bin"), noise(4 << 20, i + 1)))
+        .collect();
+    let mut builder = tar::Builder::new(bzip2::write::BzEncoder::new(
+        Vec::new(),
+        bzip2::Compression::fast(),
+    ));
+    for (path, body) in &files {
+        let mut header = tar::Header::new_ustar();
+        header.set_size(body.len() as u64);
+        header.set_mode(0o644);
+        header.set_path(path).unwrap();
+        header.set_cksum();
+        builder.append(&header, &body[..]).unwrap();
+    }
+    let archive = builder.into_inner().unwrap().finish().unwrap();
+    let form = Form::new().part("file", Part::bytes(archive).file_name("data.tar.bz2"));
+    let body: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/api/upload", running.upload))
+        .bearer_auth(&token)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = body["operationId"].as_i64().expect("an operation id");
+
+    // Kill -9 as soon as a worker is extracting.
+    let mut status = String::new();
+    for _ in 0..5000 {
+        status = operation(&running, &token, id).await["status"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        if status != "pending" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    assert_eq!(status, "processing");
+    running.child.kill().unwrap();
+    running.child.wait().unwrap();
+
+    let restarted = start(&data_dir, &args);
+    assert_eq!(
+        operation(&restarted, &token, id).await["status"],
+        "processing",
+        "the kill interrupted the extraction"
+    );
+    let mut op = serde_json::Value::Null;
+    for _ in 0..600 {
+        op = operation(&restarted, &token, id).await;
+        if op["status"] == "completed" || op["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(op["status"], "completed", "{op}");
+    assert_eq!(op["progressPercent"], 100.0);
+
+    let profile = cairn_unixfs::Profile::default();
+    let mut expected = cairn_unixfs::DirectoryBuilder::new(&profile);
+    for (path, body) in &files {
+        let mut importer = cairn_unixfs::FileImporter::new(&profile, cairn_unixfs::DiscardBlocks);
+        importer.push(body).unwrap();
+        expected.add_file(path, importer.finish().unwrap()).unwrap();
+    }
+    let expected = expected.finish(&mut cairn_unixfs::DiscardBlocks).unwrap();
+    assert_eq!(op["cid"], expected.cid.to_string());
+
+    // No half-written pack survives, and the staged archive is gone.
+    let packs: Vec<String> = std::fs::read_dir(data_dir.join("packs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(packs.iter().all(|p| !p.starts_with("tmp-")), "{packs:?}");
+    let staged = std::fs::read_dir(data_dir.join("staging")).unwrap().count();
+    assert_eq!(staged, 0);
+    terminate(restarted);
 }

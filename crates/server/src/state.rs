@@ -53,6 +53,9 @@ pub struct ServerConfig {
     pub rate_limits: RateLimits,
     /// Limits on what an archive may expand to (the total is also capped by the quota).
     pub archive_limits: Limits,
+    /// How long a worker's claim holds without a progress report; after a crash, the
+    /// operation waits this long before another worker takes it.
+    pub worker_lease: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -62,6 +65,7 @@ impl Default for ServerConfig {
             multipart_overhead: 64 * 1024,
             rate_limits: RateLimits::default(),
             archive_limits: Limits::default(),
+            worker_lease: std::time::Duration::from_secs(30),
         }
     }
 }

@@ -22,10 +22,9 @@ use tokio::task::JoinHandle;
 
 use crate::state::AppState;
 
-/// How long a claim holds without a progress report.
-pub const LEASE: Duration = Duration::from_secs(30);
-/// How often a worker reports progress (and so renews its lease) while extracting.
-const REPORT_EVERY: Duration = Duration::from_secs(1);
+/// How often a worker reports progress (and so renews its lease) while extracting; well
+/// under any sensible lease.
+const REPORT_EVERY: Duration = Duration::from_millis(500);
 /// How long an idle worker waits before looking at the queue again without being woken.
 const IDLE_POLL: Duration = Duration::from_secs(2);
 
@@ -42,7 +41,11 @@ pub fn spawn(state: AppState, count: usize, stop: watch::Receiver<bool>) -> Vec<
 
 async fn run(state: AppState, worker: String, mut stop: watch::Receiver<bool>) {
     while !*stop.borrow() {
-        match state.store.claim_next(&worker, LEASE).await {
+        match state
+            .store
+            .claim_next(&worker, state.config.worker_lease)
+            .await
+        {
             Ok(Some(op)) => process(&state, &worker, op, &stop).await,
             Ok(None) => {
                 tokio::select! {
@@ -226,11 +229,13 @@ fn extract_staged(
             let percent = consumed as f64 * 100.0 / total as f64;
             let message = format!("extracting: {consumed} of {total} bytes read");
             let held = runtime
-                .block_on(
-                    state
-                        .store
-                        .report_progress(op.id, worker, percent, &message, LEASE),
-                )
+                .block_on(state.store.report_progress(
+                    op.id,
+                    worker,
+                    percent,
+                    &message,
+                    state.config.worker_lease,
+                ))
                 .map_err(io::Error::other)?;
             if !held {
                 lost.store(true, Ordering::Relaxed);
