@@ -12,7 +12,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Multipart, Query, State};
 use axum::http::{header, HeaderMap};
 use axum::Json;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use cairn_car::{CarError, CarLimits, CarReader, ImportError};
 use cairn_store::model::{Account, NewUpload, OperationKind};
 use cairn_store::packs::{self, SealedPack};
@@ -29,6 +29,9 @@ use crate::metrics::UploadKind;
 use crate::rate_limit::Endpoint;
 use crate::routes::operations::UploadResult;
 use crate::state::AppState;
+
+/// Bytes gathered before a piece goes to the importing thread.
+const PIECE_BYTES: usize = 1 << 20;
 
 /// Largest `name` form field accepted.
 const MAX_NAME_BYTES: usize = 1024;
@@ -274,7 +277,8 @@ async fn receive_file(
         _ => false,
     };
 
-    let (tx, rx) = mpsc::channel::<Piece>(8);
+    // Four pieces in flight: network reads overlap hashing without buffering the body.
+    let (tx, rx) = mpsc::channel::<Piece>(4);
     let import = tokio::task::spawn_blocking({
         let store = state.store.clone();
         let packs = state.packs.clone();
@@ -299,12 +303,22 @@ async fn receive_file(
         }
     };
     // If the importer stops early (a corrupt CAR), its own error is the one to report.
+    // The body arrives in small chunks; handing each to the blocking thread separately costs
+    // a wake-up per chunk, so they are gathered into pieces of about a MiB first.
     let streamed = async {
+        let mut piece = BytesMut::with_capacity(PIECE_BYTES);
         for chunk in early {
-            send(Piece::Bytes(chunk)).await?;
+            piece.extend_from_slice(&chunk);
         }
         while let Some(chunk) = next(field.chunk().await.map_err(bad_multipart)?)? {
-            send(Piece::Bytes(chunk)).await?;
+            piece.extend_from_slice(&chunk);
+            if piece.len() >= PIECE_BYTES {
+                let full = std::mem::replace(&mut piece, BytesMut::with_capacity(PIECE_BYTES));
+                send(Piece::Bytes(full.freeze())).await?;
+            }
+        }
+        if !piece.is_empty() {
+            send(Piece::Bytes(piece.freeze())).await?;
         }
         send(Piece::End).await
     }
@@ -358,7 +372,9 @@ fn store_part(
         };
         cairn_car::import_complete(reader, &mut pack, &mut stored).map_err(car_failure)?
     } else {
-        let mut importer = FileImporter::new(profile, &mut pack);
+        // Hash leaves on every core; the CID does not depend on it.
+        let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
+        let mut importer = FileImporter::with_threads(profile, &mut pack, threads);
         let mut buf = vec![0u8; 256 * 1024];
         loop {
             let n = input.read(&mut buf)?;
