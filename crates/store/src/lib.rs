@@ -90,6 +90,8 @@ pub trait MetadataStore: Send + Sync {
     /// Whether a block (by multihash bytes) is already stored.
     async fn has_block(&self, multihash: &[u8]) -> Result<bool, StoreError>;
     async fn block_location(&self, multihash: &[u8]) -> Result<Option<BlockLocation>, StoreError>;
+    /// Upload ids of operations not yet terminal: the staged files still needed.
+    async fn unfinished_upload_ids(&self) -> Result<Vec<String>, StoreError>;
     /// Every pack the block index references (for the startup sweep).
     async fn pack_names(&self) -> Result<Vec<String>, StoreError>;
 

@@ -466,6 +466,14 @@ impl MetadataStore for SqliteStore {
         }))
     }
 
+    async fn unfinished_upload_ids(&self) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT upload_id FROM operations WHERE status IN ('pending', 'processing')",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     async fn pack_names(&self) -> Result<Vec<String>, StoreError> {
         Ok(sqlx::query_scalar("SELECT name FROM packs")
             .fetch_all(&self.pool)

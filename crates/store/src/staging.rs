@@ -47,6 +47,21 @@ impl Staging {
         }
     }
 
+    /// Delete interrupted writes, and staged uploads no unfinished operation needs (a crash
+    /// between staging and recording the operation). Returns how many files went.
+    pub fn sweep(&self, needed: &std::collections::HashSet<String>) -> io::Result<u64> {
+        let mut removed = 0;
+        for entry in fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("tmp-") || !needed.contains(&name) {
+                fs::remove_file(entry.path())?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     fn path(&self, name: &str) -> io::Result<PathBuf> {
         // Upload ids are ours (hex), but never let a name leave the directory.
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {

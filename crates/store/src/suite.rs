@@ -80,6 +80,12 @@ async fn the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claim
         .unwrap();
     assert_eq!(first.status, OperationStatus::Pending);
     let minute = Duration::from_secs(60);
+    let unfinished = store.unfinished_upload_ids().await.unwrap();
+    assert!(unfinished.contains(&"q1".to_owned()) && unfinished.contains(&"q2".to_owned()));
+    assert!(
+        !unfinished.contains(&"u1".to_owned()),
+        "completed uploads need no staging"
+    );
 
     // Oldest first, each to exactly one worker.
     let claimed = store.claim_next("w1", minute).await.unwrap().unwrap();

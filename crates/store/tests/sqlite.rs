@@ -60,3 +60,26 @@ async fn a_dropped_pack_writer_leaves_nothing_behind() {
     drop(writer);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn staging_commits_durably_and_sweeps_what_no_operation_needs() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let staging = cairn_store::staging::Staging::open(dir.path()).unwrap();
+    let mut kept = staging.create("keep").unwrap();
+    kept.write_all(b"archive bytes").unwrap();
+    assert_eq!(kept.commit().unwrap(), 13);
+    let mut orphan = staging.create("orphan").unwrap();
+    orphan.write_all(b"x").unwrap();
+    orphan.commit().unwrap();
+    let interrupted = staging.create("interrupted").unwrap();
+    std::mem::forget(interrupted); // as if the process died mid-write
+    assert!(staging.create("../escape").is_err());
+
+    let needed: HashSet<String> = ["keep".to_owned()].into();
+    assert_eq!(staging.sweep(&needed).unwrap(), 2);
+    let mut kept = String::new();
+    std::io::Read::read_to_string(&mut staging.open_upload("keep").unwrap(), &mut kept).unwrap();
+    assert_eq!(kept, "archive bytes");
+    assert!(staging.open_upload("orphan").is_err());
+}
