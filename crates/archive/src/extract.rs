@@ -47,6 +47,13 @@ pub struct CountedSource<R> {
     stats: SourceStats,
 }
 
+/// zip reads its central directory first, so the source must seek too.
+impl<R: io::Seek> io::Seek for CountedSource<R> {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
 impl<R: Read> Read for CountedSource<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self.inner.read(buf) {

@@ -8,16 +8,19 @@
 //! - [`path`]: name normalisation (A1, A8) and symlink targets (A2).
 //! - [`extract`]: the [`Extractor`] (A3–A7, A11) and byte accounting for bombs (A6).
 //! - [`tar`]: tar, and tar inside gzip, bzip2, xz or zstd (A10 through the decoders' checks).
+//! - [`zip`]: zip entries (A1 `\\`, A6 overlaps, A8 CP437, A9 encryption, A10 CRCs).
+//! - [`extract()`]: the one entry point, by format.
 //!
 //! This crate knows nothing of tokio, HTTP or SQL.
 
 pub mod extract;
 pub mod path;
 pub mod tar;
+pub mod zip;
 
-use std::io;
+use std::io::{self, Read, Seek};
 
-pub use cairn_unixfs::DirectoryBuilder;
+pub use cairn_unixfs::{DirectoryBuilder, Link};
 pub use extract::Extractor;
 
 /// Limits on what an archive may expand to. The total is the smaller of the configured cap and
@@ -109,6 +112,21 @@ impl ArchiveFormat {
 
     /// Whether this crate can extract the format yet.
     pub fn extractable(self) -> bool {
-        !matches!(self, Self::Zip | Self::SevenZ)
+        self != Self::SevenZ
+    }
+}
+
+/// Extract an archive of `format` from `input` through `extractor`.
+pub fn extract(
+    format: ArchiveFormat,
+    input: impl Read + Seek,
+    extractor: Extractor<'_>,
+) -> Result<Link, ArchiveError> {
+    match format {
+        ArchiveFormat::Zip => zip::extract(input, extractor),
+        ArchiveFormat::SevenZ => Err(ArchiveError::Archive(
+            "7z archives cannot be extracted yet".into(),
+        )),
+        tar_family => tar::extract(tar_family, input, extractor),
     }
 }

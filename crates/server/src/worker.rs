@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_archive::extract::SourceStats;
-use cairn_archive::{tar, ArchiveError, ArchiveFormat, Extractor, Limits};
+use cairn_archive::{ArchiveError, ArchiveFormat, Extractor, Limits};
 use cairn_store::model::{Operation, OperationError};
 use cairn_store::packs::SealedPack;
 use cairn_store::StoreError;
@@ -251,7 +251,7 @@ fn extract_staged(
         SourceStats::default(),
         &mut progress,
     );
-    let result = tar::extract(format, input, extractor);
+    let result = cairn_archive::extract(format, input, extractor);
     if abandon.load(Ordering::Relaxed) || lost.load(Ordering::Relaxed) {
         return Outcome::Abandoned;
     }

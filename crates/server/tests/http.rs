@@ -526,6 +526,26 @@ async fn wait_for(server: &TestServer, operation_id: i64) -> Value {
 }
 
 #[tokio::test]
+async fn a_zip_with_a_corrupt_body_fails_its_operation() {
+    let server = TestServer::start().await;
+    let (status, body) = server
+        .post_file(
+            &server.token,
+            "",
+            Part::bytes(b"PK\x03\x04 not really a zip".to_vec()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let op = wait_for(&server, body["operationId"].as_i64().unwrap()).await;
+    assert_eq!(op["status"], "failed");
+    assert_eq!(op["error"]["error"], "invalid_archive");
+    assert!(
+        op["error"]["message"].as_str().unwrap().contains("zip"),
+        "{op}"
+    );
+}
+
+#[tokio::test]
 async fn an_archive_is_extracted_by_a_worker_and_its_cid_polled() {
     let server = TestServer::start().await;
     server
@@ -589,13 +609,10 @@ async fn an_unsafe_archive_fails_its_operation_naming_the_entry() {
         "{message}"
     );
 
-    // zip extraction does not exist yet: refused up front, with the way out.
+    // 7z extraction does not exist yet: refused up front, with the way out.
+    let seven_z = b"7z\xbc\xaf\x27\x1crest".to_vec();
     let (status, body) = server
-        .post_file(
-            &server.token,
-            "?archive_mode=extract",
-            Part::bytes(b"PK\x03\x04rest".to_vec()),
-        )
+        .post_file(&server.token, "?archive_mode=extract", Part::bytes(seven_z))
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(body["message"]

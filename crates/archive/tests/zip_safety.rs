@@ -1,0 +1,211 @@
+//! The zip-specific rules of `shared/spec/archive-safety.md`, on zips written by the test
+//! (patched byte by byte where a writer would refuse to produce the hostile form).
+
+use std::io::{Cursor, Write};
+
+use cairn_archive::extract::SourceStats;
+use cairn_archive::{ArchiveError, ArchiveFormat, Extractor, Limits};
+use cairn_unixfs::{DirectoryBuilder, FileImporter, Link, MemoryBlocks, Profile};
+use zip::write::SimpleFileOptions;
+use zip::CompressionMethod;
+
+enum Item<'a> {
+    File(&'a str, &'a [u8]),
+    Dir(&'a str),
+    Symlink(&'a str, &'a str),
+}
+
+fn zip_of(items: &[Item], method: CompressionMethod) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = SimpleFileOptions::default().compression_method(method);
+    for item in items {
+        match item {
+            Item::File(name, body) => {
+                writer.start_file(*name, options).unwrap();
+                writer.write_all(body).unwrap();
+            }
+            Item::Dir(name) => writer.add_directory(*name, options).unwrap(),
+            Item::Symlink(name, target) => writer.add_symlink(*name, *target, options).unwrap(),
+        }
+    }
+    writer.finish().unwrap().into_inner()
+}
+
+fn stored(items: &[Item]) -> Vec<u8> {
+    zip_of(items, CompressionMethod::Stored)
+}
+
+fn extract_with(bytes: &[u8], limits: &Limits) -> Result<Link, ArchiveError> {
+    assert_eq!(ArchiveFormat::detect(bytes), Some(ArchiveFormat::Zip));
+    let profile = Profile::default();
+    let mut blocks = MemoryBlocks::default();
+    let mut progress = |_| Ok(());
+    let extractor = Extractor::new(
+        &profile,
+        limits,
+        &mut blocks,
+        SourceStats::default(),
+        &mut progress,
+    );
+    cairn_archive::extract(ArchiveFormat::Zip, Cursor::new(bytes), extractor)
+}
+
+fn extract(bytes: &[u8]) -> Result<Link, ArchiveError> {
+    extract_with(bytes, &Limits::default())
+}
+
+fn refused(bytes: &[u8], entry: &str, reason: &str) {
+    match extract(bytes) {
+        Err(ArchiveError::Entry {
+            entry: e,
+            reason: r,
+        }) => {
+            assert_eq!(e, entry);
+            assert!(r.contains(reason), "{entry}: {r}");
+        }
+        other => panic!("{entry}: expected a refusal, got {other:?}"),
+    }
+}
+
+fn import(content: &[u8]) -> Link {
+    let mut importer = FileImporter::new(&Profile::default(), MemoryBlocks::default());
+    importer.push(content).unwrap();
+    importer.finish().unwrap().into()
+}
+
+/// Replace every occurrence of `from` (in local and central headers) with `to`.
+fn patch(bytes: &mut [u8], from: &[u8], to: &[u8]) {
+    assert_eq!(from.len(), to.len());
+    let mut found = 0;
+    for i in 0..=bytes.len() - from.len() {
+        if &bytes[i..i + from.len()] == from {
+            bytes[i..i + from.len()].copy_from_slice(to);
+            found += 1;
+        }
+    }
+    assert!(found >= 2, "expected the name in both headers");
+}
+
+#[test]
+fn a_zip_tree_extracts_to_the_same_cid_as_building_it_directly() {
+    let items = [
+        Item::Dir("site/"),
+        Item::File("site/index.html", b"<h1>hi</h1>"),
+        Item::File("site/css/a.css", b"p{}"),
+        Item::Dir("site/empty/"),
+        Item::Symlink("site/home", "index.html"),
+    ];
+    let mut expected = DirectoryBuilder::new(&Profile::default());
+    expected.add_directory("site").unwrap();
+    expected
+        .add_file("site/index.html", import(b"<h1>hi</h1>"))
+        .unwrap();
+    expected.add_file("site/css/a.css", import(b"p{}")).unwrap();
+    expected.add_directory("site/empty").unwrap();
+    expected.add_symlink("site/home", "index.html").unwrap();
+    let expected = expected.finish(&mut MemoryBlocks::default()).unwrap();
+    for method in [CompressionMethod::Stored, CompressionMethod::Deflated] {
+        assert_eq!(
+            extract(&zip_of(&items, method)).unwrap(),
+            expected,
+            "{method:?}"
+        );
+    }
+}
+
+#[test]
+fn zip_slip_in_each_form_is_refused() {
+    for (name, reason) in [
+        ("../evil.txt", ".."),
+        ("a/../../evil.txt", ".."),
+        ("/etc/passwd", "absolute"),
+        ("C:/evil.txt", "drive letter"),
+        ("a\\b.txt", "\\"),
+        ("..\\evil.txt", "\\"),
+    ] {
+        refused(&stored(&[Item::File(name, b"x")]), name, reason);
+    }
+    refused(
+        &stored(&[Item::Symlink("link", "../../etc/passwd")]),
+        "link",
+        "outside",
+    );
+}
+
+#[test]
+fn a9_encrypted_entries_are_refused_as_password_protected() {
+    let mut bytes = stored(&[Item::File("secret.txt", b"hidden")]);
+    // Set general-purpose bit 0 (encrypted) in the local and the central header.
+    bytes[6] |= 1;
+    let central = bytes.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
+    bytes[central + 8] |= 1;
+    refused(&bytes, "secret.txt", "password-protected");
+}
+
+#[test]
+fn a6_overlapping_entries_are_refused() {
+    let mut bytes = stored(&[Item::File("a.txt", b"aaaa"), Item::File("b.txt", b"bbbb")]);
+    // Point the second central entry at the first entry's local header.
+    let centrals: Vec<usize> = bytes
+        .windows(4)
+        .enumerate()
+        .filter(|(_, w)| *w == b"PK\x01\x02")
+        .map(|(i, _)| i)
+        .collect();
+    let first_offset = bytes[centrals[0] + 42..centrals[0] + 46].to_vec();
+    bytes[centrals[1] + 42..centrals[1] + 46].copy_from_slice(&first_offset);
+    match extract(&bytes) {
+        Err(ArchiveError::Entry { reason, .. }) => assert!(reason.contains("overlaps"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a6_a_zip_bomb_is_stopped_by_bytes_produced() {
+    let zeros = vec![0u8; 8 << 20];
+    let bytes = zip_of(&[Item::File("zeros", &zeros)], CompressionMethod::Deflated);
+    let capped = Limits {
+        max_total_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    match extract_with(&bytes, &capped) {
+        Err(ArchiveError::Entry { entry, reason }) => {
+            assert_eq!(entry, "zeros");
+            assert!(reason.contains("expands to more than"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a7_duplicate_names_are_refused() {
+    // Writers refuse duplicates, so the second name is renamed in its headers.
+    let mut bytes = stored(&[Item::File("a.txt", b"1"), Item::File("b.txt", b"2")]);
+    patch(&mut bytes, b"b.txt", b"a.txt");
+    let error = extract(&bytes).unwrap_err().to_string();
+    assert!(error.contains("duplicate"), "{error}");
+    assert!(extract(&bytes).unwrap_err().is_invalid_archive());
+}
+
+#[test]
+fn a8_names_without_utf8_are_decoded_as_cp437() {
+    let mut bytes = stored(&[Item::File("caf_.txt", b"x")]);
+    patch(&mut bytes, b"caf_.txt", b"caf\x82.txt");
+    let root = extract(&bytes).unwrap();
+    let mut expected = DirectoryBuilder::new(&Profile::default());
+    expected.add_file("café.txt", import(b"x")).unwrap();
+    assert_eq!(root, expected.finish(&mut MemoryBlocks::default()).unwrap());
+}
+
+#[test]
+fn a10_a_corrupted_entry_fails_its_crc_and_a_cut_zip_is_refused() {
+    let mut bytes = stored(&[Item::File("data.bin", b"0123456789abcdef")]);
+    let at = bytes
+        .windows(16)
+        .position(|w| w == b"0123456789abcdef")
+        .unwrap();
+    bytes[at] ^= 1;
+    assert!(extract(&bytes).is_err(), "{:?}", extract(&bytes));
+    let whole = stored(&[Item::File("data.bin", b"0123456789abcdef")]);
+    assert!(extract(&whole[..whole.len() - 10]).is_err());
+}
