@@ -249,13 +249,10 @@ fn check_bomb(
     entry: &str,
 ) -> Result<(), ArchiveError> {
     if produced > limits.max_total_bytes {
-        return Err(ArchiveError::entry(
-            entry,
-            format!(
-                "the archive expands to more than {} bytes (the limit, or the account's remaining quota)",
-                limits.max_total_bytes
-            ),
-        ));
+        return Err(ArchiveError::TooLarge {
+            entry: entry.to_owned(),
+            limit: limits.max_total_bytes,
+        });
     }
     if produced > limits.ratio_after_bytes
         && produced > consumed.max(1).saturating_mul(limits.max_ratio)

@@ -64,6 +64,10 @@ pub enum ArchiveError {
     Entry { entry: String, reason: String },
     #[error("{0}")]
     Archive(String),
+    /// The content produced passed `Limits::max_total_bytes` (A6): the caller knows whether
+    /// that was its configured cap or the account's remaining quota.
+    #[error("entry {entry:?}: the archive expands to more than {limit} bytes")]
+    TooLarge { entry: String, limit: u64 },
     #[error(transparent)]
     Io(#[from] io::Error),
 }

@@ -68,6 +68,8 @@ enum Outcome {
     Done(Cid, Option<SealedPack>),
     /// The archive is at fault: the operation fails with `invalid_archive`.
     Invalid(String),
+    /// The archive expands past the account's remaining quota.
+    OverQuota(String),
     /// The worker is stopping or lost its claim: leave the operation for a later claim.
     Abandoned,
     Failed(io::Error),
@@ -84,6 +86,7 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
         }
     };
     let mut limits = state.config.archive_limits.clone();
+    let quota_binds = remaining_quota.is_some_and(|r| r < limits.max_total_bytes);
     if let Some(remaining) = remaining_quota {
         limits.max_total_bytes = limits.max_total_bytes.min(remaining);
     }
@@ -106,7 +109,17 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
             op.clone(),
             abandon.clone(),
         );
-        move || extract_staged(&state, &worker, &op, &profile, &limits, &abandon)
+        move || {
+            extract_staged(
+                &state,
+                &worker,
+                &op,
+                &profile,
+                &limits,
+                quota_binds,
+                &abandon,
+            )
+        }
     };
     let outcome = tokio::task::spawn_blocking(job)
         .await
@@ -136,6 +149,12 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
             state
                 .store
                 .fail_operation(op.id, worker, failure("invalid_archive", message))
+                .await
+        }
+        Outcome::OverQuota(message) => {
+            state
+                .store
+                .fail_operation(op.id, worker, failure("quota_exceeded", message))
                 .await
         }
         Outcome::Failed(e) => {
@@ -186,6 +205,7 @@ fn extract_staged(
     op: &Operation,
     profile: &Profile,
     limits: &Limits,
+    quota_binds: bool,
     abandon: &AtomicBool,
 ) -> Outcome {
     let runtime = tokio::runtime::Handle::current();
@@ -260,9 +280,15 @@ fn extract_staged(
             Ok(sealed) => Outcome::Done(root.cid, sealed),
             Err(e) => Outcome::Failed(e),
         },
-        Err(e @ (ArchiveError::Entry { .. } | ArchiveError::Archive(_))) => {
-            Outcome::Invalid(e.to_string())
-        }
+        Err(ArchiveError::TooLarge { entry, limit }) if quota_binds => Outcome::OverQuota(format!(
+            "extracting the archive (at entry {entry:?}) would exceed the account's stored-bytes \
+             quota: {limit} bytes are left"
+        )),
+        Err(
+            e @ (ArchiveError::Entry { .. }
+            | ArchiveError::Archive(_)
+            | ArchiveError::TooLarge { .. }),
+        ) => Outcome::Invalid(e.to_string()),
         Err(ArchiveError::Io(e)) => Outcome::Failed(e),
     }
 }

@@ -620,3 +620,44 @@ async fn an_unsafe_archive_fails_its_operation_naming_the_entry() {
         .unwrap()
         .contains("archive_mode=preserve"));
 }
+
+#[tokio::test]
+async fn the_stored_bytes_quota_refuses_uploads_and_archives_that_do_not_fit() {
+    let server = TestServer::start().await;
+    server
+        .store
+        .set_account_limits("alice", Some(1 << 20), Some(Some(1000)))
+        .await
+        .unwrap();
+    let (status, body) = server
+        .post_file(&server.token, "", Part::bytes(vec![9u8; 600]))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // The same bytes again cost nothing: quota counts stored bytes, after deduplication.
+    let (status, _) = server
+        .post_file(&server.token, "", Part::bytes(vec![9u8; 600]))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = server
+        .post_file(&server.token, "", Part::bytes(vec![8u8; 600]))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_error(&body, "quota_exceeded");
+
+    // An archive that would expand past the quota fails its operation.
+    let archive = tar_gz(&[("big.bin", &[7u8; 5000])]);
+    let (status, body) = server
+        .post_file(&server.token, "", Part::bytes(archive))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let op = wait_for(&server, body["operationId"].as_i64().unwrap()).await;
+    assert_eq!(op["status"], "failed");
+    assert_eq!(op["error"]["error"], "quota_exceeded", "{op}");
+    assert!(
+        op["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("400 bytes are left"),
+        "{op}"
+    );
+}
