@@ -3,9 +3,11 @@
 
 use std::io::Write;
 
-use cairn_archive::extract::SourceStats;
-use cairn_archive::{tar, ArchiveError, ArchiveFormat, Extractor, Limits};
-use cairn_unixfs::{DirectoryBuilder, FileImporter, Link, MemoryBlocks, Profile};
+mod support;
+
+use cairn_archive::{ArchiveError, ArchiveFormat, Limits};
+use cairn_unixfs::{DirectoryBuilder, MemoryBlocks, Profile};
+use support::{extract, extract_with, import, refused};
 
 /// One tar entry: name bytes, type, content (or link target for links).
 struct Entry<'a> {
@@ -102,45 +104,6 @@ const TAR_FORMATS: [ArchiveFormat; 5] = [
     ArchiveFormat::Xz,
     ArchiveFormat::Zstd,
 ];
-
-fn extract_with(bytes: &[u8], limits: &Limits) -> Result<Link, ArchiveError> {
-    let format = ArchiveFormat::detect(bytes).unwrap_or(ArchiveFormat::Tar);
-    let profile = Profile::default();
-    let mut blocks = MemoryBlocks::default();
-    let mut progress = |_| Ok(());
-    let extractor = Extractor::new(
-        &profile,
-        limits,
-        &mut blocks,
-        SourceStats::default(),
-        &mut progress,
-    );
-    tar::extract(format, bytes, extractor)
-}
-
-fn extract(bytes: &[u8]) -> Result<Link, ArchiveError> {
-    extract_with(bytes, &Limits::default())
-}
-
-/// The refusal must name the entry and say why.
-fn refused(bytes: &[u8], entry: &str, reason: &str) {
-    match extract(bytes) {
-        Err(ArchiveError::Entry {
-            entry: e,
-            reason: r,
-        }) => {
-            assert_eq!(e, entry);
-            assert!(r.contains(reason), "{entry}: {r}");
-        }
-        other => panic!("{entry}: expected a refusal, got {other:?}"),
-    }
-}
-
-fn import(content: &[u8]) -> Link {
-    let mut importer = FileImporter::new(&Profile::default(), MemoryBlocks::default());
-    importer.push(content).unwrap();
-    importer.finish().unwrap().into()
-}
 
 #[test]
 fn a_tree_extracts_to_the_same_cid_as_building_it_directly_in_every_compression() {
