@@ -61,6 +61,13 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::NotFound(what) => Self::NotFound(format!("{what} not found")),
             StoreError::QuotaExceeded { .. } => Self::QuotaExceeded(e.to_string()),
+            // The database cannot be reached or is overloaded: worth retrying, not a bug.
+            StoreError::Database(
+                sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
+            ) => {
+                tracing::error!(error = %e, "metadata store unavailable");
+                Self::Unavailable("the metadata store is unavailable; retry shortly".into())
+            }
             other => Self::internal(other),
         }
     }

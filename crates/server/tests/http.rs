@@ -661,3 +661,18 @@ async fn the_stored_bytes_quota_refuses_uploads_and_archives_that_do_not_fit() {
         "{op}"
     );
 }
+
+#[tokio::test]
+async fn a_metadata_store_that_is_down_answers_503_with_retry_after() {
+    let server = TestServer::start().await;
+    server.store.close().await;
+    let (status, headers, body) = server
+        .get(
+            format!("{}/api/upload-limit", server.account),
+            Some(&server.token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_error(&body, "unavailable");
+    assert!(headers.contains_key("retry-after"));
+}

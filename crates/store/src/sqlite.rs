@@ -111,6 +111,11 @@ impl SqliteStore {
         Ok(store)
     }
 
+    /// Close every connection; later calls fail as a store that is down would.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
     async fn migrate(&self) -> Result<(), StoreError> {
         let mut conn = self.pool.acquire().await?;
         let current: i64 = sqlx::query_scalar("PRAGMA user_version")
