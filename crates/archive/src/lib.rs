@@ -8,6 +8,7 @@
 //! - [`path`]: name normalisation (A1, A8) and symlink targets (A2).
 //! - [`extract`]: the [`Extractor`] (A3–A7, A11) and byte accounting for bombs (A6).
 //! - [`tar`]: tar, and tar inside gzip, bzip2, xz or zstd (A10 through the decoders' checks).
+//! - [`sevenz`]: 7z entries (A9 encrypted archives and entries, A10 CRCs).
 //! - [`zip`]: zip entries (A1 `\\`, A6 overlaps, A8 CP437, A9 encryption, A10 CRCs).
 //! - [`extract()`]: the one entry point, by format.
 //!
@@ -15,6 +16,7 @@
 
 pub mod extract;
 pub mod path;
+pub mod sevenz;
 pub mod tar;
 pub mod zip;
 
@@ -113,11 +115,6 @@ impl ArchiveFormat {
             _ => None,
         }
     }
-
-    /// Whether this crate can extract the format yet.
-    pub fn extractable(self) -> bool {
-        self != Self::SevenZ
-    }
 }
 
 /// Extract an archive of `format` from `input` through `extractor`.
@@ -128,9 +125,7 @@ pub fn extract(
 ) -> Result<Link, ArchiveError> {
     match format {
         ArchiveFormat::Zip => zip::extract(input, extractor),
-        ArchiveFormat::SevenZ => Err(ArchiveError::Archive(
-            "7z archives cannot be extracted yet".into(),
-        )),
+        ArchiveFormat::SevenZ => sevenz::extract(input, extractor),
         tar_family => tar::extract(tar_family, input, extractor),
     }
 }

@@ -219,12 +219,8 @@ fn extract_staged(
         Ok(head) => head.to_vec(),
         Err(e) => return Outcome::Failed(e),
     };
-    let format = match ArchiveFormat::detect(&head) {
-        Some(format) if format.extractable() => format,
-        Some(format) => {
-            return Outcome::Invalid(format!("{format:?} archives cannot be extracted yet"))
-        }
-        None => return Outcome::Invalid("the upload is not a recognised archive".into()),
+    let Some(format) = ArchiveFormat::detect(&head) else {
+        return Outcome::Invalid("the upload is not a recognised archive".into());
     };
     let known = {
         let (runtime, store) = (runtime.clone(), state.store.clone());

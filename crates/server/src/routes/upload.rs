@@ -80,6 +80,8 @@ pub async fn upload(
     let started = std::time::Instant::now();
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let mode = ArchiveMode::parse(params.archive_mode.as_deref())?;
+    // Asking for extraction outright promises an archive; the default only applies to archives.
+    let extract_asked = params.archive_mode.is_some() && mode == ArchiveMode::Extract;
     let profile = match &params.cid_profile {
         Some(name) => name
             .parse::<Profile>()
@@ -89,14 +91,18 @@ pub async fn upload(
     reject_oversized_body(&headers, &account, state.config.multipart_overhead)?;
     let mut multipart = multipart.map_err(|e| ApiError::BadRequest(e.body_text()))?;
 
-    let upload_id = packs::random_name();
+    let intent = Intent {
+        upload_id: packs::random_name(),
+        profile,
+        mode,
+        extract_asked,
+    };
     let mut name = params.name;
     let mut received: Option<Received> = None;
     while let Some(field) = multipart.next_field().await.map_err(bad_multipart)? {
         match field.name() {
             Some("file") if received.is_none() => {
-                received =
-                    Some(receive_file(&state, &account, &upload_id, &profile, mode, field).await?);
+                received = Some(receive_file(&state, &account, &intent, field).await?);
             }
             Some("name") if name.is_none() => name = Some(read_name(field).await?),
             // Any other part is ignored (CONTRACT); multer skips its bytes.
@@ -106,7 +112,7 @@ pub async fn upload(
     let received = received
         .ok_or_else(|| ApiError::BadRequest("the multipart field `file` is missing".into()))?;
     let upload = NewUpload {
-        upload_id,
+        upload_id: intent.upload_id,
         account_id: account.id,
         kind: match received.kind {
             ContentKind::Car => OperationKind::CarImport,
@@ -118,8 +124,8 @@ pub async fn upload(
         size: received.size,
         mime_type: received.mime_type,
         archive_mode: matches!(received.kind, ContentKind::Archive(_))
-            .then(|| mode.as_str().to_owned()),
-        profile: profile.name.to_owned(),
+            .then(|| intent.mode.as_str().to_owned()),
+        profile: intent.profile.name.to_owned(),
     };
     let kind = match received.kind {
         ContentKind::Car => UploadKind::Car,
@@ -192,6 +198,15 @@ async fn read_name(mut field: Field<'_>) -> Result<String, ApiError> {
     String::from_utf8(bytes).map_err(|_| ApiError::BadRequest("the name field is not UTF-8".into()))
 }
 
+/// What the request asked for, parsed at the edge.
+struct Intent {
+    upload_id: String,
+    profile: Profile,
+    mode: ArchiveMode,
+    /// `archive_mode=extract` was sent explicitly: the file must be an archive.
+    extract_asked: bool,
+}
+
 /// A file part, stored.
 struct Received {
     stored: Stored,
@@ -235,11 +250,15 @@ impl From<io::Error> for Failure {
 async fn receive_file(
     state: &AppState,
     account: &Account,
-    upload_id: &str,
-    profile: &Profile,
-    mode: ArchiveMode,
+    intent: &Intent,
     mut field: Field<'_>,
 ) -> Result<Received, ApiError> {
+    let Intent {
+        upload_id,
+        profile,
+        mode,
+        extract_asked,
+    } = intent;
     let file_name = field.file_name().map(str::to_owned);
     let limit = account.upload_limit;
     let mut received = 0u64;
@@ -266,16 +285,17 @@ async fn receive_file(
         }
     }
     let kind = detect::detect(&head);
-    let stage = match (kind, mode) {
-        (ContentKind::Archive(format), ArchiveMode::Extract) if !format.extractable() => {
-            return Err(ApiError::BadRequest(format!(
-                "this server cannot extract {format:?} archives yet; \
-                 send archive_mode=preserve to store the archive as one file"
-            )))
-        }
-        (ContentKind::Archive(_), ArchiveMode::Extract) => true,
-        _ => false,
-    };
+    if *extract_asked && kind == ContentKind::Plain {
+        return Err(ApiError::BadRequest(
+            "archive_mode=extract was asked for, but the file is not a recognised archive \
+             (zip, 7z, tar, tar.gz, tar.bz2, tar.xz or tar.zst)"
+                .into(),
+        ));
+    }
+    let stage = matches!(
+        (kind, mode),
+        (ContentKind::Archive(_), ArchiveMode::Extract)
+    );
 
     // Four pieces in flight: network reads overlap hashing without buffering the body.
     let (tx, rx) = mpsc::channel::<Piece>(4);
