@@ -12,19 +12,34 @@ pub const DEFAULT_DATA_DIR: &str = "./cairn-data";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub const DEFAULT_ACCOUNT_LISTEN: &str = "127.0.0.1:8081";
 
-/// The keys a config file may set; unknown keys are an error, so typos don't pass silently.
-#[derive(Debug, Default, Deserialize)]
+/// Every `serve` setting, declared once: as flags with their environment variables (clap),
+/// and as the keys of the TOML file (serde; unknown keys are an error, so typos don't pass
+/// silently). Every field is optional at both layers; defaults come last.
+#[derive(Debug, Default, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct FileConfig {
+pub struct Settings {
+    /// Where the database and pack files live [default: ./cairn-data].
+    #[arg(long, env = "CAIRN_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Upload host address [default: 127.0.0.1:8080].
+    #[arg(long, env = "CAIRN_LISTEN")]
     pub listen: Option<SocketAddr>,
+    /// Account host address [default: 127.0.0.1:8081].
+    #[arg(long, env = "CAIRN_ACCOUNT_LISTEN")]
     pub account_listen: Option<SocketAddr>,
+    /// CID profile for uploads that name none [default: unixfs-v1-2025].
+    #[arg(long, env = "CAIRN_PROFILE")]
     pub profile: Option<String>,
+    /// Operation workers extracting archives [default: 2].
+    #[arg(long, env = "CAIRN_WORKERS")]
     pub workers: Option<usize>,
+    /// Seconds a worker's claim holds without progress; after a crash, the time before another
+    /// worker resumes the operation [default: 30].
+    #[arg(long, env = "CAIRN_WORKER_LEASE_SECONDS")]
     pub worker_lease_seconds: Option<u64>,
 }
 
-impl FileConfig {
+impl Settings {
     pub fn load(path: Option<&Path>) -> Result<Self> {
         let Some(path) = path else {
             return Ok(Self::default());
@@ -47,19 +62,10 @@ pub struct ServeConfig {
     pub worker_lease: std::time::Duration,
 }
 
-pub struct ServeFlags {
-    pub config: Option<PathBuf>,
-    pub data_dir: Option<PathBuf>,
-    pub listen: Option<SocketAddr>,
-    pub account_listen: Option<SocketAddr>,
-    pub profile: Option<String>,
-    pub workers: Option<usize>,
-    pub worker_lease_seconds: Option<u64>,
-}
-
 impl ServeConfig {
-    pub fn resolve(flags: ServeFlags) -> Result<Self> {
-        let file = FileConfig::load(flags.config.as_deref())?;
+    /// Flags and environment first, then the config file at `config`, then the defaults.
+    pub fn resolve(config: Option<&Path>, flags: Settings) -> Result<Self> {
+        let file = Settings::load(config)?;
         let default_addr = |a: &str| a.parse::<SocketAddr>().expect("valid default address");
         let profile = flags.profile.or(file.profile);
         Ok(Self {

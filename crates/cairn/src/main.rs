@@ -16,7 +16,6 @@ mod spill;
 
 use std::fs;
 use std::io::BufWriter;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -38,28 +37,11 @@ struct Cli {
 enum Command {
     /// Run the upload host and the account host.
     Serve {
-        /// TOML file with data-dir, listen, account-listen, profile.
+        /// TOML file with the same settings (data-dir, listen, account-listen, ...).
         #[arg(long, env = "CAIRN_CONFIG")]
         config: Option<PathBuf>,
-        /// Where the database and pack files live [default: ./cairn-data].
-        #[arg(long, env = "CAIRN_DATA_DIR")]
-        data_dir: Option<PathBuf>,
-        /// Upload host address [default: 127.0.0.1:8080].
-        #[arg(long, env = "CAIRN_LISTEN")]
-        listen: Option<SocketAddr>,
-        /// Account host address [default: 127.0.0.1:8081].
-        #[arg(long, env = "CAIRN_ACCOUNT_LISTEN")]
-        account_listen: Option<SocketAddr>,
-        /// CID profile for uploads that name none [default: unixfs-v1-2025].
-        #[arg(long, env = "CAIRN_PROFILE")]
-        profile: Option<String>,
-        /// Operation workers extracting archives [default: 2].
-        #[arg(long, env = "CAIRN_WORKERS")]
-        workers: Option<usize>,
-        /// Seconds a worker's claim holds without progress; after a crash, the time before
-        /// another worker resumes the operation [default: 30].
-        #[arg(long, env = "CAIRN_WORKER_LEASE_SECONDS")]
-        worker_lease_seconds: Option<u64>,
+        #[command(flatten)]
+        settings: config::Settings,
     },
     /// Manage accounts.
     #[command(subcommand)]
@@ -206,26 +188,9 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 
 async fn run_async(command: Command) -> Result<()> {
     match command {
-        Command::Serve {
-            config,
-            data_dir,
-            listen,
-            account_listen,
-            profile,
-            workers,
-            worker_lease_seconds,
-        } => {
+        Command::Serve { config, settings } => {
             init_logging();
-            let config = config::ServeConfig::resolve(config::ServeFlags {
-                config,
-                data_dir,
-                listen,
-                account_listen,
-                profile,
-                workers,
-                worker_lease_seconds,
-            })?;
-            serve::run(config).await
+            serve::run(config::ServeConfig::resolve(config.as_deref(), settings)?).await
         }
         Command::Account(AccountCommand::Create {
             name,

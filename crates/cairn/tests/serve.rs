@@ -306,3 +306,60 @@ async fn sigkill_during_extraction_then_restart_completes_with_the_right_cid() {
     assert_eq!(staged, 0);
     terminate(restarted);
 }
+
+#[test]
+fn the_config_file_is_read_under_the_flags_and_its_typos_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let from_file = dir.path().join("from-file");
+    let config = dir.path().join("cairn.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data-dir = {:?}\nlisten = \"127.0.0.1:1\"\nworkers = 1\n",
+            from_file.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    // The file names the data directory; the flags override its (unusable) listen address.
+    let mut child = cairn()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--account-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--config")
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(
+        first.starts_with("upload host listening on http://127.0.0.1:"),
+        "{first}"
+    );
+    assert!(
+        !first.ends_with(":1"),
+        "the flag wins over the file: {first}"
+    );
+    assert!(
+        from_file.join("cairn.db").exists(),
+        "the file's data-dir is used"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    std::fs::write(&config, "listn = \"127.0.0.1:0\"\n").unwrap();
+    let output = cairn()
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("listn"), "{stderr}");
+}
