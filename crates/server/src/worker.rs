@@ -6,7 +6,7 @@
 //! abandoning an extraction mid-way (its temporary pack is deleted). An abandoned or crashed
 //! claim is taken again once its lease runs out, from the staged bytes, and reaches the same CID.
 
-use std::io;
+use std::io::{self, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -209,11 +209,17 @@ fn extract_staged(
     abandon: &AtomicBool,
 ) -> Outcome {
     let runtime = tokio::runtime::Handle::current();
-    let file = match state.staging.open_upload(&op.upload_id) {
+    let mut file = match state.staging.open_upload(&op.upload_id) {
         Ok(file) => file,
         Err(e) => return Outcome::Failed(e),
     };
-    let total = file.metadata().map(|m| m.len()).unwrap_or(0).max(1);
+    let total = match file
+        .seek(SeekFrom::End(0))
+        .and_then(|len| file.rewind().map(|()| len))
+    {
+        Ok(len) => len.max(1),
+        Err(e) => return Outcome::Failed(e),
+    };
     let mut input = io::BufReader::with_capacity(1 << 20, file);
     let head = match io::BufRead::fill_buf(&mut input) {
         Ok(head) => head.to_vec(),

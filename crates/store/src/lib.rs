@@ -3,6 +3,8 @@
 //!
 //! - [`model`]: the records (accounts, tokens, uploads and operations, block locations).
 //! - [`MetadataStore`]: the metadata trait; [`sqlite::SqliteStore`] implements it.
+//! - [`blobs`]: the `BlobStore` trait (named, write-once objects; the one place a write becomes
+//!   durable) and its file implementation, with a conformance suite.
 //! - [`packs`]: pack files (content, written once, durable before they are referenced).
 //! - [`staging`]: whole uploads waiting for a worker (archives to extract).
 //! - [`tokens`]: API token generation and hashing.
@@ -12,6 +14,7 @@
 //! metadata transaction that references it (SQLite WAL with `synchronous=FULL`). See
 //! `ARCHITECTURE.md` ("Storage and durability").
 
+pub mod blobs;
 pub mod model;
 pub mod packs;
 pub mod sqlite;

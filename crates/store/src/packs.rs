@@ -1,29 +1,28 @@
 //! Pack files: content written sequentially, one pack per processed upload.
 //!
 //! A pack is a CAR v1 (empty roots) holding the blocks an upload added that storage did not
-//! already have. It is written under a temporary name, `fsync`ed, renamed to its final name and
-//! the directory `fsync`ed, all before the block index that points into it is committed. A crash
-//! before the commit leaves an unreferenced pack, which [`Packs::sweep`] deletes at startup; a
-//! crash after it loses nothing. A pack is never modified once named.
+//! already have. It is a blob: durable under its name (see [`crate::blobs`]) before the block
+//! index that points into it is committed. A crash before the commit leaves an unreferenced
+//! pack, which [`Packs::sweep`] deletes at startup; a crash after it loses nothing. A pack is
+//! never modified once named.
 
 use std::collections::HashSet;
-use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::io::{self, BufWriter};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use cairn_car::CarWriter;
 use cairn_unixfs::{BlockBytes, BlockSink, Cid};
 
+use crate::blobs::{BlobStore, BlobWriter, FileBlobs};
 use crate::model::BlockLocation;
 
-const TEMP_PREFIX: &str = "tmp-";
 const PACK_SUFFIX: &str = ".car";
 
-/// The directory of pack files.
+/// The pack files, in a blob store.
 #[derive(Clone, Debug)]
 pub struct Packs {
-    dir: PathBuf,
+    blobs: Arc<dyn BlobStore>,
 }
 
 /// A block written to a pack: its multihash and where its bytes are.
@@ -52,22 +51,22 @@ impl SealedPack {
 pub type KnownBlock = Box<dyn FnMut(&[u8]) -> io::Result<bool> + Send>;
 
 impl Packs {
+    pub fn new(blobs: Arc<dyn BlobStore>) -> Self {
+        Self { blobs }
+    }
+
+    /// Packs as files under `dir` (the embedded store).
     pub fn open(dir: impl Into<PathBuf>) -> io::Result<Self> {
-        let dir = dir.into();
-        fs::create_dir_all(&dir)?;
-        Ok(Self { dir })
+        Ok(Self::new(Arc::new(FileBlobs::open(dir)?)))
     }
 
     /// Start a pack. `known` is asked once per distinct block; known blocks are skipped.
     pub fn writer(&self, known: KnownBlock) -> io::Result<PackWriter> {
-        let temp_path = self
-            .dir
-            .join(format!("{TEMP_PREFIX}{}{PACK_SUFFIX}", random_name()));
-        let file = File::create_new(&temp_path)?;
-        let car = CarWriter::new(BufWriter::with_capacity(1 << 20, file), &[])?;
+        let name = format!("{}{PACK_SUFFIX}", random_name());
+        let out = self.blobs.create(&name)?;
+        let car = CarWriter::new(BufWriter::with_capacity(1 << 20, out), &[])?;
         Ok(PackWriter {
-            dir: self.dir.clone(),
-            temp_path: Some(temp_path),
+            name,
             car: Some(car),
             blocks: Vec::new(),
             seen: HashSet::new(),
@@ -77,43 +76,28 @@ impl Packs {
 
     /// Read one block's bytes.
     pub fn read(&self, location: &BlockLocation) -> io::Result<Vec<u8>> {
-        let file = File::open(self.path_of(&location.pack)?)?;
-        let mut block = vec![0; location.length as usize];
-        file.read_exact_at(&mut block, location.offset)?;
-        Ok(block)
+        self.blobs
+            .read_range(&location.pack, location.offset, location.length)
     }
 
     /// Delete leftovers of interrupted writes and packs that no metadata references.
     pub fn sweep(&self, referenced: &HashSet<String>) -> io::Result<u64> {
-        let mut removed = 0;
-        for entry in fs::read_dir(&self.dir)? {
-            let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let orphan = name.starts_with(TEMP_PREFIX)
-                || (name.ends_with(PACK_SUFFIX) && !referenced.contains(&name));
-            if orphan {
-                fs::remove_file(entry.path())?;
+        let mut removed = self.blobs.remove_incomplete()?;
+        for name in self.blobs.list()? {
+            if !referenced.contains(&name) {
+                self.blobs.delete(&name)?;
                 removed += 1;
             }
         }
         Ok(removed)
     }
-
-    fn path_of(&self, name: &str) -> io::Result<PathBuf> {
-        // Names come from our own metadata, but never let one climb out of the directory.
-        if name.contains('/') || name.starts_with('.') {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad pack name"));
-        }
-        Ok(self.dir.join(name))
-    }
 }
 
-/// Writes one pack; removes its temporary file if dropped before [`PackWriter::seal`].
+/// Writes one pack; dropped before [`PackWriter::seal`], it leaves nothing behind.
 pub struct PackWriter {
-    dir: PathBuf,
-    /// Both taken by `seal`; a writer without them is finished.
-    temp_path: Option<PathBuf>,
-    car: Option<CarWriter<BufWriter<File>>>,
+    name: String,
+    /// Taken by `seal`; a writer without it is finished.
+    car: Option<CarWriter<BufWriter<Box<dyn BlobWriter>>>>,
     blocks: Vec<PackedBlock>,
     seen: HashSet<Vec<u8>>,
     known: KnownBlock,
@@ -147,51 +131,26 @@ impl PackWriter {
         self.blocks.iter().map(|b| b.length).sum()
     }
 
-    /// Make the pack durable under its final name; `None` when every block was already stored.
+    /// Make the pack durable under its name; `None` when every block was already stored.
     pub fn seal(mut self) -> io::Result<Option<SealedPack>> {
-        let (Some(temp_path), Some(car)) = (self.temp_path.take(), self.car.take()) else {
+        let Some(car) = self.car.take() else {
             return Ok(None);
         };
         if self.blocks.is_empty() {
-            drop(car);
-            fs::remove_file(&temp_path)?;
+            // Dropping the uncommitted blob removes it.
             return Ok(None);
         }
-        let size = car.bytes_written();
-        let result = (|| {
-            let mut out = car.into_inner();
-            out.flush()?;
-            out.get_ref().sync_all()?;
-            let name = format!("{}{PACK_SUFFIX}", random_name());
-            fs::rename(&temp_path, self.dir.join(&name))?;
-            sync_dir(&self.dir)?;
-            Ok(name)
-        })();
-        match result {
-            Ok(name) => Ok(Some(SealedPack {
-                name,
-                size,
-                blocks: std::mem::take(&mut self.blocks),
-            })),
-            Err(e) => {
-                let _ = fs::remove_file(&temp_path);
-                Err(e)
-            }
-        }
+        let size = car
+            .into_inner()
+            .into_inner()
+            .map_err(|e| e.into_error())?
+            .commit()?;
+        Ok(Some(SealedPack {
+            name: std::mem::take(&mut self.name),
+            size,
+            blocks: std::mem::take(&mut self.blocks),
+        }))
     }
-}
-
-impl Drop for PackWriter {
-    fn drop(&mut self) {
-        if let Some(path) = self.temp_path.take() {
-            let _ = fs::remove_file(path);
-        }
-    }
-}
-
-/// Make a rename or a new file in `dir` durable.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
 }
 
 /// 128 random bits as hex: unique names without coordination between nodes.

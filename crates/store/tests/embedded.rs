@@ -1,4 +1,5 @@
-//! The metadata conformance suite against the embedded SQLite store, and the pack sweep.
+//! The conformance suites against the embedded store (SQLite metadata, file blobs), and the
+//! pack and staging sweeps.
 
 use std::collections::HashSet;
 
@@ -82,4 +83,11 @@ fn staging_commits_durably_and_sweeps_what_no_operation_needs() {
     std::io::Read::read_to_string(&mut staging.open_upload("keep").unwrap(), &mut kept).unwrap();
     assert_eq!(kept, "archive bytes");
     assert!(staging.open_upload("orphan").is_err());
+}
+
+#[test]
+fn file_blobs_pass_the_blob_store_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = cairn_store::blobs::FileBlobs::open(dir.path()).unwrap();
+    cairn_store::blobs::suite::run(&blobs);
 }
