@@ -30,8 +30,9 @@ use crate::rate_limit::Endpoint;
 use crate::routes::operations::UploadResult;
 use crate::state::AppState;
 
-/// Bytes gathered before a piece goes to the importing thread.
-const PIECE_BYTES: usize = 1 << 20;
+/// Chunks per piece handed to the importing thread. Pieces of whole chunks let the importer
+/// hash straight from them (no copy), several chunks at once across threads.
+const PIECE_CHUNKS: usize = 4;
 
 /// Largest `name` form field accepted.
 const MAX_NAME_BYTES: usize = 1024;
@@ -322,19 +323,32 @@ async fn receive_file(
                 .map_err(|_| ApiError::internal("the importer stopped early"))
         }
     };
+    // The body arrives in small network-sized chunks. They are gathered into pieces of exactly
+    // PIECE_CHUNKS import chunks: the one copy the body makes on its way to the hasher.
     // If the importer stops early (a corrupt CAR), its own error is the one to report.
-    // The body arrives in small chunks; handing each to the blocking thread separately costs
-    // a wake-up per chunk, so they are gathered into pieces of about a MiB first.
+    let piece_bytes = PIECE_CHUNKS * profile.chunk_size;
     let streamed = async {
-        let mut piece = BytesMut::with_capacity(PIECE_BYTES);
+        let mut piece = BytesMut::with_capacity(piece_bytes);
+        let gather = |mut chunk: Bytes, piece: &mut BytesMut| {
+            let mut full = Vec::new();
+            while !chunk.is_empty() {
+                let take = (piece_bytes - piece.len()).min(chunk.len());
+                piece.extend_from_slice(&chunk.split_to(take));
+                if piece.len() == piece_bytes {
+                    let next = BytesMut::with_capacity(piece_bytes);
+                    full.push(std::mem::replace(piece, next).freeze());
+                }
+            }
+            full
+        };
         for chunk in early {
-            piece.extend_from_slice(&chunk);
+            for full in gather(chunk, &mut piece) {
+                send(Piece::Bytes(full)).await?;
+            }
         }
         while let Some(chunk) = next(field.chunk().await.map_err(bad_multipart)?)? {
-            piece.extend_from_slice(&chunk);
-            if piece.len() >= PIECE_BYTES {
-                let full = std::mem::replace(&mut piece, BytesMut::with_capacity(PIECE_BYTES));
-                send(Piece::Bytes(full.freeze())).await?;
+            for full in gather(chunk, &mut piece) {
+                send(Piece::Bytes(full)).await?;
             }
         }
         if !piece.is_empty() {
@@ -395,13 +409,8 @@ fn store_part(
         // Hash leaves on every core; the CID does not depend on it.
         let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
         let mut importer = FileImporter::with_threads(profile, &mut pack, threads);
-        let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            let n = input.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            importer.push(&buf[..n])?;
+        while let Some(piece) = input.next_piece()? {
+            importer.push(&piece)?;
         }
         importer.finish()?.cid
     };
@@ -449,11 +458,12 @@ impl PieceReader {
     }
 }
 
-impl Read for PieceReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+impl PieceReader {
+    /// The rest of the current piece or the next one, without copying; `None` at the end.
+    fn next_piece(&mut self) -> io::Result<Option<Bytes>> {
         while self.current.is_empty() {
             if self.ended {
-                return Ok(0);
+                return Ok(None);
             }
             match self.rx.blocking_recv() {
                 Some(Piece::Bytes(bytes)) => self.current = bytes,
@@ -461,8 +471,18 @@ impl Read for PieceReader {
                 None => return Err(io::Error::other("upload abandoned before its end")),
             }
         }
-        let n = buf.len().min(self.current.len());
-        buf[..n].copy_from_slice(&self.current.split_to(n));
+        Ok(Some(std::mem::take(&mut self.current)))
+    }
+}
+
+impl Read for PieceReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some(mut piece) = self.next_piece()? else {
+            return Ok(0);
+        };
+        let n = buf.len().min(piece.len());
+        buf[..n].copy_from_slice(&piece.split_to(n));
+        self.current = piece;
         Ok(n)
     }
 }
