@@ -12,6 +12,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 const TEMP_PREFIX: &str = "tmp-";
+/// Bytes written between early syncs (see `FileBlobWriter::sync_early`).
+const EARLY_SYNC_BYTES: u64 = 16 << 20;
 
 /// Something readable from any offset (zip and 7z read their index first).
 pub trait ReadSeek: Read + Seek + Send {}
@@ -76,6 +78,8 @@ impl BlobStore for FileBlobs {
             final_path,
             dir: self.dir.clone(),
             bytes: 0,
+            unsynced: 0,
+            syncer: None,
         }))
     }
 
@@ -128,6 +132,42 @@ struct FileBlobWriter {
     final_path: PathBuf,
     dir: PathBuf,
     bytes: u64,
+    /// Bytes written since the last early sync was asked for.
+    unsynced: u64,
+    syncer: Option<Syncer>,
+}
+
+/// A thread that syncs the blob's data while more is still being written, so the sync at
+/// `commit` has only a tail left, and the writer never waits for the disk meanwhile.
+struct Syncer {
+    wake: std::sync::mpsc::SyncSender<()>,
+    done: std::thread::JoinHandle<io::Result<()>>,
+}
+
+impl FileBlobWriter {
+    fn sync_early(&mut self) -> io::Result<()> {
+        let Some(file) = self.file.as_ref() else {
+            return Ok(());
+        };
+        if self.syncer.is_none() {
+            let file = file.try_clone()?;
+            let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
+            let done = std::thread::Builder::new()
+                .name("blob-sync".into())
+                .spawn(move || {
+                    while woken.recv().is_ok() {
+                        file.sync_data()?;
+                    }
+                    Ok(())
+                })?;
+            self.syncer = Some(Syncer { wake, done });
+        }
+        if let Some(syncer) = &self.syncer {
+            // Already syncing: that sync will cover most of these bytes too.
+            let _ = syncer.wake.try_send(());
+        }
+        Ok(())
+    }
 }
 
 impl Write for FileBlobWriter {
@@ -138,6 +178,11 @@ impl Write for FileBlobWriter {
             .ok_or_else(|| io::Error::other("blob already committed"))?;
         let n = file.write(buf)?;
         self.bytes += n as u64;
+        self.unsynced += n as u64;
+        if self.unsynced >= EARLY_SYNC_BYTES {
+            self.unsynced = 0;
+            self.sync_early()?;
+        }
         Ok(n)
     }
 
@@ -151,8 +196,14 @@ impl BlobWriter for FileBlobWriter {
         let (Some(file), Some(temp)) = (self.file.take(), self.temp.take()) else {
             return Err(io::Error::other("blob already committed"));
         };
+        let syncer = self.syncer.take();
         // Data, then the name, then the directory entry: after this, a crash keeps the blob.
         let result = (|| {
+            if let Some(Syncer { wake, done }) = syncer {
+                drop(wake);
+                done.join()
+                    .map_err(|_| io::Error::other("the sync thread panicked"))??;
+            }
             file.sync_data()?;
             fs::rename(&temp, &self.final_path)?;
             sync_dir(&self.dir)
@@ -208,6 +259,18 @@ pub mod suite {
         std::mem::forget(blobs.create("three").unwrap());
         assert_eq!(blobs.remove_incomplete().unwrap(), 1);
         assert_eq!(blobs.list().unwrap(), ["one"]);
+
+        // A blob large enough to be synced early, while still being written, reads back whole.
+        let big: Vec<u8> = (0..40u32 << 20).map(|i| (i % 251) as u8).collect();
+        let mut writer = blobs.create("big").unwrap();
+        for piece in big.chunks(1 << 20) {
+            writer.write_all(piece).unwrap();
+        }
+        assert_eq!(writer.commit().unwrap(), big.len() as u64);
+        let mut back = Vec::new();
+        blobs.open("big").unwrap().read_to_end(&mut back).unwrap();
+        assert!(back == big, "the early-synced blob reads back unchanged");
+        blobs.delete("big").unwrap();
 
         // Names cannot leave the store; deleting twice is fine.
         for bad in ["../x", "a/b", "", "tmp-x", ".hidden"] {
