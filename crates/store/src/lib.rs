@@ -8,6 +8,7 @@
 //! - [`packs`]: pack files (content, written once, durable before they are referenced).
 //! - [`staging`]: whole uploads waiting for a worker (archives to extract).
 //! - [`tokens`]: API token generation and hashing.
+//! - [`tus_bytes`]: append-only files of TUS uploads, whose durable length is the offset.
 //! - [`suite`]: the conformance suite every `MetadataStore` backend must pass.
 //!
 //! Durability order for content: pack data `fsync`, rename, directory `fsync`, and only then the
@@ -21,12 +22,13 @@ pub mod sqlite;
 pub mod staging;
 pub mod suite;
 pub mod tokens;
+pub mod tus_bytes;
 
 use async_trait::async_trait;
 
 use model::{
-    Account, BlockLocation, NewUpload, Operation, OperationError, OperationFilter, OperationRef,
-    OperationStatus, TokenInfo,
+    Account, BlockLocation, NewTusUpload, NewUpload, Operation, OperationError, OperationFilter,
+    OperationRef, OperationStatus, TokenInfo, TusState, TusUpload,
 };
 use packs::SealedPack;
 
@@ -150,6 +152,21 @@ pub trait MetadataStore: Send + Sync {
         worker: &str,
         failure: OperationError,
     ) -> Result<Operation, StoreError>;
+
+    /// Create a TUS upload and, unless it is a partial upload, its operation (pending, and not
+    /// claimable until the last byte is stored).
+    async fn create_tus_upload(&self, new: NewTusUpload) -> Result<TusUpload, StoreError>;
+    /// A TUS upload of `account_id`, whatever its state.
+    async fn tus_upload(&self, account_id: i64, id: &str) -> Result<Option<TusUpload>, StoreError>;
+    /// Set a deferred length; `Conflict` if a length is already set.
+    async fn set_tus_length(&self, id: &str, length: u64) -> Result<(), StoreError>;
+    /// Every byte is stored: mark the upload complete and make its operation claimable.
+    /// Idempotent; returns the operation id.
+    async fn complete_tus_upload(&self, id: &str, size: u64) -> Result<Option<i64>, StoreError>;
+    /// End an incomplete upload (terminated or expired); its operation fails with `gone`.
+    async fn end_tus_upload(&self, id: &str, state: TusState) -> Result<(), StoreError>;
+    /// Incomplete uploads whose expiry has passed.
+    async fn expired_tus_uploads(&self, now_ms: i64) -> Result<Vec<TusUpload>, StoreError>;
 
     /// An operation of `account_id` (another account's is `None`, like a missing one).
     async fn operation(

@@ -191,3 +191,77 @@ pub struct BlockLocation {
     pub offset: u64,
     pub length: u64,
 }
+
+/// The part a TUS upload plays in concatenation (TUS `concatenation` extension).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TusConcat {
+    /// An ordinary upload.
+    None,
+    /// A part of a later final upload; never processed on its own.
+    Partial,
+    /// Made of these partial uploads, in order.
+    Final(Vec<String>),
+}
+
+/// Where a TUS upload stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TusState {
+    Receiving,
+    Complete,
+    Terminated,
+    Expired,
+}
+
+impl TusState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Receiving => "receiving",
+            Self::Complete => "complete",
+            Self::Terminated => "terminated",
+            Self::Expired => "expired",
+        }
+    }
+}
+
+impl FromStr for TusState {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "receiving" => Self::Receiving,
+            "complete" => Self::Complete,
+            "terminated" => Self::Terminated,
+            "expired" => Self::Expired,
+            other => return Err(format!("unknown TUS state {other:?}")),
+        })
+    }
+}
+
+/// A TUS upload's record. Its offset is not here: it is the durable length of its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TusUpload {
+    pub id: String,
+    pub account_id: i64,
+    /// The operation that processes it; `None` for partial uploads.
+    pub operation_id: Option<i64>,
+    /// `None` while the length is deferred.
+    pub length: Option<u64>,
+    /// `Upload-Metadata` exactly as received, echoed by HEAD.
+    pub metadata: String,
+    pub concat: TusConcat,
+    pub state: TusState,
+    pub created_at_ms: i64,
+    pub expires_at_ms: i64,
+}
+
+/// A TUS upload to create; `upload` describes its operation (absent for partial uploads).
+#[derive(Clone, Debug)]
+pub struct NewTusUpload {
+    pub id: String,
+    pub account_id: i64,
+    pub length: Option<u64>,
+    pub metadata: String,
+    pub concat: TusConcat,
+    pub expires_at_ms: i64,
+    pub upload: Option<NewUpload>,
+}

@@ -16,8 +16,8 @@ use sqlx::sqlite::{
 use sqlx::{Row, Sqlite, Transaction};
 
 use crate::model::{
-    Account, BlockLocation, NewUpload, Operation, OperationError, OperationFilter, OperationRef,
-    OperationStatus, TokenInfo,
+    Account, BlockLocation, NewTusUpload, NewUpload, Operation, OperationError, OperationFilter,
+    OperationRef, OperationStatus, TokenInfo, TusConcat, TusState, TusUpload,
 };
 use crate::packs::SealedPack;
 use crate::{AccountLimits, MetadataStore, StoreError};
@@ -79,6 +79,23 @@ CREATE TABLE blocks (
 ALTER TABLE operations ADD COLUMN claimed_by TEXT;
 ALTER TABLE operations ADD COLUMN claimed_until INTEGER;
 CREATE INDEX operations_queue ON operations(status, id);
+"#,
+    r#"
+-- An operation is claimable once its bytes are all there (TUS uploads fill in over time).
+ALTER TABLE operations ADD COLUMN ready INTEGER NOT NULL DEFAULT 1;
+CREATE TABLE tus_uploads (
+    id TEXT PRIMARY KEY,
+    account_id INTEGER NOT NULL REFERENCES accounts(id),
+    operation_id INTEGER REFERENCES operations(id),
+    length INTEGER,
+    metadata TEXT NOT NULL,
+    concat TEXT,
+    parts TEXT,
+    state TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE INDEX tus_uploads_expiry ON tus_uploads(state, expires_at);
 "#,
 ];
 
@@ -314,6 +331,35 @@ fn operation_from(row: &SqliteRow) -> Result<Operation, StoreError> {
     })
 }
 
+fn tus_from(row: &SqliteRow) -> Result<TusUpload, StoreError> {
+    let corrupt = |e: String| StoreError::Database(sqlx::Error::Decode(e.into()));
+    let parts: Option<String> = row.get("parts");
+    let concat = match row.get::<Option<String>, _>("concat").as_deref() {
+        None => TusConcat::None,
+        Some("partial") => TusConcat::Partial,
+        Some("final") => TusConcat::Final(
+            parts
+                .unwrap_or_default()
+                .split(' ')
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        ),
+        Some(other) => return Err(corrupt(format!("unknown concat {other:?}"))),
+    };
+    Ok(TusUpload {
+        id: row.get("id"),
+        account_id: row.get("account_id"),
+        operation_id: row.get("operation_id"),
+        length: row.get::<Option<i64>, _>("length").map(|l| l as u64),
+        metadata: row.get("metadata"),
+        concat,
+        state: row.get::<String, _>("state").parse().map_err(corrupt)?,
+        created_at_ms: row.get("created_at"),
+        expires_at_ms: row.get("expires_at"),
+    })
+}
+
 fn unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
 }
@@ -540,7 +586,7 @@ impl MetadataStore for SqliteStore {
                 SET status = 'processing', status_message = 'processing',
                     claimed_by = ?, claimed_until = ?, updated_at = ?
               WHERE id = (SELECT id FROM operations
-                           WHERE status = 'pending'
+                           WHERE (status = 'pending' AND ready = 1)
                               OR (status = 'processing' AND claimed_until < ?)
                            ORDER BY id LIMIT 1)
               RETURNING *",
@@ -641,6 +687,152 @@ impl MetadataStore for SqliteStore {
             )));
         }
         self.operation_by_id(id).await
+    }
+
+    async fn create_tus_upload(&self, new: NewTusUpload) -> Result<TusUpload, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let operation_id = match &new.upload {
+            Some(upload) => {
+                let message = "receiving bytes";
+                let id = Self::insert_operation(
+                    &mut tx,
+                    upload,
+                    OperationStatus::Pending,
+                    message,
+                    None,
+                    None,
+                )
+                .await?;
+                sqlx::query("UPDATE operations SET ready = 0 WHERE id = ?")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                Some(id)
+            }
+            None => None,
+        };
+        let (concat, parts) = match &new.concat {
+            TusConcat::None => (None, None),
+            TusConcat::Partial => (Some("partial"), None),
+            TusConcat::Final(parts) => (Some("final"), Some(parts.join(" "))),
+        };
+        sqlx::query(
+            "INSERT INTO tus_uploads (id, account_id, operation_id, length, metadata, concat, parts,
+                state, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'receiving', ?, ?)",
+        )
+        .bind(&new.id)
+        .bind(new.account_id)
+        .bind(operation_id)
+        .bind(new.length.map(|l| l as i64))
+        .bind(&new.metadata)
+        .bind(concat)
+        .bind(parts)
+        .bind(now_ms())
+        .bind(new.expires_at_ms)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        self.tus_upload(new.account_id, &new.id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("TUS upload {}", new.id)))
+    }
+
+    async fn tus_upload(&self, account_id: i64, id: &str) -> Result<Option<TusUpload>, StoreError> {
+        let row = sqlx::query("SELECT * FROM tus_uploads WHERE id = ? AND account_id = ?")
+            .bind(id)
+            .bind(account_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(tus_from).transpose()
+    }
+
+    async fn set_tus_length(&self, id: &str, length: u64) -> Result<(), StoreError> {
+        let updated =
+            sqlx::query("UPDATE tus_uploads SET length = ? WHERE id = ? AND length IS NULL")
+                .bind(length as i64)
+                .bind(id)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+        if updated == 0 {
+            return Err(StoreError::Conflict(format!(
+                "the length of TUS upload {id}"
+            )));
+        }
+        Ok(())
+    }
+
+    async fn complete_tus_upload(&self, id: &str, size: u64) -> Result<Option<i64>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let operation_id: Option<i64> =
+            sqlx::query_scalar("SELECT operation_id FROM tus_uploads WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .ok_or_else(|| StoreError::NotFound(format!("TUS upload {id}")))?;
+        sqlx::query(
+            "UPDATE tus_uploads SET state = 'complete' WHERE id = ? AND state = 'receiving'",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        if let Some(operation_id) = operation_id {
+            sqlx::query(
+                "UPDATE operations SET ready = 1, size = ?, status_message = 'waiting to be processed',
+                    updated_at = ? WHERE id = ? AND status = 'pending'",
+            )
+            .bind(size as i64)
+            .bind(now_ms())
+            .bind(operation_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(operation_id)
+    }
+
+    async fn end_tus_upload(&self, id: &str, state: TusState) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let operation_id: Option<i64> = sqlx::query_scalar(
+            "UPDATE tus_uploads SET state = ? WHERE id = ? AND state = 'receiving'
+             RETURNING operation_id",
+        )
+        .bind(state.as_str())
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .flatten();
+        if let Some(operation_id) = operation_id {
+            let now = now_ms();
+            let message = match state {
+                TusState::Expired => "the upload expired before it was complete",
+                _ => "the upload was terminated before it was complete",
+            };
+            sqlx::query(
+                "UPDATE operations SET status = 'failed', status_message = ?, error_code = 'gone',
+                    error_message = ?, updated_at = ?, completed_at = ?
+                  WHERE id = ? AND status IN ('pending', 'processing')",
+            )
+            .bind(message)
+            .bind(message)
+            .bind(now)
+            .bind(now)
+            .bind(operation_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn expired_tus_uploads(&self, now_ms: i64) -> Result<Vec<TusUpload>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT * FROM tus_uploads WHERE state = 'receiving' AND expires_at < ? ORDER BY expires_at",
+        )
+        .bind(now_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(tus_from).collect()
     }
 
     async fn operation(

@@ -59,6 +59,100 @@ pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     uploads_dedup_and_quota(store, packs).await;
     operations_are_private_and_listed_newest_first(store, packs).await;
     the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claims(store, packs).await;
+    tus_uploads_become_claimable_only_when_complete(store).await;
+}
+
+async fn tus_uploads_become_claimable_only_when_complete(store: &dyn MetadataStore) {
+    use crate::model::{NewTusUpload, TusConcat, TusState};
+    use std::time::Duration;
+    let frank = store
+        .create_account("frank", AccountLimits::default())
+        .await
+        .unwrap();
+    let new = |id: &str, length, concat| NewTusUpload {
+        id: id.to_owned(),
+        account_id: frank.id,
+        length,
+        metadata: "filename aGVsbG8=".into(),
+        concat,
+        expires_at_ms: 1_000,
+        upload: Some(NewUpload {
+            kind: OperationKind::TusUpload,
+            ..upload(id, frank.id)
+        }),
+    };
+    let tus = store
+        .create_tus_upload(new("t1", None, TusConcat::None))
+        .await
+        .unwrap();
+    assert_eq!((tus.length, tus.state), (None, TusState::Receiving));
+    let op_id = tus.operation_id.expect("an operation from the start");
+    let op = store
+        .operation(frank.id, &OperationRef::UploadId("t1".into()))
+        .await
+        .unwrap();
+    assert_eq!(op.unwrap().status, OperationStatus::Pending);
+    let minute = Duration::from_secs(60);
+    assert!(
+        store.claim_next("w", minute).await.unwrap().is_none(),
+        "not claimable yet"
+    );
+
+    store.set_tus_length("t1", 5).await.unwrap();
+    assert!(matches!(
+        store.set_tus_length("t1", 6).await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(
+        store.complete_tus_upload("t1", 5).await.unwrap(),
+        Some(op_id)
+    );
+    let claimed = store.claim_next("w", minute).await.unwrap().unwrap();
+    assert_eq!((claimed.id, claimed.size), (op_id, 5));
+
+    // Partial uploads have no operation; ended uploads fail theirs with `gone`.
+    let part = store
+        .create_tus_upload(NewTusUpload {
+            upload: None,
+            ..new("p1", Some(3), TusConcat::Partial)
+        })
+        .await
+        .unwrap();
+    assert_eq!((part.operation_id, part.concat), (None, TusConcat::Partial));
+    let doomed = store
+        .create_tus_upload(new("t2", Some(9), TusConcat::None))
+        .await
+        .unwrap();
+    store
+        .end_tus_upload("t2", TusState::Terminated)
+        .await
+        .unwrap();
+    let op = store
+        .operation(frank.id, &OperationRef::Id(doomed.operation_id.unwrap()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(op.status, OperationStatus::Failed);
+    assert_eq!(op.error.unwrap().code, "gone");
+    assert_eq!(
+        store
+            .tus_upload(frank.id, "t2")
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        TusState::Terminated
+    );
+    let expired = store.expired_tus_uploads(2_000).await.unwrap();
+    assert_eq!(
+        expired.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        ["p1"]
+    );
+    assert!(store
+        .tus_upload(frank.id + 1000, "p1")
+        .await
+        .unwrap()
+        .is_none());
 }
 
 async fn the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claims(
