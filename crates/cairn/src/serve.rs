@@ -9,6 +9,7 @@ use cairn_server::{account_app, upload_app, AppState, ServerConfig};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
+use cairn_store::tus_bytes::TusBytes;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
 use tokio::net::TcpListener;
 
@@ -54,7 +55,13 @@ pub async fn run(config: ServeConfig) -> Result<()> {
             config.data_dir.display()
         )
     })?;
-    let state = AppState::new(store, packs, staging, server_config);
+    let tus_bytes = TusBytes::open(config.data_dir.join("tus")).with_context(|| {
+        format!(
+            "data directory {} is not writable",
+            config.data_dir.display()
+        )
+    })?;
+    let state = AppState::new(store, packs, staging, tus_bytes, server_config);
     println!(
         "upload host listening on http://{}",
         upload_listener.local_addr()?
@@ -83,6 +90,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         let _ = rx.wait_for(|stop| *stop).await;
     };
     let workers = cairn_server::worker::spawn(state.clone(), config.workers, stop_rx.clone());
+    tokio::spawn(sweep_expired_uploads(state.clone(), stop_rx.clone()));
     let upload = axum::serve(upload_listener, upload_app(state.clone()))
         .with_graceful_shutdown(stopped(stop_rx.clone()));
     let account =
@@ -97,6 +105,21 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     }
     println!("stopped");
     Ok(())
+}
+
+/// Reclaim incomplete TUS uploads past their expiry, once a minute.
+async fn sweep_expired_uploads(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        match cairn_server::tus::sweep_expired(&state).await {
+            Ok(0) => {}
+            Ok(swept) => tracing::info!(swept, "expired TUS uploads reclaimed"),
+            Err(e) => tracing::warn!(error = %e, "sweeping expired TUS uploads failed"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
 }
 
 async fn bind(addr: std::net::SocketAddr) -> Result<TcpListener> {

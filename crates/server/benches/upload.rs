@@ -18,6 +18,7 @@ use cairn_server::{upload_app, AppState, ServerConfig};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
+use cairn_store::tus_bytes::TusBytes;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
 use reqwest::multipart::{Form, Part};
 use sha2::{Digest, Sha256};
@@ -94,6 +95,7 @@ async fn start_server(dir: &Path) -> Server {
         store,
         Packs::open(dir.join("packs")).unwrap(),
         Staging::open(dir.join("staging")).unwrap(),
+        TusBytes::open(dir.join("tus")).unwrap(),
         ServerConfig::default(),
     );
     let (stop, stopped) = tokio::sync::watch::channel(false);

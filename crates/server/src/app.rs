@@ -2,16 +2,18 @@
 //! Both answer unknown routes and wrong methods with the JSON error shape.
 
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{header, Method, Uri};
+use axum::http::{header, HeaderName, Method, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use crate::error::ApiError;
 use crate::routes::{account, operations, upload};
 use crate::state::AppState;
+use crate::tus;
 
 pub fn upload_app(state: AppState) -> Router {
     Router::new()
@@ -21,12 +23,48 @@ pub fn upload_app(state: AppState) -> Router {
             post(upload::upload).layer(DefaultBodyLimit::disable()),
         )
         .merge(operation_routes())
+        .merge(tus::routes())
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/metrics", get(metrics))
         .with_state(state.clone())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state, count_response))
+        .layer(cors())
+}
+
+/// Browsers (tus-js-client, Uppy) upload cross-origin: answer preflights, and expose the
+/// headers TUS clients read (CONTRACT "Large upload").
+fn cors() -> CorsLayer {
+    let expose = [
+        "location",
+        "upload-offset",
+        "upload-length",
+        "upload-expires",
+        "upload-metadata",
+        "upload-defer-length",
+        "upload-concat",
+        "tus-resumable",
+        "tus-version",
+        "tus-extension",
+        "tus-max-size",
+        "tus-checksum-algorithm",
+        "cairn-operation-id",
+    ]
+    .map(HeaderName::from_static);
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::any())
+        .allow_methods([
+            Method::GET,
+            Method::HEAD,
+            Method::POST,
+            Method::PATCH,
+            Method::DELETE,
+            Method::OPTIONS,
+        ])
+        .allow_headers(AllowHeaders::mirror_request())
+        .expose_headers(expose)
+        .max_age(std::time::Duration::from_secs(24 * 3600))
 }
 
 pub fn account_app(state: AppState) -> Router {

@@ -8,6 +8,7 @@
 //! - [`rate_limit`]: per-account, per-endpoint token buckets.
 //! - [`metrics`]: counters and the Prometheus text exposition.
 //! - [`state`]: what handlers share.
+//! - [`tus`]: TUS 1.0.0 resumable uploads (protocol, header parsing, per-upload locks).
 //! - [`worker`]: operation workers (archive extraction from the durable queue).
 //!
 //! Handlers never touch SQL or files directly: they go through `cairn-store`'s traits, and run
@@ -21,6 +22,7 @@ pub mod metrics;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;
+pub mod tus;
 pub mod worker;
 
 pub use app::{account_app, upload_app};

@@ -5,12 +5,14 @@ use std::sync::Arc;
 use cairn_archive::Limits;
 use cairn_store::packs::Packs;
 use cairn_store::staging::Staging;
+use cairn_store::tus_bytes::TusBytes;
 use cairn_store::MetadataStore;
 use cairn_unixfs::Profile;
 use tokio::sync::Notify;
 
 use crate::metrics::Metrics;
 use crate::rate_limit::{RateLimiter, RateLimits};
+use crate::tus::lock::Locks;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -22,6 +24,8 @@ pub struct AppState {
     pub staging: Staging,
     /// Wakes an idle worker when an operation is queued.
     pub queue: Arc<Notify>,
+    pub tus_bytes: TusBytes,
+    pub tus_locks: Arc<Locks>,
 }
 
 impl AppState {
@@ -29,10 +33,13 @@ impl AppState {
         store: Arc<dyn MetadataStore>,
         packs: Packs,
         staging: Staging,
+        tus_bytes: TusBytes,
         config: ServerConfig,
     ) -> Self {
         Self {
             staging,
+            tus_bytes,
+            tus_locks: Arc::new(Locks::default()),
             queue: Arc::new(Notify::new()),
             limiter: Arc::new(RateLimiter::new(config.rate_limits.clone())),
             metrics: Arc::new(Metrics::default()),
@@ -56,6 +63,15 @@ pub struct ServerConfig {
     /// How long a worker's claim holds without a progress report; after a crash, the
     /// operation waits this long before another worker takes it.
     pub worker_lease: std::time::Duration,
+    /// Largest TUS upload accepted (`Tus-Max-Size`).
+    pub tus_max_size: u64,
+    /// How long an incomplete TUS upload lives after creation.
+    pub tus_expiry: std::time::Duration,
+    /// A request body that sends nothing for this long is closed (its bytes are kept); a
+    /// slow but steady body is never cut.
+    pub idle_timeout: std::time::Duration,
+    /// Believe `X-Forwarded-Proto`/`X-Forwarded-Host` (only behind a proxy that sets them).
+    pub trust_forwarded_headers: bool,
 }
 
 impl Default for ServerConfig {
@@ -66,6 +82,10 @@ impl Default for ServerConfig {
             rate_limits: RateLimits::default(),
             archive_limits: Limits::default(),
             worker_lease: std::time::Duration::from_secs(30),
+            tus_max_size: 1 << 40,
+            tus_expiry: std::time::Duration::from_secs(24 * 3600),
+            idle_timeout: std::time::Duration::from_secs(60),
+            trust_forwarded_headers: false,
         }
     }
 }

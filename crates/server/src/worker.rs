@@ -1,4 +1,5 @@
-//! Operation workers: claim queued operations (archives to extract) and finish them.
+//! Operation workers: claim queued operations (archives staged by POST, completed TUS
+//! uploads) and finish them.
 //!
 //! Each worker claims from the durable queue in the metadata store with a lease, extracts on a
 //! blocking thread into a new pack, reports monotone progress (which renews the lease), and
@@ -6,20 +7,22 @@
 //! abandoning an extraction mid-way (its temporary pack is deleted). An abandoned or crashed
 //! claim is taken again once its lease runs out, from the staged bytes, and reaches the same CID.
 
-use std::io::{self, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_archive::extract::SourceStats;
-use cairn_archive::{ArchiveError, ArchiveFormat, Extractor, Limits};
-use cairn_store::model::{Operation, OperationError};
-use cairn_store::packs::SealedPack;
+use cairn_archive::{ArchiveError, Extractor, Limits};
+use cairn_car::{CarError, CarLimits, CarReader, ImportError};
+use cairn_store::model::{Operation, OperationError, OperationKind};
+use cairn_store::packs::{PackWriter, SealedPack};
 use cairn_store::StoreError;
-use cairn_unixfs::{Cid, Profile};
+use cairn_unixfs::{Cid, FileImporter, Profile};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::detect::{self, ContentKind};
 use crate::state::AppState;
 
 /// How often a worker reports progress (and so renews its lease) while extracting; well
@@ -110,7 +113,7 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
             abandon.clone(),
         );
         move || {
-            extract_staged(
+            process_bytes(
                 &state,
                 &worker,
                 &op,
@@ -182,8 +185,13 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
             state
                 .metrics
                 .operation_finished(done.status.as_str(), started.elapsed());
-            if let Err(e) = state.staging.remove(&op.upload_id) {
-                tracing::warn!(operation = op.id, error = %e, "removing the staged upload failed");
+            // The upload's bytes are released once processing is done (CONTRACT).
+            let released = match op.kind {
+                OperationKind::TusUpload => state.tus_bytes.remove(&op.upload_id),
+                _ => state.staging.remove(&op.upload_id),
+            };
+            if let Err(e) = released {
+                tracing::warn!(operation = op.id, error = %e, "releasing the upload's bytes failed");
             }
         }
         // Lost the claim meanwhile: whoever holds it now finishes the operation.
@@ -198,8 +206,11 @@ fn failure(code: &str, message: String) -> OperationError {
     }
 }
 
-/// Runs on a blocking thread: extract the staged archive of `op` into a new pack.
-fn extract_staged(
+/// Runs on a blocking thread: import the bytes of `op` into a new pack. An archive is
+/// extracted (unless the upload asked to preserve it), a CAR is imported as-is and verified,
+/// anything else becomes a UnixFS file: exactly what a POST does, for TUS uploads and for
+/// archives staged by a POST.
+fn process_bytes(
     state: &AppState,
     worker: &str,
     op: &Operation,
@@ -209,7 +220,11 @@ fn extract_staged(
     abandon: &AtomicBool,
 ) -> Outcome {
     let runtime = tokio::runtime::Handle::current();
-    let mut file = match state.staging.open_upload(&op.upload_id) {
+    let opened = match op.kind {
+        OperationKind::TusUpload => state.tus_bytes.open_read(&op.upload_id),
+        _ => state.staging.open_upload(&op.upload_id),
+    };
+    let mut file = match opened {
         Ok(file) => file,
         Err(e) => return Outcome::Failed(e),
     };
@@ -225,9 +240,7 @@ fn extract_staged(
         Ok(head) => head.to_vec(),
         Err(e) => return Outcome::Failed(e),
     };
-    let Some(format) = ArchiveFormat::detect(&head) else {
-        return Outcome::Invalid("the upload is not a recognised archive".into());
-    };
+    let kind = detect::detect(&head);
     let known = {
         let (runtime, store) = (runtime.clone(), state.store.clone());
         Box::new(move |multihash: &[u8]| {
@@ -249,7 +262,7 @@ fn extract_staged(
         if last_report.elapsed() >= REPORT_EVERY {
             last_report = Instant::now();
             let percent = consumed as f64 * 100.0 / total as f64;
-            let message = format!("extracting: {consumed} of {total} bytes read");
+            let message = format!("processing: {consumed} of {total} bytes read");
             let held = runtime
                 .block_on(state.store.report_progress(
                     op.id,
@@ -266,20 +279,38 @@ fn extract_staged(
         }
         Ok(())
     };
-    let extractor = Extractor::new(
-        profile,
-        limits,
-        &mut pack,
-        SourceStats::default(),
-        &mut progress,
-    );
-    let result = cairn_archive::extract(format, input, extractor);
+    let root = match kind {
+        ContentKind::Archive(format) if op.archive_mode.as_deref() != Some("preserve") => {
+            let extractor = Extractor::new(
+                profile,
+                limits,
+                &mut pack,
+                SourceStats::default(),
+                &mut progress,
+            );
+            cairn_archive::extract(format, input, extractor).map(|root| root.cid)
+        }
+        ContentKind::Car => {
+            let stored = |cid: &Cid| {
+                runtime
+                    .block_on(state.store.has_block(&cid.hash().to_bytes()))
+                    .map_err(io::Error::other)
+            };
+            import_car(ProgressReader::new(input, &mut progress), &mut pack, stored)
+        }
+        _ => import_file(
+            ProgressReader::new(input, &mut progress),
+            profile,
+            &mut pack,
+        )
+        .map_err(ArchiveError::Io),
+    };
     if abandon.load(Ordering::Relaxed) || lost.load(Ordering::Relaxed) {
         return Outcome::Abandoned;
     }
-    match result {
+    match root {
         Ok(root) => match pack.seal() {
-            Ok(sealed) => Outcome::Done(root.cid, sealed),
+            Ok(sealed) => Outcome::Done(root, sealed),
             Err(e) => Outcome::Failed(e),
         },
         Err(ArchiveError::TooLarge { entry, limit }) if quota_binds => Outcome::OverQuota(format!(
@@ -292,5 +323,63 @@ fn extract_staged(
             | ArchiveError::TooLarge { .. }),
         ) => Outcome::Invalid(e.to_string()),
         Err(ArchiveError::Io(e)) => Outcome::Failed(e),
+    }
+}
+
+/// A plain file, hashed on every core.
+fn import_file(mut input: impl Read, profile: &Profile, pack: &mut PackWriter) -> io::Result<Cid> {
+    let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
+    let mut importer = FileImporter::with_threads(profile, pack, threads);
+    let mut buf = vec![0u8; 4 * profile.chunk_size];
+    loop {
+        let n = input.read(&mut buf)?;
+        if n == 0 {
+            return Ok(importer.finish()?.cid);
+        }
+        importer.push(&buf[..n])?;
+    }
+}
+
+/// A CAR, imported as-is: every block verified, the DAG complete (CONTRACT). Its faults are
+/// the upload's, reported like an invalid archive.
+fn import_car(
+    input: impl Read,
+    pack: &mut PackWriter,
+    mut stored: impl FnMut(&Cid) -> io::Result<bool>,
+) -> Result<Cid, ArchiveError> {
+    let reader = CarReader::new(input, CarLimits::default()).map_err(|e| car_error(e.into()))?;
+    cairn_car::import_complete(reader, pack, &mut stored).map_err(car_error)
+}
+
+fn car_error(e: ImportError) -> ArchiveError {
+    match e {
+        ImportError::Car(CarError::Io(io)) => ArchiveError::Io(io),
+        other => ArchiveError::Archive(format!("invalid CAR file: {other}")),
+    }
+}
+
+/// Reports bytes read to the progress callback (which may also stop the work).
+struct ProgressReader<'a, R> {
+    inner: R,
+    read: u64,
+    progress: &'a mut dyn FnMut(u64) -> io::Result<()>,
+}
+
+impl<'a, R> ProgressReader<'a, R> {
+    fn new(inner: R, progress: &'a mut dyn FnMut(u64) -> io::Result<()>) -> Self {
+        Self {
+            inner,
+            read: 0,
+            progress,
+        }
+    }
+}
+
+impl<R: Read> Read for ProgressReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        (self.progress)(self.read)?;
+        Ok(n)
     }
 }

@@ -1,0 +1,693 @@
+//! TUS 1.0.0 resumable uploads at `/api/upload/tus` (CONTRACT "Large upload"), with the
+//! creation, creation-with-upload, creation-defer-length, termination, checksum, expiration
+//! and concatenation extensions.
+//!
+//! The protocol layer knows nothing about storage beyond three pieces: upload records in the
+//! metadata store, their bytes in [`TusBytes`] (whose durable length is the offset), and the
+//! [`lock::Locks`] that keep one writer per upload. When the last byte is stored the upload's
+//! operation becomes claimable and a worker processes it exactly as a POST.
+
+pub mod headers;
+pub mod lock;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use bytes::Bytes;
+use cairn_store::model::{
+    Account, NewTusUpload, NewUpload, OperationKind, TusConcat, TusState, TusUpload,
+};
+use cairn_store::packs::random_name;
+use cairn_unixfs::Profile;
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::rate_limit::Endpoint;
+use crate::state::AppState;
+use headers::{Checksum, OFFSET_OCTET_STREAM};
+use lock::Lock;
+
+const BASE_PATH: &str = "/api/upload/tus";
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(BASE_PATH, post(create).options(options))
+        .route(
+            "/api/upload/tus/{id}",
+            post(method_override)
+                .head(head_upload)
+                .patch(patch)
+                .delete(delete)
+                .options(options),
+        )
+        // Upload sizes are the protocol's business (Tus-Max-Size, Upload-Length).
+        .layer(DefaultBodyLimit::disable())
+        .layer(middleware::from_fn(tus_resumable))
+}
+
+/// T1: every response carries `Tus-Resumable`; a request other than OPTIONS with another
+/// version (or none) gets `412` with `Tus-Version` and is not processed.
+async fn tus_resumable(request: Request, next: Next) -> Response {
+    let version = request
+        .headers()
+        .get("tus-resumable")
+        .map(|v| v.to_str().unwrap_or("?").to_owned());
+    let mut response = match version.as_deref() {
+        _ if request.method() == Method::OPTIONS => next.run(request).await,
+        Some(headers::TUS_VERSION) => next.run(request).await,
+        other => {
+            ApiError::PreconditionFailed(other.unwrap_or("(missing)").to_owned()).into_response()
+        }
+    };
+    response.headers_mut().insert(
+        "tus-resumable",
+        HeaderValue::from_static(headers::TUS_VERSION),
+    );
+    response
+}
+
+/// T5: what this server supports.
+async fn options(State(state): State<AppState>) -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        "tus-version",
+        HeaderValue::from_static(headers::TUS_VERSION),
+    );
+    headers.insert(
+        "tus-extension",
+        HeaderValue::from_static(headers::EXTENSIONS),
+    );
+    headers.insert(
+        "tus-checksum-algorithm",
+        HeaderValue::from_static(headers::CHECKSUM_ALGORITHMS),
+    );
+    headers.insert("tus-max-size", HeaderValue::from(state.config.tus_max_size));
+    response
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn http_date(ms: i64) -> HeaderValue {
+    let time = UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
+    // An HTTP date is plain ASCII.
+    HeaderValue::from_str(&httpdate::fmt_http_date(time)).unwrap_or(HeaderValue::from_static(""))
+}
+
+/// The upload's absolute URL. `Host` (or, when trusted, `X-Forwarded-*`) is checked to be a
+/// plain host name before it is reflected into `Location`.
+fn location(state: &AppState, headers: &HeaderMap, id: &str) -> Result<HeaderValue, ApiError> {
+    let forwarded = |name| {
+        state
+            .config
+            .trust_forwarded_headers
+            .then(|| headers.get(name).and_then(|v| v.to_str().ok()))
+            .flatten()
+    };
+    let proto = match forwarded("x-forwarded-proto") {
+        Some("https") => "https",
+        _ => "http",
+    };
+    let host = forwarded("x-forwarded-host")
+        .or_else(|| headers.get(header::HOST).and_then(|v| v.to_str().ok()))
+        .unwrap_or("localhost");
+    let plain = host
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
+    if !plain {
+        return Err(ApiError::BadRequest(
+            "the Host header is not a host name".into(),
+        ));
+    }
+    HeaderValue::from_str(&format!("{proto}://{host}{BASE_PATH}/{id}"))
+        .map_err(|_| ApiError::BadRequest("the Host header is not a host name".into()))
+}
+
+/// Parsed `Upload-Concat`.
+fn concat(value: Option<&str>) -> Result<TusConcat, ApiError> {
+    match value {
+        None => Ok(TusConcat::None),
+        Some("partial") => Ok(TusConcat::Partial),
+        Some(v) => match v.strip_prefix("final;") {
+            Some(urls) => {
+                let ids: Vec<String> = urls
+                    .split(' ')
+                    .filter(|u| !u.is_empty())
+                    .map(|u| u.rsplit('/').next().unwrap_or_default().to_owned())
+                    .collect();
+                if ids.is_empty() || ids.iter().any(String::is_empty) {
+                    return Err(ApiError::BadRequest(
+                        "Upload-Concat: final; needs the URLs of the partial uploads".into(),
+                    ));
+                }
+                Ok(TusConcat::Final(ids))
+            }
+            None => Err(ApiError::BadRequest(format!(
+                "Upload-Concat must be \"partial\" or \"final;<urls>\", not {v:?}"
+            ))),
+        },
+    }
+}
+
+/// What the metadata asks for, validated.
+struct Intent {
+    name: String,
+    mime_type: String,
+    archive_mode: String,
+    profile: Profile,
+}
+
+fn intent(state: &AppState, pairs: &[(String, Vec<u8>)]) -> Result<Intent, ApiError> {
+    let get = |keys: &[&str]| {
+        pairs
+            .iter()
+            .find(|(k, _)| keys.contains(&k.as_str()))
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+    };
+    let archive_mode = match get(&["archive_mode"]).as_deref() {
+        None | Some("extract") | Some("convert") => "extract",
+        Some("preserve") => "preserve",
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!(
+                "archive_mode must be extract or preserve, not {other:?}"
+            )))
+        }
+    };
+    let profile = match get(&["cid_profile"]) {
+        Some(name) => name
+            .parse()
+            .map_err(|e: cairn_unixfs::profile::UnknownProfile| {
+                ApiError::BadRequest(e.to_string())
+            })?,
+        None => state.config.default_profile.clone(),
+    };
+    Ok(Intent {
+        name: get(&["filename", "name"]).unwrap_or_else(|| "upload".to_owned()),
+        mime_type: get(&["filetype", "mimeType"])
+            .unwrap_or_else(|| "application/octet-stream".to_owned()),
+        archive_mode: archive_mode.to_owned(),
+        profile,
+    })
+}
+
+/// POST: create an upload (T7, T8, T10, T14).
+async fn create(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    state.limiter.check(account.id, Endpoint::Upload)?;
+    let length = headers::number(&headers, "upload-length")?;
+    let deferred = headers::text(&headers, "upload-defer-length")?;
+    let concat = concat(headers::text(&headers, "upload-concat")?)?;
+    match (&concat, length, deferred) {
+        (TusConcat::Final(_), None, None) => {}
+        (TusConcat::Final(_), _, _) => {
+            return Err(ApiError::BadRequest(
+                "a final upload takes its length from its parts: send no Upload-Length".into(),
+            ))
+        }
+        (_, Some(_), Some(_)) => {
+            return Err(ApiError::BadRequest(
+                "send Upload-Length or Upload-Defer-Length: 1, not both".into(),
+            ))
+        }
+        (_, None, None) => {
+            return Err(ApiError::BadRequest(
+                "Upload-Length (or Upload-Defer-Length: 1) is required".into(),
+            ))
+        }
+        (_, None, Some(value)) if value != "1" => {
+            return Err(ApiError::BadRequest("Upload-Defer-Length must be 1".into()))
+        }
+        _ => {}
+    }
+    let max = state.config.tus_max_size;
+    if length.is_some_and(|l| l > max) {
+        return Err(too_large(max));
+    }
+    let raw_metadata = headers::text(&headers, "upload-metadata")?
+        .unwrap_or_default()
+        .to_owned();
+    let intent = intent(&state, &headers::metadata(&raw_metadata)?)?;
+    let id = random_name();
+    let mut length = length;
+    if let TusConcat::Final(parts) = &concat {
+        length = Some(concatenate(&state, &account, &id, parts).await?);
+    } else {
+        let bytes = state.tus_bytes.clone();
+        let new_id = id.clone();
+        tokio::task::spawn_blocking(move || bytes.create(&new_id))
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::internal)?;
+    }
+    let upload = (concat != TusConcat::Partial).then(|| NewUpload {
+        upload_id: id.clone(),
+        account_id: account.id,
+        kind: OperationKind::TusUpload,
+        name: intent.name.clone(),
+        size: length.unwrap_or(0),
+        mime_type: intent.mime_type.clone(),
+        archive_mode: Some(intent.archive_mode.clone()),
+        profile: intent.profile.name.to_owned(),
+    });
+    let tus = state
+        .store
+        .create_tus_upload(NewTusUpload {
+            id: id.clone(),
+            account_id: account.id,
+            length,
+            metadata: raw_metadata,
+            concat: concat.clone(),
+            expires_at_ms: now_ms() + state.config.tus_expiry.as_millis() as i64,
+            upload,
+        })
+        .await?;
+
+    let mut response = StatusCode::CREATED.into_response();
+    response
+        .headers_mut()
+        .insert(header::LOCATION, location(&state, &headers, &id)?);
+    if let Some(operation_id) = tus.operation_id {
+        response
+            .headers_mut()
+            .insert("cairn-operation-id", HeaderValue::from(operation_id));
+    }
+    // creation-with-upload (T10): the body is the first chunk.
+    let mut offset = 0;
+    let with_body = headers::text(&headers, "content-type")? == Some(OFFSET_OCTET_STREAM);
+    if with_body && !matches!(concat, TusConcat::Final(_)) {
+        let mut lock = state.tus_locks.acquire(&id).await?;
+        let checksum = headers::text(&headers, "upload-checksum")?
+            .map(Checksum::parse)
+            .transpose()?;
+        let received = receive(&state, &tus, 0, &mut lock, checksum, body).await?;
+        offset = received.offset;
+        received.into_result()?;
+        response
+            .headers_mut()
+            .insert("upload-offset", HeaderValue::from(offset));
+    }
+    if length.is_some_and(|l| l == offset) || matches!(concat, TusConcat::Final(_)) {
+        complete(&state, &tus, length.unwrap_or(0)).await?;
+    } else {
+        response
+            .headers_mut()
+            .insert("upload-expires", http_date(tus.expires_at_ms));
+    }
+    Ok(response)
+}
+
+fn too_large(max: u64) -> ApiError {
+    ApiError::PayloadTooLarge(format!(
+        "the upload is larger than Tus-Max-Size ({max} bytes)"
+    ))
+}
+
+/// A final upload: its bytes are the complete partial uploads, in order (T14).
+async fn concatenate(
+    state: &AppState,
+    account: &Account,
+    id: &str,
+    parts: &[String],
+) -> Result<u64, ApiError> {
+    let mut total = 0u64;
+    for part in parts {
+        let upload = state
+            .store
+            .tus_upload(account.id, part)
+            .await?
+            .filter(|u| u.concat == TusConcat::Partial)
+            .ok_or_else(|| {
+                ApiError::BadRequest(format!("{part} is not a partial upload of yours"))
+            })?;
+        if upload.state != TusState::Complete {
+            return Err(ApiError::BadRequest(format!(
+                "the partial upload {part} is not complete"
+            )));
+        }
+        total += upload.length.unwrap_or(0);
+    }
+    if total > state.config.tus_max_size {
+        return Err(too_large(state.config.tus_max_size));
+    }
+    let (bytes, id, parts) = (state.tus_bytes.clone(), id.to_owned(), parts.to_vec());
+    tokio::task::spawn_blocking(move || bytes.concatenate(&id, &parts))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)
+}
+
+/// The upload, if it is the caller's and still alive: unknown is `404`, terminated or expired
+/// is `410` (an expiry that the sweep has not reached yet is applied here).
+async fn find(state: &AppState, account: &Account, id: &str) -> Result<TusUpload, ApiError> {
+    let upload = state
+        .store
+        .tus_upload(account.id, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("upload {id} not found")))?;
+    match upload.state {
+        TusState::Terminated => Err(ApiError::Gone(format!("upload {id} was terminated"))),
+        TusState::Expired => Err(ApiError::Gone(format!("upload {id} expired"))),
+        TusState::Receiving if upload.expires_at_ms < now_ms() => {
+            expire(state, &upload).await?;
+            Err(ApiError::Gone(format!("upload {id} expired")))
+        }
+        _ => Ok(upload),
+    }
+}
+
+/// End an incomplete upload that outlived its expiry, and reclaim its bytes.
+pub async fn expire(state: &AppState, upload: &TusUpload) -> Result<(), ApiError> {
+    state
+        .store
+        .end_tus_upload(&upload.id, TusState::Expired)
+        .await?;
+    let (bytes, id) = (state.tus_bytes.clone(), upload.id.clone());
+    tokio::task::spawn_blocking(move || bytes.remove(&id))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)
+}
+
+/// The durable offset: the length of the bytes (a complete upload may have released them).
+async fn offset_of(state: &AppState, upload: &TusUpload) -> Result<u64, ApiError> {
+    if upload.state == TusState::Complete {
+        return Ok(upload.length.unwrap_or(0));
+    }
+    let (bytes, id) = (state.tus_bytes.clone(), upload.id.clone());
+    tokio::task::spawn_blocking(move || bytes.offset(&id))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)
+}
+
+/// All bytes are stored: the operation becomes claimable.
+async fn complete(state: &AppState, upload: &TusUpload, size: u64) -> Result<(), ApiError> {
+    if upload.concat == TusConcat::Partial {
+        // A partial upload is only ever processed as part of a final one.
+        state.store.complete_tus_upload(&upload.id, size).await?;
+        return Ok(());
+    }
+    state.store.complete_tus_upload(&upload.id, size).await?;
+    state.queue.notify_one();
+    tracing::info!(upload = %upload.id, size, "TUS upload complete; queued");
+    Ok(())
+}
+
+/// HEAD (T2, T3, T9).
+async fn head_upload(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let upload = find(&state, &account, &id).await?;
+    // A stalled PATCH is asked to stop first, so the offset reported is settled.
+    let _lock = state.tus_locks.acquire(&id).await?;
+    let offset = offset_of(&state, &upload).await?;
+    let mut response = StatusCode::OK.into_response();
+    let headers = response.headers_mut();
+    headers.insert("upload-offset", HeaderValue::from(offset));
+    match upload.length {
+        Some(length) => headers.insert("upload-length", HeaderValue::from(length)),
+        None => headers.insert("upload-defer-length", HeaderValue::from_static("1")),
+    };
+    if !upload.metadata.is_empty() {
+        // Echoed as received; it was parsed (so it is plain base64 and key text) on creation.
+        if let Ok(value) = HeaderValue::from_str(&upload.metadata) {
+            headers.insert("upload-metadata", value);
+        }
+    }
+    match &upload.concat {
+        TusConcat::Partial => {
+            headers.insert("upload-concat", HeaderValue::from_static("partial"));
+        }
+        TusConcat::Final(parts) => {
+            let urls: Vec<String> = parts.iter().map(|p| format!("{BASE_PATH}/{p}")).collect();
+            if let Ok(value) = HeaderValue::from_str(&format!("final;{}", urls.join(" "))) {
+                headers.insert("upload-concat", value);
+            }
+        }
+        TusConcat::None => {}
+    }
+    if upload.state == TusState::Receiving {
+        headers.insert("upload-expires", http_date(upload.expires_at_ms));
+    }
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+/// PATCH (T4, T9, T11, T12, F1, F3, F4).
+async fn patch(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    if headers::text(&headers, "content-type")? != Some(OFFSET_OCTET_STREAM) {
+        return Err(ApiError::UnsupportedMediaType(format!(
+            "PATCH bodies must be sent as {OFFSET_OCTET_STREAM}"
+        )));
+    }
+    let claimed = headers::number(&headers, "upload-offset")?
+        .ok_or_else(|| ApiError::BadRequest("Upload-Offset is required".into()))?;
+    let checksum = headers::text(&headers, "upload-checksum")?
+        .map(Checksum::parse)
+        .transpose()?;
+    let mut upload = find(&state, &account, &id).await?;
+    if matches!(upload.concat, TusConcat::Final(_)) {
+        return Err(ApiError::Forbidden(
+            "a final upload is made of its parts and takes no PATCH".into(),
+        ));
+    }
+    let mut lock = state.tus_locks.acquire(&id).await?;
+    if let Some(length) = headers::number(&headers, "upload-length")? {
+        match upload.length {
+            None => {
+                if length > state.config.tus_max_size {
+                    return Err(too_large(state.config.tus_max_size));
+                }
+                state.store.set_tus_length(&id, length).await?;
+                upload.length = Some(length);
+            }
+            Some(known) if known == length => {}
+            Some(known) => {
+                return Err(ApiError::Conflict(format!(
+                    "the upload's length is {known} and cannot change"
+                )))
+            }
+        }
+    }
+    let offset = offset_of(&state, &upload).await?;
+    if claimed != offset {
+        return Err(ApiError::Conflict(format!(
+            "Upload-Offset is {claimed} but the upload is at {offset}"
+        )));
+    }
+    if upload.length.is_some_and(|l| l < offset) {
+        return Err(ApiError::BadRequest(
+            "Upload-Length is below the bytes already stored".into(),
+        ));
+    }
+    let received = receive(&state, &upload, offset, &mut lock, checksum, body).await?;
+    let new_offset = received.offset;
+    if upload.length == Some(new_offset) {
+        complete(&state, &upload, new_offset).await?;
+    }
+    received.into_result()?;
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response
+        .headers_mut()
+        .insert("upload-offset", HeaderValue::from(new_offset));
+    if upload.length != Some(new_offset) {
+        response
+            .headers_mut()
+            .insert("upload-expires", http_date(upload.expires_at_ms));
+    }
+    Ok(response)
+}
+
+/// DELETE: "finish" on a complete upload, termination on an incomplete one (T13, CONTRACT).
+async fn delete(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let upload = find(&state, &account, &id).await?;
+    if upload.state == TusState::Complete {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    let _lock = state.tus_locks.acquire(&id).await?;
+    state
+        .store
+        .end_tus_upload(&id, TusState::Terminated)
+        .await?;
+    let bytes = state.tus_bytes.clone();
+    tokio::task::spawn_blocking(move || bytes.remove(&id))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// T6: `X-HTTP-Method-Override` on POST, for clients that can only send GET and POST.
+async fn method_override(
+    state: State<AppState>,
+    caller: Caller,
+    id: Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    match headers::text(&headers, "x-http-method-override")? {
+        Some("PATCH") => patch(state, caller, id, headers, body).await,
+        Some("DELETE") => delete(state, caller, id).await,
+        Some("HEAD") => head_upload(state, caller, id).await,
+        other => Err(ApiError::MethodNotAllowed(format!(
+            "POST on an upload needs X-HTTP-Method-Override: PATCH, DELETE or HEAD (got {other:?})"
+        ))),
+    }
+}
+
+/// How a body ended.
+struct Received {
+    /// The durable offset afterwards.
+    offset: u64,
+    beyond_length: bool,
+    checksum_failed: bool,
+    preempted: bool,
+}
+
+impl Received {
+    fn into_result(self) -> Result<(), ApiError> {
+        if self.checksum_failed {
+            return Err(ApiError::ChecksumMismatch(
+                "the chunk does not match Upload-Checksum; it was discarded".into(),
+            ));
+        }
+        if self.beyond_length {
+            return Err(ApiError::PayloadTooLarge(
+                "the body goes beyond Upload-Length; the bytes up to the length were kept".into(),
+            ));
+        }
+        if self.preempted {
+            return Err(ApiError::Locked(
+                "a newer request on this upload took over; the bytes received were kept".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Append a request body to the upload. Bytes are kept when the body ends, is cut off (F1),
+/// goes idle (F4) or is pre-empted (F3), unless it carried a checksum, which makes the chunk
+/// all-or-nothing. The offset returned is durable: the `204` may follow.
+async fn receive(
+    state: &AppState,
+    upload: &TusUpload,
+    start: u64,
+    lock: &mut Lock,
+    mut checksum: Option<Checksum>,
+    body: Body,
+) -> Result<Received, ApiError> {
+    enum Write {
+        Bytes(Bytes),
+        Finish { keep: bool },
+    }
+    let (tx, mut rx) = mpsc::channel::<Write>(8);
+    let writer = tokio::task::spawn_blocking({
+        let (bytes, id, atomic) = (
+            state.tus_bytes.clone(),
+            upload.id.clone(),
+            checksum.is_some(),
+        );
+        move || -> std::io::Result<u64> {
+            let mut appender = bytes.appender(&id, atomic)?;
+            loop {
+                match rx.blocking_recv() {
+                    Some(Write::Bytes(chunk)) => appender.write_all(&chunk)?,
+                    Some(Write::Finish { keep: true }) => return appender.keep(),
+                    // Dropped without a verdict: nothing to vouch for, like a discard.
+                    Some(Write::Finish { keep: false }) | None => return appender.discard(),
+                }
+            }
+        }
+    });
+    let mut remaining = upload.length.map(|length| length.saturating_sub(start));
+    let (mut beyond_length, mut cut, mut preempted) = (false, false, false);
+    let mut stream = body.into_data_stream();
+    loop {
+        let next = tokio::select! {
+            _ = lock.preempted() => {
+                preempted = true;
+                break;
+            }
+            next = tokio::time::timeout(state.config.idle_timeout, stream.next()) => next,
+        };
+        let mut chunk = match next {
+            Ok(Some(Ok(chunk))) => chunk,
+            Ok(None) => break,
+            // Cut connection or idle past the timeout: keep what arrived.
+            Ok(Some(Err(_))) | Err(_) => {
+                cut = true;
+                break;
+            }
+        };
+        if let Some(left) = remaining {
+            if chunk.len() as u64 > left {
+                chunk.truncate(left as usize);
+                beyond_length = true;
+            }
+            remaining = Some(left - chunk.len() as u64);
+        }
+        if let Some(sum) = checksum.as_mut() {
+            sum.update(&chunk);
+        }
+        if tx.send(Write::Bytes(chunk)).await.is_err() || beyond_length {
+            break;
+        }
+    }
+    let checksum_failed = match checksum {
+        Some(sum) => cut || preempted || beyond_length || !sum.matches(),
+        None => false,
+    };
+    let _ = tx
+        .send(Write::Finish {
+            keep: !checksum_failed,
+        })
+        .await;
+    drop(tx);
+    let offset = writer
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    Ok(Received {
+        offset,
+        beyond_length,
+        checksum_failed,
+        preempted,
+    })
+}
+
+/// Reclaim the bytes of every incomplete upload past its expiry (T11's background sweep).
+pub async fn sweep_expired(state: &AppState) -> Result<usize, ApiError> {
+    let expired = state.store.expired_tus_uploads(now_ms()).await?;
+    for upload in &expired {
+        expire(state, upload).await?;
+    }
+    Ok(expired.len())
+}
