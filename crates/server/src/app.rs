@@ -2,13 +2,12 @@
 //! Both answer unknown routes and wrong methods with the JSON error shape.
 
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{header, HeaderName, Method, Uri};
+use axum::http::{header, HeaderValue, Method, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
-use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use crate::error::ApiError;
 use crate::routes::{account, operations, upload};
@@ -30,41 +29,47 @@ pub fn upload_app(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state, count_response))
-        .layer(cors())
+        .layer(middleware::from_fn(cors))
 }
 
-/// Browsers (tus-js-client, Uppy) upload cross-origin: answer preflights, and expose the
-/// headers TUS clients read (CONTRACT "Large upload").
-fn cors() -> CorsLayer {
-    let expose = [
-        "location",
-        "upload-offset",
-        "upload-length",
-        "upload-expires",
-        "upload-metadata",
-        "upload-defer-length",
-        "upload-concat",
-        "tus-resumable",
-        "tus-version",
-        "tus-extension",
-        "tus-max-size",
-        "tus-checksum-algorithm",
-        "cairn-operation-id",
-    ]
-    .map(HeaderName::from_static);
-    CorsLayer::new()
-        .allow_origin(AllowOrigin::any())
-        .allow_methods([
-            Method::GET,
-            Method::HEAD,
-            Method::POST,
-            Method::PATCH,
-            Method::DELETE,
-            Method::OPTIONS,
-        ])
-        .allow_headers(AllowHeaders::mirror_request())
-        .expose_headers(expose)
-        .max_age(std::time::Duration::from_secs(24 * 3600))
+/// The response headers TUS clients in a browser must be allowed to read.
+const EXPOSED: &str = "location, upload-offset, upload-length, upload-expires, upload-metadata, \
+    upload-defer-length, upload-concat, tus-resumable, tus-version, tus-extension, tus-max-size, \
+    tus-checksum-algorithm, cairn-operation-id";
+
+/// CORS for browsers (tus-js-client, Uppy upload cross-origin). A preflight (OPTIONS with
+/// `Access-Control-Request-Method`) is answered here; any other OPTIONS is TUS's own and goes
+/// to the routes, which is why this is not a generic CORS layer that takes every OPTIONS.
+async fn cors(request: Request, next: Next) -> Response {
+    let preflight = request.method() == Method::OPTIONS
+        && request
+            .headers()
+            .contains_key("access-control-request-method");
+    if preflight {
+        let mut response = axum::http::StatusCode::NO_CONTENT.into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            "access-control-allow-methods",
+            HeaderValue::from_static("GET, HEAD, POST, PATCH, DELETE, OPTIONS"),
+        );
+        if let Some(asked) = request.headers().get("access-control-request-headers") {
+            headers.insert("access-control-allow-headers", asked.clone());
+        }
+        headers.insert("access-control-max-age", HeaderValue::from_static("86400"));
+        headers.insert("access-control-allow-origin", HeaderValue::from_static("*"));
+        return response;
+    }
+    let cross_origin = request.headers().contains_key(header::ORIGIN);
+    let mut response = next.run(request).await;
+    if cross_origin {
+        let headers = response.headers_mut();
+        headers.insert("access-control-allow-origin", HeaderValue::from_static("*"));
+        headers.insert(
+            "access-control-expose-headers",
+            HeaderValue::from_static(EXPOSED),
+        );
+    }
+    response
 }
 
 pub fn account_app(state: AppState) -> Router {
