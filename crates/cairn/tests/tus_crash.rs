@@ -1,0 +1,146 @@
+//! F2: a `204` means the bytes are durable. Each round sends one chunk, SIGKILLs the server as
+//! soon as the `204` arrives, restarts it on the same data directory, and checks that HEAD
+//! reports at least the acknowledged offset. At the end the upload's CID proves every stored
+//! byte is the byte that was sent.
+//!
+//! `CAIRN_CRASH_ROUNDS` sets the number of rounds (default 50, as CI runs it); the soak script
+//! `scripts/tus-crash-soak` runs many more.
+
+mod server;
+
+use server::{start, Running};
+
+fn rounds() -> usize {
+    std::env::var("CAIRN_CRASH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(50)
+}
+
+/// Deterministic, incompressible content.
+fn content(len: usize) -> Vec<u8> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+async fn head_offset(client: &reqwest::Client, url: &str, token: &str) -> u64 {
+    let response = client
+        .head(url)
+        .bearer_auth(token)
+        .header("Tus-Resumable", "1.0.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.headers()["upload-offset"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_acknowledged_byte_survives_sigkill_right_after_the_204() {
+    let rounds = rounds();
+    let chunk = 64 * 1024;
+    let bytes = content(rounds * chunk);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // A short lease: if the killed server had already claimed the completed upload, the next
+    // server takes it over within a second.
+    let args = ["--workers", "1", "--worker-lease-seconds", "1"];
+    let mut running: Running = start(&data, &args);
+    let token = running.token.clone();
+    let client = reqwest::Client::new();
+
+    let created = client
+        .post(format!("{}/api/upload/tus", running.upload))
+        .bearer_auth(&token)
+        .header("Tus-Resumable", "1.0.0")
+        .header("Upload-Length", bytes.len().to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let path = created.headers()["location"]
+        .to_str()
+        .unwrap()
+        .split_once("/api/")
+        .map(|(_, p)| format!("/api/{p}"))
+        .unwrap();
+    let operation: i64 = created.headers()["cairn-operation-id"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    let mut acknowledged = 0u64;
+    for round in 0..rounds {
+        let url = format!("{}{path}", running.upload);
+        let offset = head_offset(&client, &url, &token).await;
+        assert!(
+            offset >= acknowledged,
+            "round {round}: HEAD says {offset}, but {acknowledged} were acknowledged"
+        );
+        let start_at = offset as usize;
+        let end = (start_at + chunk).min(bytes.len());
+        let reply = client
+            .patch(&url)
+            .bearer_auth(&token)
+            .header("Tus-Resumable", "1.0.0")
+            .header("Content-Type", "application/offset+octet-stream")
+            .header("Upload-Offset", offset.to_string())
+            .body(bytes[start_at..end].to_vec())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 204, "round {round}");
+        acknowledged = reply.headers()["upload-offset"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        // Kill -9 right after the 204, then come back on the same data directory.
+        running.child.kill().unwrap();
+        running.child.wait().unwrap();
+        running = start(&data, &args);
+        if acknowledged == bytes.len() as u64 {
+            break;
+        }
+    }
+    assert_eq!(acknowledged, bytes.len() as u64, "all bytes were sent");
+
+    // The stored bytes are exactly the bytes sent: the CID says so.
+    let mut importer = cairn_unixfs::FileImporter::new(
+        &cairn_unixfs::Profile::default(),
+        cairn_unixfs::DiscardBlocks,
+    );
+    importer.push(&bytes).unwrap();
+    let expected = importer.finish().unwrap().cid.to_string();
+    let mut op = serde_json::Value::Null;
+    for _ in 0..400 {
+        op = client
+            .get(format!("{}/api/operations/{operation}", running.upload))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if op["status"] == "completed" || op["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(op["status"], "completed", "{op}");
+    assert_eq!(op["cid"], expected);
+    server::terminate(running);
+}
