@@ -673,3 +673,32 @@ async fn browsers_get_cors_with_the_tus_headers_exposed() {
         assert!(exposed.contains(name), "{exposed}");
     }
 }
+
+#[tokio::test]
+async fn complete_bytes_left_unrecorded_by_a_crash_are_completed_and_processed_on_the_next_look() {
+    let server = TestServer::start().await;
+    let reply = tus(
+        &server,
+        "POST",
+        &endpoint(&server),
+        &[("Upload-Length", "11")],
+        b"",
+    )
+    .await;
+    let url = reply.header("location").unwrap().to_owned();
+    let operation: i64 = reply.header("cairn-operation-id").unwrap().parse().unwrap();
+    // The bytes reach the disk, then the process dies before the record is updated.
+    let id = url.rsplit('/').next().unwrap();
+    let mut appender = server.state.tus_bytes.appender(id, false).unwrap();
+    appender.write_all(b"hello world").unwrap();
+    appender.keep().unwrap();
+
+    // The client's HEAD sees the offset at the length; the upload is processed all the same.
+    assert_eq!(offset(&server, &url).await, 11);
+    let op = wait_for(&server, operation).await;
+    assert_eq!(op["status"], "completed", "{op}");
+    assert_eq!(
+        op["cid"],
+        "bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e"
+    );
+}

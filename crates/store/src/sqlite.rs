@@ -128,6 +128,13 @@ impl SqliteStore {
         Ok(store)
     }
 
+    /// Start a write transaction. `BEGIN IMMEDIATE` takes the write lock up front: a deferred
+    /// transaction that reads, then writes, fails with `SQLITE_BUSY` (which the busy timeout
+    /// does not retry) when another connection committed in between.
+    async fn write(&self) -> Result<Transaction<'static, Sqlite>, sqlx::Error> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await
+    }
+
     /// Close every connection; later calls fail as a store that is down would.
     pub async fn close(&self) {
         self.pool.close().await;
@@ -139,7 +146,7 @@ impl SqliteStore {
             .fetch_one(&mut *conn)
             .await?;
         for (index, script) in MIGRATIONS.iter().enumerate().skip(current as usize) {
-            let mut tx = self.pool.begin().await?;
+            let mut tx = self.write().await?;
             sqlx::raw_sql(script).execute(&mut *tx).await?;
             sqlx::raw_sql(&format!("PRAGMA user_version = {}", index + 1))
                 .execute(&mut *tx)
@@ -409,7 +416,7 @@ impl MetadataStore for SqliteStore {
         upload_limit: Option<u64>,
         quota: Option<Option<u64>>,
     ) -> Result<Account, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         if let Some(limit) = upload_limit {
             sqlx::query("UPDATE accounts SET upload_limit = ? WHERE name = ?")
                 .bind(limit as i64)
@@ -537,7 +544,7 @@ impl MetadataStore for SqliteStore {
         pack: Option<SealedPack>,
         cid: &str,
     ) -> Result<Operation, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         Self::store_pack(&mut tx, upload.account_id, pack.as_ref()).await?;
         let id = Self::insert_operation(
             &mut tx,
@@ -557,7 +564,7 @@ impl MetadataStore for SqliteStore {
         upload: NewUpload,
         failure: Option<OperationError>,
     ) -> Result<Operation, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         let (status, message) = match &failure {
             Some(f) => (OperationStatus::Failed, f.message.clone()),
             None => (
@@ -633,7 +640,7 @@ impl MetadataStore for SqliteStore {
         pack: Option<SealedPack>,
         cid: &str,
     ) -> Result<Operation, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         let op = sqlx::query(
             "SELECT * FROM operations WHERE id = ? AND claimed_by = ? AND status = 'processing'",
         )
@@ -690,7 +697,7 @@ impl MetadataStore for SqliteStore {
     }
 
     async fn create_tus_upload(&self, new: NewTusUpload) -> Result<TusUpload, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         let operation_id = match &new.upload {
             Some(upload) => {
                 let message = "receiving bytes";
@@ -763,7 +770,7 @@ impl MetadataStore for SqliteStore {
     }
 
     async fn complete_tus_upload(&self, id: &str, size: u64) -> Result<Option<i64>, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         let operation_id: Option<i64> =
             sqlx::query_scalar("SELECT operation_id FROM tus_uploads WHERE id = ?")
                 .bind(id)
@@ -792,7 +799,7 @@ impl MetadataStore for SqliteStore {
     }
 
     async fn end_tus_upload(&self, id: &str, state: TusState) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write().await?;
         let operation_id: Option<i64> = sqlx::query_scalar(
             "UPDATE tus_uploads SET state = ? WHERE id = ? AND state = 'receiving'
              RETURNING operation_id",

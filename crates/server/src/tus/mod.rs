@@ -360,6 +360,7 @@ async fn find(state: &AppState, account: &Account, id: &str) -> Result<TusUpload
         .tus_upload(account.id, id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("upload {id} not found")))?;
+    let upload = settle(state, upload).await?;
     match upload.state {
         TusState::Terminated => Err(ApiError::Gone(format!("upload {id} was terminated"))),
         TusState::Expired => Err(ApiError::Gone(format!("upload {id} expired"))),
@@ -369,6 +370,21 @@ async fn find(state: &AppState, account: &Account, id: &str) -> Result<TusUpload
         }
         _ => Ok(upload),
     }
+}
+
+/// Complete an upload whose bytes already reach its length but whose record says otherwise:
+/// the last byte was made durable, then the process died (or the record update failed) before
+/// the upload was marked complete. The client saw the offset reach the length and will send
+/// nothing more, so nothing else would ever queue it.
+async fn settle(state: &AppState, mut upload: TusUpload) -> Result<TusUpload, ApiError> {
+    if upload.state == TusState::Receiving && upload.length.is_some() {
+        let offset = offset_of(state, &upload).await?;
+        if upload.length == Some(offset) {
+            complete(state, &upload, offset).await?;
+            upload.state = TusState::Complete;
+        }
+    }
+    Ok(upload)
 }
 
 /// End an incomplete upload that outlived its expiry, and reclaim its bytes.
@@ -685,9 +701,14 @@ async fn receive(
 
 /// Reclaim the bytes of every incomplete upload past its expiry (T11's background sweep).
 pub async fn sweep_expired(state: &AppState) -> Result<usize, ApiError> {
-    let expired = state.store.expired_tus_uploads(now_ms()).await?;
-    for upload in &expired {
-        expire(state, upload).await?;
+    let mut swept = 0;
+    for upload in state.store.expired_tus_uploads(now_ms()).await? {
+        // Complete bytes are never expired: they are processed instead.
+        let upload = settle(state, upload).await?;
+        if upload.state == TusState::Receiving {
+            expire(state, &upload).await?;
+            swept += 1;
+        }
     }
-    Ok(expired.len())
+    Ok(swept)
 }

@@ -1,0 +1,242 @@
+//! Interoperability with the official TUS clients, installed by this test from their
+//! registries on first use (into the target directory): tus-js-client (npm) and tuspy (PyPI).
+//! Each resumes an upload after being stopped part-way; tus-js-client also uploads in parallel
+//! through concatenation. Every upload must end with the CID of the bytes sent.
+
+mod server;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use server::{start, terminate, Running};
+
+const TUS_JS: &str = "tus-js-client@4.3.1";
+const TUSPY: &str = "tuspy==1.1.0";
+
+fn interop_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("interop");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run(command: &mut Command, what: &str) {
+    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// tus-js-client in `<interop>/node`, with our script beside it (ESM resolves from there).
+fn tus_js() -> PathBuf {
+    let dir = interop_dir().join("node");
+    std::fs::create_dir_all(&dir).unwrap();
+    if !dir.join("node_modules/tus-js-client").exists() {
+        run(
+            Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                .arg(&dir)
+                .arg(TUS_JS),
+            "npm install tus-js-client",
+        );
+    }
+    let script = dir.join("tus_js.mjs");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/tus_js.mjs"),
+        &script,
+    )
+    .unwrap();
+    script
+}
+
+/// A virtualenv with tuspy; returns its python.
+fn tuspy() -> PathBuf {
+    let venv = interop_dir().join("venv");
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        run(
+            Command::new("python3").args(["-m", "venv"]).arg(&venv),
+            "python3 -m venv",
+        );
+    }
+    if Command::new(&python)
+        .args(["-c", "import tusclient"])
+        .status()
+        .map(|s| !s.success())
+        .unwrap_or(true)
+    {
+        run(
+            Command::new(&python).args(["-m", "pip", "install", "--quiet", TUSPY]),
+            "pip install tuspy",
+        );
+    }
+    python
+}
+
+fn content(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn cid_of(bytes: &[u8]) -> String {
+    let mut importer = cairn_unixfs::FileImporter::new(
+        &cairn_unixfs::Profile::default(),
+        cairn_unixfs::DiscardBlocks,
+    );
+    importer.push(bytes).unwrap();
+    importer.finish().unwrap().cid.to_string()
+}
+
+/// The value of the first line starting with `key `, from a client's output.
+fn field(lines: &[String], key: &str) -> Option<String> {
+    lines
+        .iter()
+        .find_map(|l| l.strip_prefix(&format!("{key} ")).map(str::to_owned))
+}
+
+/// Poll the operation of a TUS upload (by its id, as the interface document does) for its CID.
+async fn cid_of_upload(server: &Running, url: &str) -> String {
+    let id = url.rsplit('/').next().unwrap();
+    for _ in 0..600 {
+        let op: serde_json::Value = reqwest::Client::new()
+            .get(format!("{}/api/operations/{id}", server.upload))
+            .bearer_auth(&server.token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        match op["status"].as_str() {
+            Some("completed") => return op["cid"].as_str().unwrap().to_owned(),
+            Some("failed") => panic!("{op}"),
+            _ => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+        }
+    }
+    panic!("the operation of {url} did not finish");
+}
+
+/// Run a client to completion; its output lines.
+fn finish(command: &mut Command) -> Vec<String> {
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout.lines().map(str::to_owned).collect()
+}
+
+#[tokio::test]
+async fn tus_js_client_resumes_after_being_killed_and_uploads_in_parallel() {
+    let script = tus_js();
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let endpoint = format!("{}/api/upload/tus", server.upload);
+    let bytes = content(6 << 20, 7);
+    let file = dir.path().join("upload.bin");
+    std::fs::write(&file, &bytes).unwrap();
+    let storage = dir.path().join("urls.json");
+    let client = |mode: &str| {
+        let mut command = Command::new("node");
+        command
+            .arg(&script)
+            .args([&endpoint, &server.token])
+            .arg(&file)
+            .arg(&storage)
+            .arg(mode);
+        command
+    };
+
+    // Killed (SIGKILL) once more than a MiB is acknowledged...
+    let mut first = client("single").stdout(Stdio::piped()).spawn().unwrap();
+    let mut created = None;
+    for line in BufReader::new(first.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(url) = line.strip_prefix("url ") {
+            created = Some(url.to_owned());
+        }
+        if line
+            .strip_prefix("progress ")
+            .and_then(|n| n.parse::<u64>().ok())
+            > Some(1 << 20)
+        {
+            first.kill().unwrap();
+            break;
+        }
+    }
+    first.wait().unwrap();
+    let created = created.expect("the upload was created");
+
+    // ...then run again: it resumes the same upload instead of starting over.
+    let lines = finish(&mut client("single"));
+    assert_eq!(
+        field(&lines, "resumed").as_deref(),
+        Some(created.as_str()),
+        "{lines:?}"
+    );
+    let first_progress: u64 = field(&lines, "progress").unwrap().parse().unwrap();
+    // Progress counts bytes sent: past 1 MiB sent, at least 1 MiB (4 chunks) was acknowledged.
+    assert!(
+        first_progress >= 1 << 20,
+        "resumed from the stored offset, not 0: {lines:?}"
+    );
+    assert_eq!(field(&lines, "done").as_deref(), Some(created.as_str()));
+    assert_eq!(cid_of_upload(&server, &created).await, cid_of(&bytes));
+
+    // Parallel upload: partial uploads concatenated into a final one.
+    std::fs::remove_file(&storage).ok();
+    let other = content(3 << 20, 11);
+    std::fs::write(&file, &other).unwrap();
+    let lines = finish(&mut client("parallel"));
+    let done = field(&lines, "done").expect("done");
+    assert_eq!(cid_of_upload(&server, &done).await, cid_of(&other));
+    terminate(server);
+}
+
+#[tokio::test]
+async fn tuspy_resumes_an_interrupted_upload() {
+    let python = tuspy();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/tuspy_upload.py");
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&dir.path().join("data"), &[]);
+    let endpoint = format!("{}/api/upload/tus", server.upload);
+    let bytes = content(2 << 20, 5);
+    let file = dir.path().join("upload.bin");
+    std::fs::write(&file, &bytes).unwrap();
+    let storage = dir.path().join("urls.db");
+    let client = |stop_at: Option<&str>| {
+        let mut command = Command::new(&python);
+        command
+            .arg(&script)
+            .args([&endpoint, &server.token])
+            .arg(&file)
+            .arg(&storage)
+            .args(stop_at);
+        command
+    };
+    let first = finish(&mut client(Some("1048576")));
+    let stopped = field(&first, "stopped").expect("stopped part-way");
+    let (offset, url) = stopped.split_once(' ').unwrap();
+    assert_eq!(offset, "1048576", "{first:?}");
+    let second = finish(&mut client(None));
+    assert_eq!(
+        field(&second, "resumed").as_deref(),
+        Some(url),
+        "the same upload, resumed"
+    );
+    assert_eq!(field(&second, "done").as_deref(), Some(url));
+    assert_eq!(cid_of_upload(&server, url).await, cid_of(&bytes));
+    terminate(server);
+}
