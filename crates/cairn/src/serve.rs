@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use cairn_server::{account_app, upload_app, AppState, ServerConfig};
+use cairn_server::{account_app, listen, upload_app, AppState, ServerConfig};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
@@ -91,10 +91,19 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     };
     let workers = cairn_server::worker::spawn(state.clone(), config.workers, stop_rx.clone());
     tokio::spawn(sweep_expired_uploads(state.clone(), stop_rx.clone()));
-    let upload = axum::serve(upload_listener, upload_app(state.clone()))
-        .with_graceful_shutdown(stopped(stop_rx.clone()));
-    let account =
-        axum::serve(account_listener, account_app(state)).with_graceful_shutdown(stopped(stop_rx));
+    let header_timeout = state.config.header_timeout;
+    let upload = listen::serve(
+        upload_listener,
+        upload_app(state.clone()),
+        header_timeout,
+        stopped(stop_rx.clone()),
+    );
+    let account = listen::serve(
+        account_listener,
+        account_app(state),
+        header_timeout,
+        stopped(stop_rx),
+    );
     // In-flight requests finish before each server returns.
     let (upload, account) = tokio::join!(upload, account);
     upload.context("upload host")?;

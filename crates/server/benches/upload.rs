@@ -102,7 +102,13 @@ async fn start_server(dir: &Path) -> Server {
     cairn_server::worker::spawn(state.clone(), 2, stopped);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, upload_app(state)).await.unwrap() });
+    let header_timeout = state.config.header_timeout;
+    tokio::spawn(cairn_server::listen::serve(
+        listener,
+        upload_app(state),
+        header_timeout,
+        std::future::pending(),
+    ));
     Server {
         url,
         token: token.secret,

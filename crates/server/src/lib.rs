@@ -4,6 +4,7 @@
 //! - [`routes`]: one module per resource (upload, operations, account).
 //! - [`auth`]: the bearer-token extractor.
 //! - [`error`]: the one place statuses and error codes are decided.
+//! - [`listen`]: serving a router with a header-read timeout and a graceful shutdown.
 //! - [`detect`]: what an upload is, from its first bytes.
 //! - [`rate_limit`]: per-account, per-endpoint token buckets.
 //! - [`metrics`]: counters and the Prometheus text exposition.
@@ -18,6 +19,7 @@ pub mod app;
 pub mod auth;
 pub mod detect;
 pub mod error;
+pub mod listen;
 pub mod metrics;
 pub mod rate_limit;
 pub mod routes;

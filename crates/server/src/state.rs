@@ -72,6 +72,8 @@ pub struct ServerConfig {
     pub idle_timeout: std::time::Duration,
     /// Believe `X-Forwarded-Proto`/`X-Forwarded-Host` (only behind a proxy that sets them).
     pub trust_forwarded_headers: bool,
+    /// A connection that does not deliver its request headers in this time is closed.
+    pub header_timeout: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -86,6 +88,7 @@ impl Default for ServerConfig {
             tus_expiry: std::time::Duration::from_secs(24 * 3600),
             idle_timeout: std::time::Duration::from_secs(60),
             trust_forwarded_headers: false,
+            header_timeout: std::time::Duration::from_secs(10),
         }
     }
 }

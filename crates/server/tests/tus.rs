@@ -702,3 +702,51 @@ async fn complete_bytes_left_unrecorded_by_a_crash_are_completed_and_processed_o
         "bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e"
     );
 }
+
+#[tokio::test]
+async fn f5_a_client_that_sends_no_headers_or_trickles_them_is_disconnected() {
+    let server = TestServer::start_with(ServerConfig {
+        header_timeout: Duration::from_millis(500),
+        ..ServerConfig::default()
+    })
+    .await;
+    let address = server.upload.trim_start_matches("http://").to_owned();
+    // Connects and sends nothing.
+    let mut silent = tokio::net::TcpStream::connect(&address).await.unwrap();
+    // Sends headers a byte at a time, never finishing.
+    let mut trickle = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let started = Instant::now();
+    let trickling = tokio::spawn(async move {
+        for byte in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaa" {
+            if trickle.write_all(&[*byte]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let mut buf = [0u8; 256];
+    let closed = tokio::time::timeout(Duration::from_secs(5), silent.read(&mut buf)).await;
+    assert!(
+        matches!(closed, Ok(Ok(_)) | Ok(Err(_))),
+        "the silent client was disconnected"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    tokio::time::timeout(Duration::from_secs(5), trickling)
+        .await
+        .expect("the trickling client was cut off before it finished")
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    // Ordinary requests are unaffected.
+    assert_eq!(
+        offset(&server, &create(&server, &[("Upload-Length", "1")]).await).await,
+        0
+    );
+}

@@ -28,10 +28,16 @@ pub struct TestServer {
     _dir: tempfile::TempDir,
 }
 
-async fn serve(app: axum::Router) -> String {
+/// Serve as `cairn serve` does (header timeout included), until the test ends.
+async fn serve(app: axum::Router, header_timeout: Duration) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(cairn_server::listen::serve(
+        listener,
+        app,
+        header_timeout,
+        std::future::pending(),
+    ));
     format!("http://{addr}")
 }
 
@@ -65,8 +71,8 @@ impl TestServer {
         let (stop_workers, stopped) = tokio::sync::watch::channel(false);
         cairn_server::worker::spawn(state.clone(), 2, stopped);
         let mut server = Self {
-            upload: serve(upload_app(state.clone())).await,
-            account: serve(account_app(state.clone())).await,
+            upload: serve(upload_app(state.clone()), state.config.header_timeout).await,
+            account: serve(account_app(state.clone()), state.config.header_timeout).await,
             token: String::new(),
             store,
             state,
