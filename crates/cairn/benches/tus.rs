@@ -62,7 +62,13 @@ impl Drop for Target {
 
 fn start_cairn(data: &Path) -> Target {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--account-listen", "127.0.0.1:0"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--account-listen",
+            "127.0.0.1:0",
+        ])
         .arg("--data-dir")
         .arg(data)
         .stdout(Stdio::piped())
@@ -171,7 +177,12 @@ async fn upload(
             .send()
             .await
             .unwrap();
-        assert_eq!(reply.status(), 204, "{}", reply.text().await.unwrap_or_default());
+        assert_eq!(
+            reply.status(),
+            204,
+            "{}",
+            reply.text().await.unwrap_or_default()
+        );
         offset += len;
     }
     started.elapsed()

@@ -37,6 +37,10 @@ pub struct Settings {
     /// worker resumes the operation [default: 30].
     #[arg(long, env = "CAIRN_WORKER_LEASE_SECONDS")]
     pub worker_lease_seconds: Option<u64>,
+    /// Build TUS `Location` URLs from `X-Forwarded-Proto`/`X-Forwarded-Host`; only behind a
+    /// proxy that sets them [default: false].
+    #[arg(long, env = "CAIRN_TRUST_FORWARDED_HEADERS")]
+    pub trust_forwarded_headers: Option<bool>,
 }
 
 impl Settings {
@@ -60,6 +64,7 @@ pub struct ServeConfig {
     /// Operation workers (archive extraction) in this process.
     pub workers: usize,
     pub worker_lease: std::time::Duration,
+    pub trust_forwarded_headers: bool,
 }
 
 impl ServeConfig {
@@ -93,6 +98,10 @@ impl ServeConfig {
                     .unwrap_or(30)
                     .max(1),
             ),
+            trust_forwarded_headers: flags
+                .trust_forwarded_headers
+                .or(file.trust_forwarded_headers)
+                .unwrap_or(false),
         })
     }
 }

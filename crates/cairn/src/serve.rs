@@ -47,6 +47,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     let server_config = ServerConfig {
         default_profile: config.profile.clone(),
         worker_lease: config.worker_lease,
+        trust_forwarded_headers: config.trust_forwarded_headers,
         ..ServerConfig::default()
     };
     let staging = Staging::open(config.data_dir.join("staging")).with_context(|| {

@@ -750,3 +750,116 @@ async fn f5_a_client_that_sends_no_headers_or_trickles_them_is_disconnected() {
         0
     );
 }
+
+#[tokio::test]
+async fn location_uses_forwarded_headers_only_when_trusted_and_never_reflects_junk() {
+    let plain = TestServer::start().await;
+    let forwarded = [
+        ("X-Forwarded-Proto", "https"),
+        ("X-Forwarded-Host", "uploads.example"),
+        ("Upload-Length", "1"),
+    ];
+    let reply = tus(&plain, "POST", &endpoint(&plain), &forwarded, b"").await;
+    assert!(reply
+        .header("location")
+        .unwrap()
+        .starts_with("http://127.0.0.1:"));
+
+    let proxied = TestServer::start_with(ServerConfig {
+        trust_forwarded_headers: true,
+        ..ServerConfig::default()
+    })
+    .await;
+    let reply = tus(&proxied, "POST", &endpoint(&proxied), &forwarded, b"").await;
+    assert!(reply
+        .header("location")
+        .unwrap()
+        .starts_with("https://uploads.example/api/upload/tus/"));
+    let junk = [
+        ("X-Forwarded-Host", "evil.example/<script>"),
+        ("Upload-Length", "1"),
+    ];
+    let reply = tus(&proxied, "POST", &endpoint(&proxied), &junk, b"").await;
+    assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+}
+
+/// A TCP proxy for one connection that forwards the client's first `limit` bytes, then cuts
+/// the connection on both sides (F1, as a network failure would).
+async fn cutting_proxy(upstream: String, limit: usize) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let (mut client, _) = listener.accept().await.unwrap();
+        let mut server = tokio::net::TcpStream::connect(upstream).await.unwrap();
+        let mut forwarded = 0;
+        let mut buf = vec![0u8; 16 * 1024];
+        while forwarded < limit {
+            let n = client.read(&mut buf).await.unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            let n = n.min(limit - forwarded);
+            server.write_all(&buf[..n]).await.unwrap();
+            forwarded += n;
+        }
+        // Both sides see the connection die mid-request.
+    });
+    address
+}
+
+#[tokio::test]
+async fn f1_a_connection_cut_by_the_network_keeps_what_arrived_and_the_upload_resumes() {
+    let server = TestServer::start().await;
+    let content: Vec<u8> = (0..1_000_000u32).map(|i| (i % 241) as u8).collect();
+    let length = content.len().to_string();
+    let reply = tus(
+        &server,
+        "POST",
+        &endpoint(&server),
+        &[("Upload-Length", &length)],
+        b"",
+    )
+    .await;
+    let url = reply.header("location").unwrap().to_owned();
+    let operation: i64 = reply.header("cairn-operation-id").unwrap().parse().unwrap();
+    let address = server.upload.trim_start_matches("http://").to_owned();
+    let proxy = cutting_proxy(address.clone(), 300_000).await;
+    let through_proxy = url.replace(&address, &proxy);
+    // The client's PATCH dies with the connection.
+    let cut = server
+        .client
+        .patch(&through_proxy)
+        .bearer_auth(&server.token)
+        .header("Tus-Resumable", "1.0.0")
+        .header("Content-Type", OCTETS)
+        .header("Upload-Offset", "0")
+        .body(content.clone())
+        .send()
+        .await;
+    assert!(cut.is_err(), "the connection was cut");
+    let mut kept = 0;
+    for _ in 0..50 {
+        kept = offset(&server, &url).await;
+        if kept > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        kept > 250_000 && kept < 300_000,
+        "the bytes that crossed the proxy: {kept}"
+    );
+    // Resume from the reported offset: if any kept byte were wrong, the CID would show it.
+    let rest = &content[kept as usize..];
+    assert_eq!(
+        patch(&server, &url, kept, rest).await.status,
+        StatusCode::NO_CONTENT
+    );
+    let op = wait_for(&server, operation).await;
+    let mut importer = cairn_unixfs::FileImporter::new(
+        &cairn_unixfs::Profile::default(),
+        cairn_unixfs::DiscardBlocks,
+    );
+    importer.push(&content).unwrap();
+    assert_eq!(op["cid"], importer.finish().unwrap().cid.to_string());
+}

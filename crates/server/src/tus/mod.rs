@@ -637,8 +637,12 @@ async fn receive(
                 match rx.blocking_recv() {
                     Some(Write::Bytes(chunk)) => appender.write_all(&chunk)?,
                     Some(Write::Finish { keep: true }) => return appender.keep(),
-                    // Dropped without a verdict: nothing to vouch for, like a discard.
-                    Some(Write::Finish { keep: false }) | None => return appender.discard(),
+                    Some(Write::Finish { keep: false }) => return appender.discard(),
+                    // The request was dropped mid-body (the network reset the connection and the
+                    // server dropped the handler): keep what arrived (F1), unless the chunk is
+                    // checksummed, which makes it all-or-nothing.
+                    None if atomic => return appender.discard(),
+                    None => return appender.keep(),
                 }
             }
         }
@@ -647,16 +651,23 @@ async fn receive(
     let (mut beyond_length, mut cut, mut preempted) = (false, false, false);
     let mut stream = body.into_data_stream();
     loop {
-        let next = tokio::select! {
-            _ = lock.preempted() => {
-                preempted = true;
-                break;
+        // Once pre-empted, take only what has already arrived (it is the client's, F1), then
+        // let go: a stalled PATCH has nothing ready and stops at once (F3).
+        let next = if preempted {
+            tokio::time::timeout(Duration::ZERO, stream.next()).await
+        } else {
+            tokio::select! {
+                _ = lock.preempted() => {
+                    preempted = true;
+                    continue;
+                }
+                next = tokio::time::timeout(state.config.idle_timeout, stream.next()) => next,
             }
-            next = tokio::time::timeout(state.config.idle_timeout, stream.next()) => next,
         };
         let mut chunk = match next {
             Ok(Some(Ok(chunk))) => chunk,
             Ok(None) => break,
+            Err(_) if preempted => break,
             // Cut connection or idle past the timeout: keep what arrived.
             Ok(Some(Err(_))) | Err(_) => {
                 cut = true;
