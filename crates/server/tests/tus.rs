@@ -380,6 +380,11 @@ async fn t11_an_expired_upload_answers_410_and_the_sweep_reclaims_it() {
             tus(&server, "HEAD", &url, &[], b"").await.status,
             StatusCode::GONE
         );
+        let id = url.rsplit('/').next().unwrap();
+        assert!(
+            server.state.tus_bytes.open_read(id).is_err(),
+            "the bytes were reclaimed"
+        );
     }
 }
 
