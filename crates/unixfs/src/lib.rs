@@ -9,7 +9,8 @@
 //! - [`hamt`]: HAMT shard encoding.
 //! - [`pb`]: UnixFS `Data` and dag-pb node encodings.
 //! - [`block`]: blocks, CIDs, verification and sinks.
-//! - [`dag`]: reading nodes back: the links of a block, for walks and completeness checks.
+//! - [`dag`]: the links of a block, for walks and completeness checks.
+//! - [`read`]: reading UnixFS back: nodes, paths (through HAMTs), listings, byte ranges.
 
 pub mod block;
 pub mod dag;
@@ -18,6 +19,7 @@ pub mod file;
 pub mod hamt;
 pub mod pb;
 pub mod profile;
+pub mod read;
 
 pub use block::{BlockBytes, BlockSink, BlockSource, DiscardBlocks, Link, MemoryBlocks};
 pub use cid::Cid;
