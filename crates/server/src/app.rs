@@ -10,6 +10,7 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use crate::error::ApiError;
+use crate::gateway;
 use crate::routes::{account, operations, upload};
 use crate::state::AppState;
 use crate::tus;
@@ -23,6 +24,10 @@ pub fn upload_app(state: AppState) -> Router {
         )
         .merge(operation_routes())
         .merge(tus::routes())
+        // The read path is public: content addressing needs no token.
+        .route("/ipfs/{cid}", get(gateway::get))
+        .route("/ipfs/{cid}/", get(gateway::get))
+        .route("/ipfs/{cid}/{*path}", get(gateway::get))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/metrics", get(metrics))
         .with_state(state.clone())

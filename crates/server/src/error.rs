@@ -33,6 +33,8 @@ pub enum ApiError {
     Locked(String),
     #[error("{0}")]
     ChecksumMismatch(String),
+    #[error("the requested range is outside the {0} bytes of the file")]
+    RangeNotSatisfiable(u64),
     #[error("{0}")]
     PayloadTooLarge(String),
     #[error("{0}")]
@@ -66,6 +68,9 @@ impl ApiError {
             }
             Self::Locked(_) => (StatusCode::LOCKED, "locked"),
             Self::ChecksumMismatch(_) => (checksum_mismatch_status(), "checksum_mismatch"),
+            Self::RangeNotSatisfiable(_) => {
+                (StatusCode::RANGE_NOT_SATISFIABLE, "range_not_satisfiable")
+            }
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::InvalidArchive(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_archive"),
             Self::QuotaExceeded(_) => (StatusCode::FORBIDDEN, "quota_exceeded"),
@@ -130,6 +135,11 @@ impl IntoResponse for ApiError {
             }
             Self::PreconditionFailed(_) => {
                 headers.insert("tus-version", HeaderValue::from_static("1.0.0"));
+            }
+            Self::RangeNotSatisfiable(size) => {
+                if let Ok(value) = HeaderValue::from_str(&format!("bytes */{size}")) {
+                    headers.insert(header::CONTENT_RANGE, value);
+                }
             }
             Self::RateLimited(e) => {
                 let values = [

@@ -84,6 +84,11 @@ impl TestServer {
         server
     }
 
+    /// Where this server keeps its data (packs/, staging/, tus/, cairn.db).
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     /// A new account with the given upload limit; returns its token.
     pub async fn new_account(&self, name: &str, upload_limit: u64) -> String {
         let limits = AccountLimits {

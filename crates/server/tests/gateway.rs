@@ -1,0 +1,320 @@
+//! The read path, `/ipfs/{cid}[/{path}]`, as browsers, curl and trustless IPFS clients use it.
+
+mod support;
+
+use cairn_car::{import_complete, CarLimits, CarReader};
+use cairn_store::MetadataStore;
+use cairn_unixfs::{Cid, MemoryBlocks};
+use reqwest::multipart::Part;
+use reqwest::StatusCode;
+use support::{assert_error, tar_gz, wait_for, TestServer};
+
+fn content(len: usize) -> Vec<u8> {
+    (0..len as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}
+
+/// A server whose account may POST 8 MB, with a 3 MB file uploaded (three 1 MiB leaves).
+async fn with_file() -> (TestServer, Vec<u8>, String) {
+    let server = TestServer::start().await;
+    server
+        .store
+        .set_account_limits("alice", Some(8 << 20), None)
+        .await
+        .unwrap();
+    let bytes = content(3_000_000);
+    let (status, body) = server
+        .post_file(
+            &server.token,
+            "",
+            Part::bytes(bytes.clone()).file_name("data.bin"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let cid = body["cid"].as_str().unwrap().to_owned();
+    (server, bytes, cid)
+}
+
+async fn get(server: &TestServer, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = server.client.get(format!("{}{path}", server.upload));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap()
+}
+
+/// Read a CAR response: its root and verified blocks, in order.
+async fn car_blocks(response: reqwest::Response) -> (Cid, Vec<(Cid, Vec<u8>)>) {
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/vnd.ipld.car; version=1; order=dfs; dups=n"
+    );
+    let bytes = response.bytes().await.unwrap();
+    let mut reader = CarReader::new(&bytes[..], CarLimits::default()).unwrap();
+    let root = reader.roots()[0];
+    (root, reader.by_ref().map(Result::unwrap).collect())
+}
+
+#[tokio::test]
+async fn a_file_comes_back_byte_for_byte_with_ranges_and_immutable_caching() {
+    let (server, bytes, cid) = with_file().await;
+    let response = get(&server, &format!("/ipfs/{cid}"), &[]).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let headers = response.headers().clone();
+    assert_eq!(headers["content-length"], bytes.len().to_string());
+    assert_eq!(headers["etag"], format!("\"{cid}\""));
+    assert!(headers["cache-control"]
+        .to_str()
+        .unwrap()
+        .contains("immutable"));
+    assert_eq!(headers["accept-ranges"], "bytes");
+    assert_eq!(response.bytes().await.unwrap(), bytes);
+
+    // A range across a leaf boundary, a suffix, and one past the end.
+    let ranged = get(
+        &server,
+        &format!("/ipfs/{cid}"),
+        &[("Range", "bytes=1048570-1048600")],
+    )
+    .await;
+    assert_eq!(ranged.status(), StatusCode::PARTIAL_CONTENT);
+    assert_eq!(
+        ranged.headers()["content-range"],
+        format!("bytes 1048570-1048600/{}", bytes.len())
+    );
+    assert_eq!(ranged.bytes().await.unwrap(), bytes[1_048_570..=1_048_600]);
+    let tail = get(&server, &format!("/ipfs/{cid}"), &[("Range", "bytes=-10")]).await;
+    assert_eq!(tail.bytes().await.unwrap(), bytes[bytes.len() - 10..]);
+    let beyond = get(
+        &server,
+        &format!("/ipfs/{cid}"),
+        &[("Range", "bytes=5000000-")],
+    )
+    .await;
+    assert_eq!(beyond.status(), StatusCode::RANGE_NOT_SATISFIABLE);
+    assert_eq!(
+        beyond.headers()["content-range"],
+        format!("bytes */{}", bytes.len())
+    );
+
+    // The ETag is forever: a revalidation is 304; HEAD has the headers and no body.
+    let etag = headers["etag"].to_str().unwrap();
+    let again = get(&server, &format!("/ipfs/{cid}"), &[("If-None-Match", etag)]).await;
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    let head = server
+        .client
+        .head(format!("{}/ipfs/{cid}", server.upload))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status(), StatusCode::OK);
+    assert_eq!(head.headers()["content-length"], bytes.len().to_string());
+    assert!(head.bytes().await.unwrap().is_empty());
+
+    // ?filename= and ?download=true.
+    let named = get(
+        &server,
+        &format!("/ipfs/{cid}?filename=report.pdf&download=true"),
+        &[],
+    )
+    .await;
+    assert_eq!(named.headers()["content-type"], "application/pdf");
+    assert_eq!(
+        named.headers()["content-disposition"],
+        "attachment; filename=\"report.pdf\""
+    );
+}
+
+#[tokio::test]
+async fn trustless_responses_verify_raw_blocks_and_complete_cars() {
+    let (server, bytes, cid) = with_file().await;
+    let root: Cid = cid.parse().unwrap();
+
+    for request in [
+        (format!("/ipfs/{cid}?format=raw"), vec![]),
+        (
+            format!("/ipfs/{cid}"),
+            vec![("Accept", "application/vnd.ipld.raw")],
+        ),
+    ] {
+        let response = get(&server, &request.0, &request.1).await;
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/vnd.ipld.raw"
+        );
+        let block = response.bytes().await.unwrap();
+        cairn_unixfs::block::verify_block(&root, &block).unwrap();
+    }
+
+    // The whole DAG, root first, each block verified by the reader, and complete.
+    let response = get(
+        &server,
+        &format!("/ipfs/{cid}"),
+        &[("Accept", "application/vnd.ipld.car")],
+    )
+    .await;
+    let (car_root, blocks) = car_blocks(response).await;
+    assert_eq!(car_root, root);
+    assert_eq!(blocks[0].0, root);
+    assert_eq!(blocks.len(), 4, "the root and three leaves");
+    let car = get(&server, &format!("/ipfs/{cid}?format=car"), &[])
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    let mut rebuilt = MemoryBlocks::default();
+    let reader = CarReader::new(&car[..], CarLimits::default()).unwrap();
+    assert_eq!(
+        import_complete(reader, &mut rebuilt, &mut |_| Ok(false)).unwrap(),
+        root
+    );
+    let mut back = Vec::new();
+    cairn_unixfs::read::read_range(
+        &root,
+        0..bytes.len() as u64,
+        &mut rebuilt,
+        &mut Vec::new(),
+        &mut |b| {
+            back.extend_from_slice(b);
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(back, bytes);
+
+    // Narrower scopes: the block alone, or only the leaves a byte range needs.
+    let response = get(
+        &server,
+        &format!("/ipfs/{cid}?format=car&dag-scope=block"),
+        &[],
+    )
+    .await;
+    assert_eq!(car_blocks(response).await.1.len(), 1);
+    let response = get(
+        &server,
+        &format!("/ipfs/{cid}?format=car&entity-bytes=0:99"),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        car_blocks(response).await.1.len(),
+        2,
+        "the root and the first leaf"
+    );
+    let response = get(
+        &server,
+        &format!("/ipfs/{cid}?format=car&entity-bytes=-10:*"),
+        &[],
+    )
+    .await;
+    let blocks = car_blocks(response).await.1;
+    assert_eq!(blocks.len(), 2, "the root and the last leaf");
+}
+
+#[tokio::test]
+async fn an_uploaded_website_serves_its_index_and_lists_its_directories() {
+    let server = TestServer::start().await;
+    let archive = tar_gz(&[
+        ("site/index.html", b"<h1>home</h1>"),
+        ("site/css/a.css", b"p{}"),
+        ("site/css/<b>.css", b"q{}"),
+    ]);
+    let (_, body) = server
+        .post_file(&server.token, "", Part::bytes(archive))
+        .await;
+    let op = wait_for(&server, body["operationId"].as_i64().unwrap()).await;
+    let root = op["cid"].as_str().unwrap().to_owned();
+
+    let redirect = get(&server, &format!("/ipfs/{root}/site"), &[]).await;
+    // reqwest follows the 301 to the slash form, where index.html is served.
+    assert_eq!(redirect.url().path(), format!("/ipfs/{root}/site/"));
+    assert_eq!(redirect.headers()["content-type"], "text/html");
+    assert_eq!(redirect.text().await.unwrap(), "<h1>home</h1>");
+
+    let json = get(
+        &server,
+        &format!("/ipfs/{root}/site/css/"),
+        &[("Accept", "application/json")],
+    )
+    .await;
+    let listing: serde_json::Value = json.json().await.unwrap();
+    let names: Vec<&str> = listing["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["<b>.css", "a.css"]);
+    let html = get(&server, &format!("/ipfs/{root}/site/css/"), &[])
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("&lt;b&gt;.css") && !html.contains("<b>.css"),
+        "names are escaped"
+    );
+    assert!(html.contains("href=\"%3Cb%3E.css\""));
+
+    let file = get(&server, &format!("/ipfs/{root}/site/css/a.css"), &[]).await;
+    assert_eq!(file.headers()["content-type"], "text/css");
+    assert_eq!(file.text().await.unwrap(), "p{}");
+
+    // A path CAR carries the path's blocks first, then the file.
+    let response = get(
+        &server,
+        &format!("/ipfs/{root}/site/css/a.css?format=car"),
+        &[],
+    )
+    .await;
+    let (car_root, blocks) = car_blocks(response).await;
+    assert_eq!(car_root.to_string(), root);
+    assert_eq!(blocks[0].0.to_string(), root);
+    assert_eq!(blocks.len(), 4, "root, site, css, a.css");
+}
+
+#[tokio::test]
+async fn unknown_content_and_bad_requests_are_json_errors() {
+    let (server, _, cid) = with_file().await;
+    let unknown = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
+    let response = get(&server, &format!("/ipfs/{unknown}"), &[]).await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_error(&response.json().await.unwrap(), "not_found");
+    let response = get(&server, "/ipfs/not-a-cid", &[]).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert_error(&response.json().await.unwrap(), "bad_request");
+    let response = get(&server, &format!("/ipfs/{cid}/inside/a/file"), &[]).await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let response = get(&server, &format!("/ipfs/{cid}?format=zip"), &[]).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn a_block_that_rotted_on_disk_is_never_served() {
+    let (server, _, cid) = with_file().await;
+    // Flip bytes in the middle of every pack file.
+    for entry in std::fs::read_dir(server.data_dir().join("packs")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+    }
+    let response = get(&server, &format!("/ipfs/{cid}?format=car"), &[]).await;
+    let status = response.status();
+    let body = response.bytes().await;
+    // Either refused up front or cut short: a corrupt block never reaches the client whole.
+    if status.is_success() {
+        let bytes = body.unwrap_or_default();
+        let blocks: Result<Vec<_>, _> = CarReader::new(&bytes[..], CarLimits::default())
+            .map(|reader| reader.collect::<Result<Vec<_>, _>>())
+            .unwrap();
+        assert!(
+            blocks.map(|b| b.len() < 4).unwrap_or(true),
+            "the rotten block was withheld"
+        );
+    } else {
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    }
+}
