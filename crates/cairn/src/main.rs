@@ -9,18 +9,18 @@
 //! stderr with the chain of causes.
 
 mod admin;
+mod client;
 mod config;
+mod get;
 mod local;
+mod pack;
 mod serve;
 mod spill;
 
-use std::fs;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use cairn_car::{export_dfs, CarWriter};
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::AccountLimits;
 use cairn_unixfs::{DiscardBlocks, Profile};
@@ -54,6 +54,51 @@ enum Command {
         path: PathBuf,
         #[arg(long, default_value = "unixfs-v1-2025", value_parser = parse_profile)]
         profile: Profile,
+    },
+    /// Upload files, directories and archives (POST within the account's limit, else TUS,
+    /// resuming an interrupted upload when run again).
+    Upload {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// For archives: extract (default) or preserve.
+        #[arg(long)]
+        archive_mode: Option<String>,
+        /// Wait for each operation to finish and print its CID.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value = "unixfs-v1-2025", value_parser = parse_profile)]
+        profile: Profile,
+        /// Bytes per TUS PATCH.
+        #[arg(long, default_value_t = 8 << 20, hide = true)]
+        chunk_size: usize,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// Show an operation (by operation id or upload id).
+    Status {
+        id: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// Fetch a CID as a verified CAR and unpack it (to ./CID, or -o PATH).
+    Get {
+        cid: String,
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// List a directory CID (or CID/path).
+    Ls {
+        target: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
     },
     /// Pack a file or directory into a CAR v1 file (root first, depth-first order).
     Car {
@@ -148,32 +193,42 @@ fn parse_profile(name: &str) -> Result<Profile, String> {
         .map_err(|e: cairn_unixfs::profile::UnknownProfile| e.to_string())
 }
 
+/// Exit status: 0 success, 1 the operation failed, 2 usage or connection error.
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli.command) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(err) => {
             eprintln!("error: {err:#}");
-            ExitCode::from(1)
+            let usage_or_connection = err.chain().any(|cause| {
+                cause.is::<client::UsageError>()
+                    || cause
+                        .downcast_ref::<reqwest::Error>()
+                        .is_some_and(|e| e.is_connect())
+            });
+            ExitCode::from(if usage_or_connection { 2 } else { 1 })
         }
     }
 }
 
-fn run(command: Command) -> Result<()> {
+/// Runs a command; `Ok(false)` when it ran but what it did failed (exit status 1).
+fn run(command: Command) -> Result<bool> {
     match command {
         Command::Cid { path, profile } => {
             let root = local::import_path(&path, &profile, &mut DiscardBlocks)?;
             println!("{}", root.cid);
-            Ok(())
+            Ok(true)
         }
         Command::Car {
             path,
             output,
             profile,
         } => {
-            let root = write_car(&path, &output, &profile)?;
+            let root = pack::write_car(&path, &output, &profile)?;
+            eprintln!("wrote {}", output.display());
             println!("{root}");
-            Ok(())
+            Ok(true)
         }
         command => runtime()?.block_on(run_async(command)),
     }
@@ -186,11 +241,51 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-async fn run_async(command: Command) -> Result<()> {
+async fn run_async(command: Command) -> Result<bool> {
     match command {
+        Command::Upload {
+            paths,
+            archive_mode,
+            wait,
+            json,
+            profile,
+            chunk_size,
+            connection,
+        } => {
+            let options = client::UploadOptions {
+                archive_mode,
+                wait,
+                json,
+                profile,
+                chunk_size,
+            };
+            client::upload(&connection.connect()?, &paths, &options).await
+        }
+        Command::Status {
+            id,
+            json,
+            connection,
+        } => client::status(&connection.connect()?, &id, json).await,
+        Command::Get {
+            cid,
+            output,
+            connection,
+        } => {
+            let written = get::get(&connection.connect()?, &cid, output).await?;
+            println!("{}", written.display());
+            Ok(true)
+        }
+        Command::Ls {
+            target,
+            json,
+            connection,
+        } => client::ls(&connection.connect()?, &target, json)
+            .await
+            .map(|()| true),
         Command::Serve { config, settings } => {
             init_logging();
-            serve::run(config::ServeConfig::resolve(config.as_deref(), settings)?).await
+            serve::run(config::ServeConfig::resolve(config.as_deref(), settings)?).await?;
+            Ok(true)
         }
         Command::Account(AccountCommand::Create {
             name,
@@ -203,10 +298,12 @@ async fn run_async(command: Command) -> Result<()> {
                 upload_limit: upload_limit.unwrap_or(AccountLimits::default().upload_limit),
                 quota,
             };
-            admin::create_account(&store.open().await?, &name, limits, json).await
+            admin::create_account(&store.open().await?, &name, limits, json).await?;
+            Ok(true)
         }
         Command::Account(AccountCommand::List { store, json }) => {
-            admin::list_accounts(&store.open().await?, json).await
+            admin::list_accounts(&store.open().await?, json).await?;
+            Ok(true)
         }
         Command::Account(AccountCommand::Set {
             name,
@@ -214,16 +311,22 @@ async fn run_async(command: Command) -> Result<()> {
             quota,
             store,
             json,
-        }) => admin::set_limits(&store.open().await?, &name, upload_limit, quota, json).await,
+        }) => admin::set_limits(&store.open().await?, &name, upload_limit, quota, json)
+            .await
+            .map(|()| true),
         Command::Token(TokenCommand::Create {
             account,
             store,
             json,
-        }) => admin::create_token(&store.open().await?, &account, json).await,
+        }) => admin::create_token(&store.open().await?, &account, json)
+            .await
+            .map(|()| true),
         Command::Token(TokenCommand::Revoke {
             token_prefix_or_id,
             store,
-        }) => admin::revoke_token(&store.open().await?, &token_prefix_or_id).await,
+        }) => admin::revoke_token(&store.open().await?, &token_prefix_or_id)
+            .await
+            .map(|()| true),
         Command::Cid { .. } | Command::Car { .. } => unreachable!("handled synchronously"),
     }
 }
@@ -242,31 +345,4 @@ fn init_logging() {
     } else {
         builder.init();
     }
-}
-
-/// Import `path` into a spill store, then write the CAR next to `output` and rename it into
-/// place, so a failed run never leaves a partial CAR under the requested name.
-fn write_car(path: &Path, output: &Path, profile: &Profile) -> Result<cairn_unixfs::Cid> {
-    let mut spill = spill::SpillStore::new().context("creating a temporary file")?;
-    let root = local::import_path(path, profile, &mut spill)?.cid;
-    let dir = match output.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let temp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a file in {}", dir.display()))?;
-    let mut car = CarWriter::new(BufWriter::new(temp), &[root])?;
-    export_dfs(&root, &mut spill, &mut car)?;
-    let temp = car
-        .into_inner()
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .context("writing the CAR")?;
-    temp.as_file().sync_all().context("writing the CAR")?;
-    temp.persist(output)
-        .with_context(|| format!("writing {}", output.display()))?;
-    if let Ok(meta) = fs::metadata(output) {
-        eprintln!("wrote {} ({} bytes)", output.display(), meta.len());
-    }
-    Ok(root)
 }

@@ -483,7 +483,13 @@ async fn plain(
             let mut blocks = StoredBlocks::new(state);
             let node = resolved.node.clone();
             let entries = blocking(move || read::list(&node, &mut blocks)).await?;
-            if let Some(index) = entries.iter().find(|e| e.name == "index.html") {
+            // A client asking for JSON wants the listing, even of a website.
+            let wants_json = headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.contains("application/json"));
+            let index = entries.iter().find(|e| e.name == "index.html");
+            if let Some(index) = index.filter(|_| !wants_json) {
                 let cid = index.cid;
                 let mut blocks = StoredBlocks::new(state);
                 let (node, _) = blocking(move || read::load(&cid, &mut blocks)).await?;

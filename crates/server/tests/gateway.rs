@@ -232,6 +232,15 @@ async fn an_uploaded_website_serves_its_index_and_lists_its_directories() {
     assert_eq!(redirect.headers()["content-type"], "text/html");
     assert_eq!(redirect.text().await.unwrap(), "<h1>home</h1>");
 
+    // Asking for JSON lists even a directory that has an index.html.
+    let site = get(
+        &server,
+        &format!("/ipfs/{root}/site/"),
+        &[("Accept", "application/json")],
+    )
+    .await;
+    let site: serde_json::Value = site.json().await.unwrap();
+    assert_eq!(site["entries"].as_array().unwrap().len(), 2, "{site}");
     let json = get(
         &server,
         &format!("/ipfs/{root}/site/css/"),

@@ -1,0 +1,39 @@
+//! Packing a local file or tree into a CAR v1, root first in DFS order (`cairn car`, and
+//! `cairn upload` of a directory).
+
+use std::fs;
+use std::io::BufWriter;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use cairn_car::{export_dfs, CarWriter};
+use cairn_unixfs::Profile;
+
+use crate::{local, spill};
+
+/// Import `path` into a spill store, then write the CAR next to `output` and rename it into
+/// place, so a failed run never leaves a partial CAR under the requested name.
+pub fn write_car(path: &Path, output: &Path, profile: &Profile) -> Result<cairn_unixfs::Cid> {
+    let mut spill = spill::SpillStore::new().context("creating a temporary file")?;
+    let root = local::import_path(path, profile, &mut spill)?.cid;
+    let dir = match output.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let temp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a file in {}", dir.display()))?;
+    let mut car = CarWriter::new(BufWriter::new(temp), &[root])?;
+    export_dfs(&root, &mut spill, &mut car)?;
+    let temp = car
+        .into_inner()
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .context("writing the CAR")?;
+    temp.as_file().sync_all().context("writing the CAR")?;
+    temp.persist(output)
+        .with_context(|| format!("writing {}", output.display()))?;
+    if let Ok(meta) = fs::metadata(output) {
+        tracing::debug!(path = %output.display(), bytes = meta.len(), "CAR written");
+    }
+    Ok(root)
+}
