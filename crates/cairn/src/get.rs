@@ -69,13 +69,13 @@ pub async fn get(conn: &Connection, cid: &str, output: Option<PathBuf>) -> Resul
 }
 
 fn unpack(cid: &Cid, at: &Path, blocks: &mut dyn BlockSource) -> Result<()> {
-    let (node, _) = read::load(cid, blocks)?;
+    let node = read::load(cid, blocks)?;
     match &node {
         Node::File { size, .. } => {
             let mut out =
                 fs::File::create_new(at).with_context(|| format!("creating {}", at.display()))?;
             read::read_range(cid, 0..*size, blocks, &mut Vec::new(), &mut |bytes| {
-                out.write_all(bytes)
+                out.write_all(&bytes)
             })?;
         }
         Node::Symlink { target } => std::os::unix::fs::symlink(target, at)

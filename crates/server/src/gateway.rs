@@ -371,7 +371,7 @@ fn write_car(
             let mut stack = vec![resolved.cid];
             while let Some(cid) = stack.pop() {
                 let block = out.put(&cid, blocks)?;
-                if let Node::HamtShard { links, fanout } = Node::decode(&cid, &block)? {
+                if let Node::HamtShard { links, fanout } = Node::decode(&cid, block)? {
                     let width = format!("{:X}", fanout.saturating_sub(1)).len();
                     stack.extend(
                         links
@@ -492,7 +492,7 @@ async fn plain(
             if let Some(index) = index.filter(|_| !wants_json) {
                 let cid = index.cid;
                 let mut blocks = StoredBlocks::new(state);
-                let (node, _) = blocking(move || read::load(&cid, &mut blocks)).await?;
+                let node = blocking(move || read::load(&cid, &mut blocks)).await?;
                 if let Node::File { size, .. } = node {
                     let index = Resolved {
                         cid,
@@ -529,7 +529,7 @@ async fn file(
             &mut blocks,
             &mut Vec::new(),
             &mut |b| {
-                head.extend_from_slice(b);
+                head.extend_from_slice(&b);
                 Ok(())
             },
         )?;
@@ -545,7 +545,7 @@ async fn file(
         let wanted = body_range.clone();
         streamed(move |tx| {
             read::read_range(&cid, wanted, &mut blocks, &mut Vec::new(), &mut |bytes| {
-                send(tx, Bytes::copy_from_slice(bytes))
+                send(tx, bytes)
             })
         })
         .into_response()

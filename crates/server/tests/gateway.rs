@@ -176,7 +176,7 @@ async fn trustless_responses_verify_raw_blocks_and_complete_cars() {
         &mut rebuilt,
         &mut Vec::new(),
         &mut |b| {
-            back.extend_from_slice(b);
+            back.extend_from_slice(&b);
             Ok(())
         },
     )

@@ -5,6 +5,7 @@
 use std::io;
 use std::ops::Range;
 
+use bytes::Bytes;
 use cid::Cid;
 
 use crate::block::{BlockSource, DAG_PB, RAW};
@@ -45,7 +46,8 @@ pub enum Node {
     /// each holds (from `blocksizes`). A raw block is a file of inline bytes only.
     File {
         size: u64,
-        data: Vec<u8>,
+        /// Shares the block's buffer: reading a file never copies its leaves.
+        data: Bytes,
         children: Vec<(Cid, u64)>,
     },
     Directory {
@@ -61,11 +63,12 @@ pub enum Node {
 }
 
 impl Node {
-    pub fn decode(cid: &Cid, block: &[u8]) -> Result<Self, ReadError> {
+    pub fn decode(cid: &Cid, block: impl Into<Bytes>) -> Result<Self, ReadError> {
+        let block = block.into();
         match cid.codec() {
             RAW => Ok(Node::File {
                 size: block.len() as u64,
-                data: block.to_vec(),
+                data: block,
                 children: Vec::new(),
             }),
             DAG_PB => decode_dag_pb(cid, block),
@@ -78,11 +81,12 @@ impl Node {
     }
 }
 
-fn decode_dag_pb(cid: &Cid, block: &[u8]) -> Result<Node, ReadError> {
+fn decode_dag_pb(cid: &Cid, block: Bytes) -> Result<Node, ReadError> {
     let decode = |source| ReadError::Decode { cid: *cid, source };
-    let node = pb::decode_node(block).map_err(decode)?;
-    let data = node.data.as_deref().unwrap_or_default();
-    let unixfs = UnixFsData::decode(data).map_err(decode)?;
+    let node =
+        pb::PbNode::from_bytes(block).map_err(|e| decode(DecodeError::DagPb(e.to_string())))?;
+    let data = node.data.clone().unwrap_or_default();
+    let unixfs = UnixFsData::decode(&data).map_err(decode)?;
     let links = || {
         node.links
             .iter()
@@ -101,7 +105,8 @@ fn decode_dag_pb(cid: &Cid, block: &[u8]) -> Result<Node, ReadError> {
                     reason: "blocksizes and links disagree",
                 });
             }
-            let inline = unixfs.data.unwrap_or_default().to_vec();
+            // The inline bytes, as a slice of the block's own buffer.
+            let inline = unixfs.data.map_or_else(Bytes::new, |d| data.slice_ref(d));
             let size = unixfs
                 .filesize
                 .unwrap_or(inline.len() as u64 + unixfs.blocksizes.iter().sum::<u64>());
@@ -134,9 +139,9 @@ fn decode_dag_pb(cid: &Cid, block: &[u8]) -> Result<Node, ReadError> {
 }
 
 /// Load and decode a block.
-pub fn load(cid: &Cid, source: &mut dyn BlockSource) -> Result<(Node, Vec<u8>), ReadError> {
+pub fn load(cid: &Cid, source: &mut dyn BlockSource) -> Result<Node, ReadError> {
     let block = source.get_block(cid)?.ok_or(ReadError::Missing(*cid))?;
-    Ok((Node::decode(cid, &block)?, block))
+    Node::decode(cid, block)
 }
 
 /// Where a path leads, and every block read on the way (root first, the target's last).
@@ -153,7 +158,7 @@ pub fn resolve(
     path: &[&str],
     source: &mut dyn BlockSource,
 ) -> Result<Resolved, ReadError> {
-    let (mut node, _) = load(root, source)?;
+    let mut node = load(root, source)?;
     let mut cid = *root;
     let mut path_blocks = vec![cid];
     for (depth, name) in path.iter().enumerate() {
@@ -170,7 +175,7 @@ pub fn resolve(
             }
         };
         cid = next.ok_or(ReadError::NotFound { path: here })?;
-        node = load(&cid, source)?.0;
+        node = load(&cid, source)?;
         path_blocks.push(cid);
     }
     Ok(Resolved {
@@ -209,7 +214,7 @@ fn hamt_find(
             return Ok(None);
         };
         if link.name.len() == width {
-            let (next, _) = load(&link.cid, source)?;
+            let next = load(&link.cid, source)?;
             visited.push(link.cid);
             current = next;
             continue;
@@ -245,7 +250,7 @@ fn collect_shard(
     };
     for link in links {
         if link.name.len() == width {
-            let (child, _) = load(&link.cid, source)?;
+            let child = load(&link.cid, source)?;
             collect_shard(&child, width, source, out)?;
         } else {
             out.push(NodeLink {
@@ -257,16 +262,17 @@ fn collect_shard(
     Ok(())
 }
 
-/// Write the bytes `range` of the file rooted at `cid` to `out`, reading only the blocks that
-/// hold them; `visited` receives each block read, in order (for CAR responses).
+/// Hand the bytes `range` of the file rooted at `cid` to `out`, in order, as slices of the
+/// blocks read (no copies), reading only the blocks that hold them; `visited` receives each
+/// block read, in order (for CAR responses).
 pub fn read_range(
     cid: &Cid,
     range: Range<u64>,
     source: &mut dyn BlockSource,
     visited: &mut Vec<Cid>,
-    out: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    out: &mut dyn FnMut(Bytes) -> io::Result<()>,
 ) -> Result<(), ReadError> {
-    let (node, _) = load(cid, source)?;
+    let node = load(cid, source)?;
     visited.push(*cid);
     let Node::File { data, children, .. } = node else {
         return Err(ReadError::Invalid {
@@ -278,7 +284,7 @@ pub fn read_range(
     let inline_end = data.len() as u64;
     if range.start < inline_end {
         let end = range.end.min(inline_end);
-        out(&data[range.start as usize..end as usize])?;
+        out(data.slice(range.start as usize..end as usize))?;
     }
     let mut offset = inline_end;
     for (child, size) in children {
@@ -329,7 +335,7 @@ mod tests {
                 let mut got = Vec::new();
                 let mut visited = Vec::new();
                 read_range(&root, range.clone(), &mut blocks, &mut visited, &mut |b| {
-                    got.extend_from_slice(b);
+                    got.extend_from_slice(&b);
                     Ok(())
                 })
                 .unwrap();
@@ -370,7 +376,7 @@ mod tests {
             let found = resolve(&root, &["big", &name], &mut blocks).unwrap();
             let mut bytes = Vec::new();
             read_range(&found.cid, 0..100, &mut blocks, &mut Vec::new(), &mut |b| {
-                bytes.extend_from_slice(b);
+                bytes.extend_from_slice(&b);
                 Ok(())
             })
             .unwrap();

@@ -1,0 +1,119 @@
+//! Reading a 1 GiB file back through the gateway, every block verified on the way, as a ratio
+//! to single-core sha2-256 over the same bytes, measured in the same run (target >= 0.7).
+//!
+//! Run: `cargo bench -p cairn-server --bench gateway`. Best of 3.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn_server::{upload_app, AppState, ServerConfig};
+use cairn_store::model::{NewUpload, OperationKind};
+use cairn_store::packs::Packs;
+use cairn_store::sqlite::SqliteStore;
+use cairn_store::staging::Staging;
+use cairn_store::tus_bytes::TusBytes;
+use cairn_store::{AccountLimits, MetadataStore};
+use cairn_unixfs::{FileImporter, Profile};
+use sha2::{Digest, Sha256};
+
+const SIZE: usize = 1 << 30;
+
+fn noise(len: usize) -> Vec<u8> {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+fn mb_per_s(time: Duration) -> f64 {
+    SIZE as f64 / 1e6 / time.as_secs_f64()
+}
+
+#[tokio::main]
+async fn main() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-tmp");
+    std::fs::create_dir_all(&base).unwrap();
+    let dir = tempfile::tempdir_in(&base).unwrap();
+    let data = noise(SIZE);
+    let mut sha = Duration::MAX;
+    for _ in 0..3 {
+        let started = Instant::now();
+        std::hint::black_box(Sha256::digest(&data));
+        sha = sha.min(started.elapsed());
+    }
+
+    // Store the file as an upload would, straight through the engine and the store.
+    let store = Arc::new(
+        SqliteStore::open(&dir.path().join("cairn.db"))
+            .await
+            .unwrap(),
+    );
+    let packs = Packs::open(dir.path().join("packs")).unwrap();
+    let account = store
+        .create_account("bench", AccountLimits::default())
+        .await
+        .unwrap();
+    let mut pack = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
+    let mut importer = FileImporter::new(&Profile::default(), &mut pack);
+    importer.push(&data).unwrap();
+    let cid = importer.finish().unwrap().cid.to_string();
+    let upload = NewUpload {
+        upload_id: "bench".into(),
+        account_id: account.id,
+        kind: OperationKind::Upload,
+        name: "big.bin".into(),
+        size: SIZE as u64,
+        mime_type: "application/octet-stream".into(),
+        archive_mode: None,
+        profile: Profile::default().name.into(),
+    };
+    store
+        .commit_completed_upload(upload, pack.seal().unwrap(), &cid)
+        .await
+        .unwrap();
+
+    let state = AppState::new(
+        store,
+        packs,
+        Staging::open(dir.path().join("staging")).unwrap(),
+        TusBytes::open(dir.path().join("tus")).unwrap(),
+        ServerConfig::default(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/ipfs/{cid}", listener.local_addr().unwrap());
+    let header_timeout = state.config.header_timeout;
+    tokio::spawn(cairn_server::listen::serve(
+        listener,
+        upload_app(state),
+        header_timeout,
+        std::future::pending(),
+    ));
+
+    let client = reqwest::Client::new();
+    let mut read = Duration::MAX;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let mut response = client.get(&url).send().await.unwrap();
+        let mut received = 0usize;
+        while let Some(chunk) = response.chunk().await.unwrap() {
+            received += chunk.len();
+        }
+        assert_eq!(received, SIZE);
+        read = read.min(started.elapsed());
+    }
+    let (sha, read) = (mb_per_s(sha), mb_per_s(read));
+    println!("| 1 GiB read back | MB/s | ratio to sha2-256 one core |");
+    println!("|---|---|---|");
+    println!("| sha2-256, one core | {sha:.0} | 1.00 |");
+    println!(
+        "| GET /ipfs/{{cid}}, every block verified | {read:.0} | {:.2} |",
+        read / sha
+    );
+}
