@@ -11,7 +11,7 @@
 //! before it is used or sent. Bodies stream from a blocking thread; nothing is held whole.
 //! Content addressing is public: no token is needed.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::ops::Range;
 use std::sync::Arc;
@@ -22,6 +22,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use cairn_car::header as car_header;
+use cairn_store::model::BlockLocation;
 use cairn_store::packs::Packs;
 use cairn_store::MetadataStore;
 use cairn_unixfs::block::verify_block;
@@ -42,6 +43,8 @@ pub struct StoredBlocks {
     store: Arc<dyn MetadataStore>,
     packs: Packs,
     runtime: tokio::runtime::Handle,
+    /// Locations looked up ahead by `prefetch`, by multihash.
+    located: HashMap<Vec<u8>, BlockLocation>,
 }
 
 impl StoredBlocks {
@@ -50,16 +53,21 @@ impl StoredBlocks {
             store: state.store.clone(),
             packs: state.packs.clone(),
             runtime: tokio::runtime::Handle::current(),
+            located: HashMap::new(),
         }
     }
 }
 
 impl BlockSource for StoredBlocks {
     fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
-        let location = self
-            .runtime
-            .block_on(self.store.block_location(&cid.hash().to_bytes()))
-            .map_err(io::Error::other)?;
+        let multihash = cid.hash().to_bytes();
+        let location = match self.located.remove(&multihash) {
+            Some(location) => Some(location),
+            None => self
+                .runtime
+                .block_on(self.store.block_location(&multihash))
+                .map_err(io::Error::other)?,
+        };
         let Some(location) = location else {
             return Ok(None);
         };
@@ -67,6 +75,17 @@ impl BlockSource for StoredBlocks {
         // Storage could have rotted since it was written: never serve a block that lies.
         verify_block(cid, &block).map_err(io::Error::other)?;
         Ok(Some(block))
+    }
+
+    /// One index query for a file node's children instead of one per block.
+    fn prefetch(&mut self, cids: &[Cid]) -> io::Result<()> {
+        let wanted: Vec<Vec<u8>> = cids.iter().map(|c| c.hash().to_bytes()).collect();
+        let found = self
+            .runtime
+            .block_on(self.store.block_locations(&wanted))
+            .map_err(io::Error::other)?;
+        self.located.extend(found);
+        Ok(())
     }
 }
 

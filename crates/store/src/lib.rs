@@ -95,6 +95,11 @@ pub trait MetadataStore: Send + Sync {
     /// Whether a block (by multihash bytes) is already stored.
     async fn has_block(&self, multihash: &[u8]) -> Result<bool, StoreError>;
     async fn block_location(&self, multihash: &[u8]) -> Result<Option<BlockLocation>, StoreError>;
+    /// The locations of many blocks at once (those not stored are left out).
+    async fn block_locations(
+        &self,
+        multihashes: &[Vec<u8>],
+    ) -> Result<Vec<(Vec<u8>, BlockLocation)>, StoreError>;
     /// Upload ids of operations not yet terminal: the staged files still needed.
     async fn unfinished_upload_ids(&self) -> Result<Vec<String>, StoreError>;
     /// Every pack the block index references (for the startup sweep).

@@ -532,6 +532,36 @@ impl MetadataStore for SqliteStore {
         .await?)
     }
 
+    async fn block_locations(
+        &self,
+        multihashes: &[Vec<u8>],
+    ) -> Result<Vec<(Vec<u8>, BlockLocation)>, StoreError> {
+        let mut found = Vec::with_capacity(multihashes.len());
+        // Well under SQLite's limit on bound parameters per statement.
+        for batch in multihashes.chunks(500) {
+            let placeholders = vec!["?"; batch.len()].join(",");
+            let sql = format!(
+                "SELECT blocks.multihash, packs.name, blocks.offset, blocks.length FROM blocks
+                 JOIN packs ON packs.id = blocks.pack_id WHERE multihash IN ({placeholders})"
+            );
+            let mut query = sqlx::query(&sql);
+            for multihash in batch {
+                query = query.bind(multihash.as_slice());
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                found.push((
+                    row.get::<Vec<u8>, _>(0),
+                    BlockLocation {
+                        pack: row.get(1),
+                        offset: row.get::<i64, _>(2) as u64,
+                        length: row.get::<i64, _>(3) as u64,
+                    },
+                ));
+            }
+        }
+        Ok(found)
+    }
+
     async fn pack_names(&self) -> Result<Vec<String>, StoreError> {
         Ok(sqlx::query_scalar("SELECT name FROM packs")
             .fetch_all(&self.pool)

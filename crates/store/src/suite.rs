@@ -355,6 +355,11 @@ async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
         packs.read(&location).unwrap().len() as u64,
         first_block.length
     );
+    let many = store
+        .block_locations(&[first_block.multihash.clone(), b"unknown".to_vec()])
+        .await
+        .unwrap();
+    assert_eq!(many, [(first_block.multihash.clone(), location.clone())]);
 
     // The same content again: nothing new is written or counted.
     let (again, pack) = pack_content(store, packs, &content).await;

@@ -139,11 +139,20 @@ impl<S: BlockSink + ?Sized> BlockSink for &mut S {
 pub trait BlockSource {
     /// The block, or `None` when the source does not hold it.
     fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>>;
+
+    /// A hint that these blocks are wanted next, so a source can look them up in one go.
+    fn prefetch(&mut self, _cids: &[Cid]) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 impl<S: BlockSource + ?Sized> BlockSource for &mut S {
     fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
         (**self).get_block(cid)
+    }
+
+    fn prefetch(&mut self, cids: &[Cid]) -> io::Result<()> {
+        (**self).prefetch(cids)
     }
 }
 

@@ -286,6 +286,17 @@ pub fn read_range(
         let end = range.end.min(inline_end);
         out(data.slice(range.start as usize..end as usize))?;
     }
+    // Say which children are wanted before reading them one by one.
+    let mut offset = inline_end;
+    let wanted: Vec<Cid> = children
+        .iter()
+        .filter_map(|(child, size)| {
+            let span = offset..offset + size;
+            offset += size;
+            (span.start < range.end && span.end > range.start).then_some(*child)
+        })
+        .collect();
+    source.prefetch(&wanted)?;
     let mut offset = inline_end;
     for (child, size) in children {
         let child_range = offset..offset + size;
