@@ -89,6 +89,8 @@ enum Command {
         cid: String,
         #[arg(short, long)]
         output: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         connection: client::ConnectionArgs,
     },
@@ -269,10 +271,16 @@ async fn run_async(command: Command) -> Result<bool> {
         Command::Get {
             cid,
             output,
+            json,
             connection,
         } => {
             let written = get::get(&connection.connect()?, &cid, output).await?;
-            println!("{}", written.display());
+            if json {
+                let path = written.display().to_string();
+                println!("{}", serde_json::json!({"cid": cid, "path": path}));
+            } else {
+                println!("{}", written.display());
+            }
             Ok(true)
         }
         Command::Ls {

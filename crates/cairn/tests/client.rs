@@ -91,11 +91,14 @@ async fn upload_a_file_a_directory_and_an_archive_then_get_each_back() {
         "bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e"
     );
     let back = work.path().join("notes.back");
-    ok(client(&server, &home)
-        .args(["get", &cid, "-o"])
+    let got = ok(client(&server, &home)
+        .args(["get", "--json", &cid, "-o"])
         .arg(&back)
         .output()
         .unwrap());
+    let got: serde_json::Value = serde_json::from_str(got.trim()).unwrap();
+    assert_eq!(got["cid"], cid);
+    assert_eq!(got["path"], back.display().to_string());
     assert_eq!(std::fs::read(&back).unwrap(), b"hello world");
 
     // A directory, packed locally into a CAR: its CID is the one `cairn cid` computes.
