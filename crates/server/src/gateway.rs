@@ -2,7 +2,8 @@
 //!
 //! - Trustless responses (IPFS Trustless Gateway spec): `?format=raw|car` or
 //!   `Accept: application/vnd.ipld.raw|application/vnd.ipld.car`, with `dag-scope`
-//!   (all, entity, block) and `entity-bytes` for CARs, in DFS order without duplicates.
+//!   (all, entity, block), `entity-bytes`, and `car-version`/`car-order`/`car-dups` (or the
+//!   `Accept` parameters) for CARs: version 1, DFS order, duplicates only when asked.
 //! - Plain responses for browsers and curl: files with `Range`, a content type from the name or
 //!   the bytes, `?filename=` and `?download=true`; directories serve their `index.html`, or a
 //!   listing (HTML, or JSON when asked).
@@ -34,7 +35,6 @@ use tokio::sync::mpsc;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-const CAR_TYPE: &str = "application/vnd.ipld.car; version=1; order=dfs; dups=n";
 const RAW_TYPE: &str = "application/vnd.ipld.raw";
 const IMMUTABLE: &str = "public, max-age=29030400, immutable";
 
@@ -96,6 +96,12 @@ pub struct GatewayParams {
     dag_scope: Option<String>,
     #[serde(rename = "entity-bytes")]
     entity_bytes: Option<String>,
+    #[serde(rename = "car-version")]
+    car_version: Option<String>,
+    #[serde(rename = "car-order")]
+    car_order: Option<String>,
+    #[serde(rename = "car-dups")]
+    car_dups: Option<String>,
     filename: Option<String>,
     download: Option<String>,
 }
@@ -136,6 +142,54 @@ fn negotiate(params: &GatewayParams, headers: &HeaderMap) -> Result<Format, ApiE
     } else {
         Format::Plain
     })
+}
+
+/// The CAR's `version`, `order` and `dups`, from the query (`car-version`, `car-order`,
+/// `car-dups`) or else the `Accept` header's parameters. Blocks always go in DFS order, which
+/// also satisfies `order=unk`; `dups=y` repeats a block wherever the walk meets it again.
+fn car_duplicates(params: &GatewayParams, headers: &HeaderMap) -> Result<bool, ApiError> {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let from_accept = |key: &str| -> Option<String> {
+        let car = accept
+            .split(',')
+            .find(|t| t.trim_start().starts_with("application/vnd.ipld.car"))?;
+        car.split(';').skip(1).find_map(|p| {
+            let (k, v) = p.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().to_owned())
+        })
+    };
+    let version = params
+        .car_version
+        .clone()
+        .or_else(|| from_accept("version"));
+    if !matches!(version.as_deref(), None | Some("1")) {
+        return Err(ApiError::BadRequest(format!(
+            "only CAR version 1 is served, not {:?}",
+            version.unwrap_or_default()
+        )));
+    }
+    let order = params.car_order.clone().or_else(|| from_accept("order"));
+    if !matches!(order.as_deref(), None | Some("dfs") | Some("unk")) {
+        return Err(ApiError::BadRequest(format!(
+            "CAR order must be dfs or unk, not {:?}",
+            order.unwrap_or_default()
+        )));
+    }
+    match params
+        .car_dups
+        .clone()
+        .or_else(|| from_accept("dups"))
+        .as_deref()
+    {
+        None | Some("n") => Ok(false),
+        Some("y") => Ok(true),
+        Some(other) => Err(ApiError::BadRequest(format!(
+            "CAR dups must be y or n, not {other:?}"
+        ))),
+    }
 }
 
 fn gateway_error(e: ReadError) -> ApiError {
@@ -221,7 +275,7 @@ pub async fn get(
     let head_only = method == Method::HEAD;
     let mut response = match format {
         Format::Raw => raw(&state, &resolved, head_only).await?,
-        Format::Car => car(&state, root, resolved, &query, head_only)?,
+        Format::Car => car(&state, root, resolved, &query, &headers, head_only)?,
         Format::Plain => plain(&state, &uri, resolved, &path, &query, &headers, head_only).await?,
     };
     let headers_out = response.headers_mut();
@@ -294,8 +348,10 @@ fn car(
     root: Cid,
     resolved: Resolved,
     query: &GatewayParams,
+    headers: &HeaderMap,
     head_only: bool,
 ) -> Result<Response, ApiError> {
+    let duplicates = car_duplicates(query, headers)?;
     let scope = match query.dag_scope.as_deref() {
         None | Some("all") => Scope::All,
         Some("entity") => Scope::Entity,
@@ -308,35 +364,73 @@ fn car(
     };
     let entity_bytes = query.entity_bytes.clone();
     let tag = format!(
-        "{root}/{}.car.{scope:?}.{}",
+        "{root}/{}.car.{scope:?}.{}.{}",
         resolved.path_blocks.len(),
-        entity_bytes.as_deref().unwrap_or("")
+        entity_bytes.as_deref().unwrap_or(""),
+        if duplicates { "dups" } else { "nodups" }
     );
     let mut response = if head_only {
         StatusCode::OK.into_response()
     } else {
         let mut blocks = StoredBlocks::new(state);
-        streamed(move |tx| write_car(root, resolved, scope, entity_bytes, &mut blocks, tx))
-            .into_response()
+        streamed(move |tx| {
+            write_car(
+                root,
+                resolved,
+                scope,
+                entity_bytes,
+                duplicates,
+                &mut blocks,
+                tx,
+            )
+        })
+        .into_response()
+    };
+    let car_type = if duplicates {
+        "application/vnd.ipld.car; version=1; order=dfs; dups=y"
+    } else {
+        "application/vnd.ipld.car; version=1; order=dfs; dups=n"
     };
     response
         .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(CAR_TYPE));
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(car_type));
     response.headers_mut().insert(header::ETAG, etag(tag));
     Ok(response)
 }
 
-/// CAR sections going out, each block once.
+/// Most sections one `dups=y` CAR may hold: a DAG that reuses subtrees (legal, and cheap to
+/// upload as a CAR) would otherwise expand without bound.
+const MAX_CAR_SECTIONS_WITH_DUPS: usize = 4_000_000;
+
+/// CAR sections going out: each block once, or (`dups=y`) every time the walk meets it.
 struct CarOut<'a> {
     tx: &'a mpsc::Sender<Bytes>,
     sent: HashSet<Cid>,
+    duplicates: bool,
+    sections: usize,
+    /// The target, already sent as the path's last block, is not a duplicate when its own
+    /// walk starts with it.
+    skip_once: Option<Cid>,
 }
 
 impl CarOut<'_> {
-    /// Send `cid`'s block unless it went already; returns the block either way.
+    /// Send `cid`'s block unless it should not go again; returns the block either way.
     fn put(&mut self, cid: &Cid, blocks: &mut StoredBlocks) -> Result<Vec<u8>, ReadError> {
         let block = blocks.get_block(cid)?.ok_or(ReadError::Missing(*cid))?;
-        if self.sent.insert(*cid) {
+        let first_time = self.sent.insert(*cid);
+        let send_it = if self.skip_once == Some(*cid) {
+            self.skip_once = None;
+            false
+        } else {
+            first_time || self.duplicates
+        };
+        if send_it {
+            self.sections += 1;
+            if self.duplicates && self.sections > MAX_CAR_SECTIONS_WITH_DUPS {
+                return Err(ReadError::Io(io::Error::other(format!(
+                    "more than {MAX_CAR_SECTIONS_WITH_DUPS} blocks with dups=y"
+                ))));
+            }
             let cid_bytes = cid.to_bytes();
             let mut section = Vec::with_capacity(10 + cid_bytes.len() + block.len());
             let mut len = (cid_bytes.len() + block.len()) as u64;
@@ -360,6 +454,7 @@ fn write_car(
     resolved: Resolved,
     scope: Scope,
     entity_bytes: Option<String>,
+    duplicates: bool,
     blocks: &mut StoredBlocks,
     tx: &mpsc::Sender<Bytes>,
 ) -> Result<(), ReadError> {
@@ -367,10 +462,14 @@ fn write_car(
     let mut out = CarOut {
         tx,
         sent: HashSet::new(),
+        duplicates,
+        sections: 0,
+        skip_once: None,
     };
     for cid in &resolved.path_blocks {
         out.put(cid, blocks)?;
     }
+    out.skip_once = Some(resolved.cid);
     let invalid = |e: String| ReadError::Io(io::Error::other(e));
     match (scope, &resolved.node) {
         (Scope::Block, _) => {}
@@ -410,7 +509,7 @@ fn write_car(
             let mut stack = vec![resolved.cid];
             let mut expanded = HashSet::new();
             while let Some(cid) = stack.pop() {
-                if !expanded.insert(cid) {
+                if !expanded.insert(cid) && !duplicates {
                     continue;
                 }
                 let block = out.put(&cid, blocks)?;

@@ -213,6 +213,60 @@ async fn trustless_responses_verify_raw_blocks_and_complete_cars() {
 }
 
 #[tokio::test]
+async fn car_duplicates_order_and_version_are_negotiated() {
+    // Three identical 1 MiB leaves: one block, met three times by the walk.
+    let server = TestServer::start().await;
+    server
+        .store
+        .set_account_limits("alice", Some(8 << 20), None)
+        .await
+        .unwrap();
+    let zeros = vec![0u8; 3 << 20];
+    let (status, body) = server
+        .post_file(&server.token, "", Part::bytes(zeros).file_name("zeros"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let cid = body["cid"].as_str().unwrap();
+
+    let deduplicated = get(
+        &server,
+        &format!("/ipfs/{cid}?format=car&car-order=unk"),
+        &[],
+    )
+    .await;
+    assert_eq!(car_blocks(deduplicated).await.1.len(), 2, "root, leaf once");
+
+    for (path, accept) in [
+        (format!("/ipfs/{cid}?format=car&car-dups=y"), ""),
+        (
+            format!("/ipfs/{cid}"),
+            "application/vnd.ipld.car; version=1; order=dfs; dups=y",
+        ),
+    ] {
+        let response = get(&server, &path, &[("Accept", accept)]).await;
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/vnd.ipld.car; version=1; order=dfs; dups=y"
+        );
+        let bytes = response.bytes().await.unwrap();
+        let reader = CarReader::new(&bytes[..], CarLimits::default()).unwrap();
+        let blocks: Vec<_> = reader.map(Result::unwrap).collect();
+        assert_eq!(
+            blocks.len(),
+            4,
+            "root, then the leaf each time the walk meets it"
+        );
+        assert!(blocks[1..].iter().all(|b| b.0 == blocks[1].0));
+    }
+
+    for bad in ["car-version=2", "car-order=bfs", "car-dups=maybe"] {
+        let response = get(&server, &format!("/ipfs/{cid}?format=car&{bad}"), &[]).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{bad}");
+        assert_error(&response.json().await.unwrap(), "bad_request");
+    }
+}
+
+#[tokio::test]
 async fn an_uploaded_website_serves_its_index_and_lists_its_directories() {
     let server = TestServer::start().await;
     let archive = tar_gz(&[
