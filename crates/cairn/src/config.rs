@@ -21,6 +21,10 @@ pub struct Settings {
     /// Where the database and pack files live [default: ./cairn-data].
     #[arg(long, env = "CAIRN_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Metadata database: `postgres://...` or `sqlite://PATH` [default: DATA_DIR/cairn.db].
+    /// Content stays in DATA_DIR, so until object storage lands one node serves a database.
+    #[arg(long, env = "CAIRN_DATABASE_URL")]
+    pub database_url: Option<String>,
     /// Upload host address [default: 127.0.0.1:8080].
     #[arg(long, env = "CAIRN_LISTEN")]
     pub listen: Option<SocketAddr>,
@@ -58,6 +62,7 @@ impl Settings {
 #[derive(Debug)]
 pub struct ServeConfig {
     pub data_dir: PathBuf,
+    pub database_url: Option<String>,
     pub listen: SocketAddr,
     pub account_listen: SocketAddr,
     pub profile: Profile,
@@ -78,6 +83,7 @@ impl ServeConfig {
                 .data_dir
                 .or(file.data_dir)
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            database_url: flags.database_url.or(file.database_url),
             listen: flags
                 .listen
                 .or(file.listen)

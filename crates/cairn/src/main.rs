@@ -17,12 +17,13 @@ mod pack;
 mod serve;
 mod spill;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
-use cairn_store::sqlite::SqliteStore;
+use anyhow::{Context, Result};
 use cairn_store::AccountLimits;
+use cairn_store::MetadataStore;
 use cairn_unixfs::{DiscardBlocks, Profile};
 use clap::{Args, Parser, Subcommand};
 
@@ -173,20 +174,14 @@ enum TokenCommand {
 struct StoreArgs {
     #[arg(long, env = "CAIRN_DATA_DIR", default_value = config::DEFAULT_DATA_DIR)]
     data_dir: PathBuf,
-    /// `sqlite://PATH` (PostgreSQL is not supported yet).
+    /// `postgres://...` or `sqlite://PATH` [default: DATA_DIR/cairn.db].
     #[arg(long, env = "CAIRN_DATABASE_URL")]
     database_url: Option<String>,
 }
 
 impl StoreArgs {
-    async fn open(&self) -> Result<SqliteStore> {
-        match &self.database_url {
-            None => serve::open_store(&self.data_dir).await,
-            Some(url) => match url.strip_prefix("sqlite://") {
-                Some(path) => Ok(SqliteStore::open(Path::new(path)).await?),
-                None => bail!("unsupported --database-url {url:?}: only sqlite:// is supported"),
-            },
-        }
+    async fn open(&self) -> Result<Arc<dyn MetadataStore>> {
+        serve::open_store(self.database_url.as_deref(), &self.data_dir).await
     }
 }
 
@@ -306,11 +301,11 @@ async fn run_async(command: Command) -> Result<bool> {
                 upload_limit: upload_limit.unwrap_or(AccountLimits::default().upload_limit),
                 quota,
             };
-            admin::create_account(&store.open().await?, &name, limits, json).await?;
+            admin::create_account(store.open().await?.as_ref(), &name, limits, json).await?;
             Ok(true)
         }
         Command::Account(AccountCommand::List { store, json }) => {
-            admin::list_accounts(&store.open().await?, json).await?;
+            admin::list_accounts(store.open().await?.as_ref(), json).await?;
             Ok(true)
         }
         Command::Account(AccountCommand::Set {
@@ -319,20 +314,26 @@ async fn run_async(command: Command) -> Result<bool> {
             quota,
             store,
             json,
-        }) => admin::set_limits(&store.open().await?, &name, upload_limit, quota, json)
-            .await
-            .map(|()| true),
+        }) => admin::set_limits(
+            store.open().await?.as_ref(),
+            &name,
+            upload_limit,
+            quota,
+            json,
+        )
+        .await
+        .map(|()| true),
         Command::Token(TokenCommand::Create {
             account,
             store,
             json,
-        }) => admin::create_token(&store.open().await?, &account, json)
+        }) => admin::create_token(store.open().await?.as_ref(), &account, json)
             .await
             .map(|()| true),
         Command::Token(TokenCommand::Revoke {
             token_prefix_or_id,
             store,
-        }) => admin::revoke_token(&store.open().await?, &token_prefix_or_id)
+        }) => admin::revoke_token(store.open().await?.as_ref(), &token_prefix_or_id)
             .await
             .map(|()| true),
         Command::Cid { .. } | Command::Car { .. } => unreachable!("handled synchronously"),

@@ -4,9 +4,10 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use cairn_server::{account_app, listen, upload_app, AppState, ServerConfig};
 use cairn_store::packs::Packs;
+use cairn_store::postgres::PostgresStore;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
 use cairn_store::tus_bytes::TusBytes;
@@ -15,17 +16,39 @@ use tokio::net::TcpListener;
 
 use crate::config::ServeConfig;
 
-/// The embedded store under a data directory: `cairn.db` and `packs/`.
-pub async fn open_store(data_dir: &Path) -> Result<SqliteStore> {
-    std::fs::create_dir_all(data_dir)
-        .with_context(|| format!("data directory {} is not writable", data_dir.display()))?;
-    SqliteStore::open(&data_dir.join("cairn.db"))
-        .await
-        .with_context(|| format!("opening the database in {}", data_dir.display()))
+/// The metadata store: `database_url` (`postgres://...`, `sqlite://PATH`), or else the
+/// embedded SQLite database in `data_dir`.
+pub async fn open_store(
+    database_url: Option<&str>,
+    data_dir: &Path,
+) -> Result<Arc<dyn MetadataStore>> {
+    let Some(url) = database_url else {
+        std::fs::create_dir_all(data_dir)
+            .with_context(|| format!("data directory {} is not writable", data_dir.display()))?;
+        let store = SqliteStore::open(&data_dir.join("cairn.db"))
+            .await
+            .with_context(|| format!("opening the database in {}", data_dir.display()))?;
+        return Ok(Arc::new(store));
+    };
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        let store = SqliteStore::open(Path::new(path))
+            .await
+            .with_context(|| format!("opening the database {path}"))?;
+        return Ok(Arc::new(store));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        // The URL may carry a password: name only the host in errors.
+        let host = url.rsplit('@').next().unwrap_or_default();
+        let store = PostgresStore::open(url)
+            .await
+            .with_context(|| format!("connecting to PostgreSQL at {host}"))?;
+        return Ok(Arc::new(store));
+    }
+    bail!("unsupported database URL {url:?}: use postgres://... or sqlite://PATH")
 }
 
 pub async fn run(config: ServeConfig) -> Result<()> {
-    let store = Arc::new(open_store(&config.data_dir).await?);
+    let store = open_store(config.database_url.as_deref(), &config.data_dir).await?;
     let packs = Packs::open(config.data_dir.join("packs")).with_context(|| {
         format!(
             "data directory {} is not writable",

@@ -18,6 +18,7 @@
 pub mod blobs;
 pub mod model;
 pub mod packs;
+pub mod postgres;
 pub mod sqlite;
 pub mod staging;
 pub mod suite;

@@ -481,3 +481,47 @@ async fn operations_are_private_and_listed_newest_first(store: &dyn MetadataStor
         .map(|(_, n)| *n);
     assert_eq!(failed_count, Some(1));
 }
+
+/// Two nodes on one database: operations queued on either are claimed by exactly one worker,
+/// however the claims interleave.
+pub async fn run_two_nodes(a: &dyn MetadataStore, b: &dyn MetadataStore) {
+    let account = a
+        .create_account("two-nodes", AccountLimits::default())
+        .await
+        .unwrap();
+    let mut queued = std::collections::BTreeSet::new();
+    for i in 0..40 {
+        let node = if i % 2 == 0 { a } else { b };
+        let op = node
+            .record_upload(upload(&format!("two-nodes-{i}"), account.id), None)
+            .await
+            .unwrap();
+        queued.insert(op.id);
+    }
+    let lease = std::time::Duration::from_secs(60);
+    let (from_a, from_b) =
+        tokio::join!(claim_all("node-a", a, lease), claim_all("node-b", b, lease));
+    let mut claimed: Vec<i64> = from_a.iter().chain(&from_b).copied().collect();
+    claimed.sort_unstable();
+    let unique: std::collections::BTreeSet<i64> = claimed.iter().copied().collect();
+    assert_eq!(
+        claimed.len(),
+        unique.len(),
+        "an operation was claimed twice"
+    );
+    assert_eq!(unique, queued, "every queued operation is claimed");
+}
+
+async fn claim_all(
+    worker: &str,
+    store: &dyn MetadataStore,
+    lease: std::time::Duration,
+) -> Vec<i64> {
+    let mut mine = Vec::new();
+    while let Some(op) = store.claim_next(worker, lease).await.unwrap() {
+        mine.push(op.id);
+        // Let the other node in between claims.
+        tokio::task::yield_now().await;
+    }
+    mine
+}

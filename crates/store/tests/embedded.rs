@@ -18,6 +18,15 @@ async fn sqlite_store_passes_the_metadata_suite() {
 }
 
 #[tokio::test]
+async fn two_handles_on_one_database_claim_each_operation_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cairn.db");
+    let a = SqliteStore::open(&path).await.unwrap();
+    let b = SqliteStore::open(&path).await.unwrap();
+    suite::run_two_nodes(&a, &b).await;
+}
+
+#[tokio::test]
 async fn schema_survives_reopening() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cairn.db");
