@@ -19,6 +19,7 @@ pub mod blobs;
 pub mod model;
 pub mod packs;
 pub mod postgres;
+pub mod s3;
 pub mod sqlite;
 pub mod staging;
 pub mod suite;
