@@ -22,9 +22,12 @@ pub struct Settings {
     #[arg(long, env = "CAIRN_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
     /// Metadata database: `postgres://...` or `sqlite://PATH` [default: DATA_DIR/cairn.db].
-    /// Content stays in DATA_DIR, so until object storage lands one node serves a database.
     #[arg(long, env = "CAIRN_DATABASE_URL")]
     pub database_url: Option<String>,
+    /// Content store shared by several nodes: `s3://BUCKET[/PREFIX]?endpoint=URL&region=R`,
+    /// credentials from `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` [default: DATA_DIR].
+    #[arg(long, env = "CAIRN_STORE")]
+    pub store: Option<String>,
     /// Upload host address [default: 127.0.0.1:8080].
     #[arg(long, env = "CAIRN_LISTEN")]
     pub listen: Option<SocketAddr>,
@@ -63,6 +66,7 @@ impl Settings {
 pub struct ServeConfig {
     pub data_dir: PathBuf,
     pub database_url: Option<String>,
+    pub store: Option<String>,
     pub listen: SocketAddr,
     pub account_listen: SocketAddr,
     pub profile: Profile,
@@ -84,6 +88,7 @@ impl ServeConfig {
                 .or(file.data_dir)
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
             database_url: flags.database_url.or(file.database_url),
+            store: flags.store.or(file.store),
             listen: flags
                 .listen
                 .or(file.listen)

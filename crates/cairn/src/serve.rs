@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use cairn_server::{account_app, listen, upload_app, AppState, ServerConfig};
 use cairn_store::packs::Packs;
 use cairn_store::postgres::PostgresStore;
+use cairn_store::s3::S3Blobs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
 use cairn_store::tus_bytes::TusBytes;
@@ -49,19 +50,37 @@ pub async fn open_store(
 
 pub async fn run(config: ServeConfig) -> Result<()> {
     let store = open_store(config.database_url.as_deref(), &config.data_dir).await?;
-    let packs = Packs::open(config.data_dir.join("packs")).with_context(|| {
+    let writable = || {
         format!(
             "data directory {} is not writable",
             config.data_dir.display()
         )
-    })?;
-    // Packs written by uploads that never committed (a crash between fsync and commit).
-    let referenced: HashSet<String> = store.pack_names().await?.into_iter().collect();
-    let swept = packs
-        .sweep(&referenced)
-        .context("sweeping unreferenced packs")?;
-    if swept > 0 {
-        tracing::info!(swept, "removed packs left by interrupted uploads");
+    };
+    let (packs, staging) = match &config.store {
+        Some(url) => {
+            let blobs = |sub: &str| -> Result<Arc<S3Blobs>> {
+                Ok(Arc::new(S3Blobs::open(url, sub).with_context(|| {
+                    format!("content store {}", url.split('?').next().unwrap_or(url))
+                })?))
+            };
+            (Packs::new(blobs("packs")?), Staging::new(blobs("staging")?))
+        }
+        None => (
+            Packs::open(config.data_dir.join("packs")).with_context(writable)?,
+            Staging::open(config.data_dir.join("staging")).with_context(writable)?,
+        ),
+    };
+    if config.store.is_none() {
+        // Packs written by uploads that never committed (a crash between fsync and commit).
+        // Never on a shared store: another node's pack between its write and its commit looks
+        // exactly like that (an S3 lifecycle rule cleans up there instead; see README).
+        let referenced: HashSet<String> = store.pack_names().await?.into_iter().collect();
+        let swept = packs
+            .sweep(&referenced)
+            .context("sweeping unreferenced packs")?;
+        if swept > 0 {
+            tracing::info!(swept, "removed packs left by interrupted uploads");
+        }
     }
     let first_token = create_default_account(store.as_ref()).await?;
 
@@ -73,18 +92,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         trust_forwarded_headers: config.trust_forwarded_headers,
         ..ServerConfig::default()
     };
-    let staging = Staging::open(config.data_dir.join("staging")).with_context(|| {
-        format!(
-            "data directory {} is not writable",
-            config.data_dir.display()
-        )
-    })?;
-    let tus_bytes = TusBytes::open(config.data_dir.join("tus")).with_context(|| {
-        format!(
-            "data directory {} is not writable",
-            config.data_dir.display()
-        )
-    })?;
+    let tus_bytes = TusBytes::open(config.data_dir.join("tus")).with_context(writable)?;
     let state = AppState::new(store, packs, staging, tus_bytes, server_config);
     println!(
         "upload host listening on http://{}",

@@ -1,61 +1,24 @@
-//! `cairn serve --database-url postgres://...`: metadata in the machine's PostgreSQL
-//! (`CAIRN_TEST_POSTGRES_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`), in a
-//! database created for the test with `psql` and dropped afterwards.
+//! `cairn serve --database-url postgres://...`: metadata in the machine's PostgreSQL, in a
+//! database created for the test (`server::TestDatabase`).
 
 mod server;
 
-use std::process::Command;
-
-use server::{cairn, start, terminate};
-
-fn psql(server_url: &str, sql: &str) {
-    let output = Command::new("psql")
-        .arg(server_url)
-        .args(["-v", "ON_ERROR_STOP=1", "-c", sql])
-        .output()
-        .expect("psql is on the machine");
-    assert!(
-        output.status.success(),
-        "{sql}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
+use server::{cairn, client, start, terminate, TestDatabase};
 
 #[test]
 fn a_node_on_postgres_keeps_accounts_and_operations_there() {
-    let server_url = std::env::var("CAIRN_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    let name = format!("cairn_test_serve_{}", std::process::id());
-    psql(&server_url, &format!("DROP DATABASE IF EXISTS {name}"));
-    psql(&server_url, &format!("CREATE DATABASE {name}"));
-    let base = server_url.rsplit_once('/').unwrap().0;
-    let url = format!("{base}/{name}");
-
+    let database = TestDatabase::create("serve");
+    let url = database.url.clone();
     let data = tempfile::tempdir().unwrap();
     let running = start(data.path(), &["--database-url", &url]);
     let token = running.token.clone();
     assert!(!token.is_empty(), "the first start creates an account");
     let file = data.path().join("a.txt");
     std::fs::write(&file, b"hello world").unwrap();
-    let client = |running: &server::Running, args: &[&str]| -> String {
-        let output = cairn()
-            .args(args)
-            .env("CAIRN_URL", &running.upload)
-            .env("CAIRN_ACCOUNT_URL", &running.account)
-            .env("CAIRN_TOKEN", &token)
-            .env("HOME", data.path())
-            .env("XDG_STATE_HOME", data.path().join("state"))
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
-    };
     let uploaded: serde_json::Value = serde_json::from_str(&client(
         &running,
+        &token,
+        data.path(),
         &["upload", "--json", file.to_str().unwrap()],
     ))
     .unwrap();
@@ -82,14 +45,20 @@ fn a_node_on_postgres_keeps_accounts_and_operations_there() {
     let running = start(data.path(), &["--database-url", &url]);
     let operation: serde_json::Value = serde_json::from_str(&client(
         &running,
+        &token,
+        data.path(),
         &["status", "--json", &uploaded["operationId"].to_string()],
     ))
     .unwrap();
     assert_eq!(operation["status"], "completed", "{operation}");
     assert_eq!(operation["cid"], cid);
     let back = data.path().join("back.txt");
-    client(&running, &["get", cid, "-o", back.to_str().unwrap()]);
+    client(
+        &running,
+        &token,
+        data.path(),
+        &["get", cid, "-o", back.to_str().unwrap()],
+    );
     assert_eq!(std::fs::read(&back).unwrap(), b"hello world");
     terminate(running);
-    psql(&server_url, &format!("DROP DATABASE {name} WITH (FORCE)"));
 }

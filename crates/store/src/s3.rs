@@ -33,7 +33,19 @@ const INCOMPLETE: &str = "incomplete";
 pub struct S3Blobs {
     s3: Arc<AmazonS3>,
     prefix: String,
-    runtime: Arc<tokio::runtime::Runtime>,
+    runtime: Arc<OwnRuntime>,
+}
+
+/// The store's runtime, shut down without waiting when the last handle goes: a runtime dropped
+/// normally inside another runtime's task panics.
+struct OwnRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for OwnRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl fmt::Debug for S3Blobs {
@@ -90,7 +102,7 @@ impl S3Blobs {
         Ok(Self {
             s3: Arc::new(s3),
             prefix,
-            runtime: Arc::new(runtime),
+            runtime: Arc::new(OwnRuntime(Some(runtime))),
         })
     }
 
@@ -100,7 +112,8 @@ impl S3Blobs {
         work: impl std::future::Future<Output = object_store::Result<T>> + Send + 'static,
     ) -> io::Result<T> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.runtime.spawn(async move {
+        let runtime = self.runtime.0.as_ref().expect("present until dropped");
+        runtime.spawn(async move {
             let _ = tx.send(work.await);
         });
         rx.recv()

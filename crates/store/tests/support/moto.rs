@@ -1,0 +1,90 @@
+//! An S3-compatible server for tests: moto's, installed from PyPI into `target/` on first run
+//! and started on a free loopback port. Shared by the store's and the binary's tests.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MOTO: &str = "moto[server]==5.2.5";
+
+/// A virtualenv with moto; returns its bin directory.
+fn moto_bin() -> PathBuf {
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("moto-venv");
+    let bin = venv.join("bin");
+    if !bin.join("moto_server").exists() {
+        let run = |command: &mut Command, what: &str| {
+            let status = command.status().unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(status.success(), "{what} failed");
+        };
+        run(
+            Command::new("python3").args(["-m", "venv"]).arg(&venv),
+            "python3 -m venv",
+        );
+        run(
+            Command::new(bin.join("python")).args(["-m", "pip", "install", "--quiet", MOTO]),
+            "pip install moto",
+        );
+    }
+    bin
+}
+
+pub struct Moto {
+    child: Child,
+    endpoint: String,
+    bin: PathBuf,
+}
+
+impl Moto {
+    pub fn start() -> Self {
+        let bin = moto_bin();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(bin.join("moto_server"))
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start moto_server");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "moto_server did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // moto accepts any credentials; object_store needs some to sign with.
+        std::env::set_var("AWS_ACCESS_KEY_ID", "cairn");
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", "cairn");
+        Self {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+            bin,
+        }
+    }
+
+    /// A new bucket (moto accepts an unsigned `PUT /bucket`); returns its `s3://` URL.
+    pub fn bucket(&self, name: &str) -> String {
+        let script = format!(
+            "import urllib.request; urllib.request.urlopen(urllib.request.Request('{}/{name}', method='PUT'))",
+            self.endpoint
+        );
+        let status = Command::new(self.bin.join("python"))
+            .args(["-c", &script])
+            .status()
+            .unwrap();
+        assert!(status.success(), "creating bucket {name}");
+        format!(
+            "s3://{name}/cairn?endpoint={}&region=us-east-1",
+            self.endpoint
+        )
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
