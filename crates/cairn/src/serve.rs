@@ -90,6 +90,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         default_profile: config.profile.clone(),
         worker_lease: config.worker_lease,
         trust_forwarded_headers: config.trust_forwarded_headers,
+        resumable_uploads: config.store.is_none(),
         ..ServerConfig::default()
     };
     let tus_bytes = TusBytes::open(config.data_dir.join("tus")).with_context(writable)?;

@@ -89,6 +89,28 @@ fn two_nodes_share_uploads_operations_and_content() {
     let listed = client(&a, &token, work.path(), &["ls", "--json", &cids[0].1]);
     assert!(listed.contains("site"), "{listed}");
 
+    // TUS keeps bytes on the receiving node, so on a shared store it says it is off, clearly.
+    let limited = server::cairn()
+        .args(["account", "set", "default", "--upload-limit", "1000"])
+        .args(["--database-url", &database.url])
+        .status()
+        .unwrap();
+    assert!(limited.success());
+    let big = work.path().join("big.bin");
+    std::fs::write(&big, vec![7u8; 5000]).unwrap();
+    let refused = server::cairn()
+        .args(["upload", big.to_str().unwrap()])
+        .env("CAIRN_URL", &a.upload)
+        .env("CAIRN_ACCOUNT_URL", &a.account)
+        .env("CAIRN_TOKEN", &token)
+        .env("HOME", work.path())
+        .env("XDG_STATE_HOME", work.path().join("state"))
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains("shared content store"), "{message}");
+
     assert!(terminate(a).0.success());
     assert!(terminate(b).0.success());
     assert!(

@@ -74,6 +74,8 @@ pub struct ServerConfig {
     pub trust_forwarded_headers: bool,
     /// A connection that does not deliver its request headers in this time is closed.
     pub header_timeout: std::time::Duration,
+    /// TUS at `/api/upload/tus`; off on a shared content store (its bytes are node-local).
+    pub resumable_uploads: bool,
 }
 
 impl Default for ServerConfig {
@@ -85,6 +87,7 @@ impl Default for ServerConfig {
             archive_limits: Limits::default(),
             worker_lease: std::time::Duration::from_secs(30),
             tus_max_size: 1 << 40,
+            resumable_uploads: true,
             tus_expiry: std::time::Duration::from_secs(24 * 3600),
             idle_timeout: std::time::Duration::from_secs(60),
             trust_forwarded_headers: false,
