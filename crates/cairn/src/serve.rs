@@ -175,9 +175,15 @@ async fn create_default_account(store: &dyn MetadataStore) -> Result<Option<Stri
     if !store.list_accounts().await?.is_empty() {
         return Ok(None);
     }
-    let account = store
+    let account = match store
         .create_account("default", AccountLimits::default())
-        .await?;
+        .await
+    {
+        Ok(account) => account,
+        // Another node starting at the same moment created it first.
+        Err(cairn_store::StoreError::Conflict(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
     let token = tokens::generate();
     store
         .add_token(account.id, &token.hash, &token.prefix)
