@@ -19,6 +19,7 @@ pub mod blobs;
 pub mod model;
 pub mod packs;
 pub mod postgres;
+mod rows;
 pub mod s3;
 pub mod sqlite;
 pub mod staging;

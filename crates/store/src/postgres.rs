@@ -7,10 +7,10 @@
 //! advisory lock, so nodes starting together apply each script once.
 
 use std::str::FromStr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, Transaction};
 
 use crate::model::{
@@ -18,6 +18,7 @@ use crate::model::{
     OperationRef, OperationStatus, TokenInfo, TusConcat, TusState, TusUpload,
 };
 use crate::packs::SealedPack;
+use crate::rows::{account_from, now_ms, operation_from, token_from, tus_from, unique_violation};
 use crate::{AccountLimits, MetadataStore, StoreError};
 
 /// Schema versions, applied in order. Never edit a released entry: add a new one.
@@ -96,12 +97,6 @@ const MIGRATION_LOCK: i64 = 0x6361_6972_6e00;
 
 pub struct PostgresStore {
     pool: PgPool,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl PostgresStore {
@@ -286,89 +281,6 @@ enum Bind<'a> {
     Int(i64),
     Text(&'a str),
     Blob(&'a [u8]),
-}
-
-fn account_from(row: &PgRow) -> Account {
-    Account {
-        id: row.get("id"),
-        name: row.get("name"),
-        upload_limit: row.get::<i64, _>("upload_limit") as u64,
-        quota: row.get::<Option<i64>, _>("quota").map(|q| q as u64),
-        stored_bytes: row.get::<i64, _>("stored_bytes") as u64,
-        created_at_ms: row.get("created_at"),
-    }
-}
-
-fn token_from(row: &PgRow) -> TokenInfo {
-    TokenInfo {
-        id: row.get("id"),
-        account_id: row.get("account_id"),
-        prefix: row.get("prefix"),
-        created_at_ms: row.get("created_at"),
-        revoked: row.get::<Option<i64>, _>("revoked_at").is_some(),
-    }
-}
-
-fn operation_from(row: &PgRow) -> Result<Operation, StoreError> {
-    let corrupt = |e: String| StoreError::Database(sqlx::Error::Decode(e.into()));
-    let code: Option<String> = row.get("error_code");
-    Ok(Operation {
-        id: row.get("id"),
-        upload_id: row.get("upload_id"),
-        account_id: row.get("account_id"),
-        kind: row.get::<String, _>("kind").parse().map_err(corrupt)?,
-        status: OperationStatus::from_str(&row.get::<String, _>("status")).map_err(corrupt)?,
-        status_message: row.get("status_message"),
-        progress_percent: row.get("progress"),
-        cid: row.get("cid"),
-        error: code.map(|code| OperationError {
-            code,
-            message: row
-                .get::<Option<String>, _>("error_message")
-                .unwrap_or_default(),
-        }),
-        name: row.get("name"),
-        size: row.get::<i64, _>("size") as u64,
-        mime_type: row.get("mime_type"),
-        archive_mode: row.get("archive_mode"),
-        profile: row.get("profile"),
-        created_at_ms: row.get("created_at"),
-        updated_at_ms: row.get("updated_at"),
-        completed_at_ms: row.get("completed_at"),
-    })
-}
-
-fn tus_from(row: &PgRow) -> Result<TusUpload, StoreError> {
-    let corrupt = |e: String| StoreError::Database(sqlx::Error::Decode(e.into()));
-    let parts: Option<String> = row.get("parts");
-    let concat = match row.get::<Option<String>, _>("concat").as_deref() {
-        None => TusConcat::None,
-        Some("partial") => TusConcat::Partial,
-        Some("final") => TusConcat::Final(
-            parts
-                .unwrap_or_default()
-                .split(' ')
-                .filter(|p| !p.is_empty())
-                .map(str::to_owned)
-                .collect(),
-        ),
-        Some(other) => return Err(corrupt(format!("unknown concat {other:?}"))),
-    };
-    Ok(TusUpload {
-        id: row.get("id"),
-        account_id: row.get("account_id"),
-        operation_id: row.get("operation_id"),
-        length: row.get::<Option<i64>, _>("length").map(|l| l as u64),
-        metadata: row.get("metadata"),
-        concat,
-        state: row.get::<String, _>("state").parse().map_err(corrupt)?,
-        created_at_ms: row.get("created_at"),
-        expires_at_ms: row.get("expires_at"),
-    })
-}
-
-fn unique_violation(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
 #[async_trait]

@@ -1,0 +1,134 @@
+//! What the SQL backends share: turning rows into the model, the clock, and the one way a
+//! unique-key violation is recognised. The SQL itself differs by dialect and stays with each
+//! backend.
+
+use std::str::FromStr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sqlx::Row;
+
+use crate::model::{
+    Account, Operation, OperationError, OperationStatus, TokenInfo, TusConcat, TusUpload,
+};
+use crate::StoreError;
+
+/// Milliseconds since the Unix epoch, as every timestamp column stores them.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+pub(crate) fn unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+/// The column types the model uses, read the same way from any backend's rows.
+pub(crate) trait ModelRow {
+    fn int(&self, column: &str) -> i64;
+    fn maybe_int(&self, column: &str) -> Option<i64>;
+    fn text(&self, column: &str) -> String;
+    fn maybe_text(&self, column: &str) -> Option<String>;
+    fn real(&self, column: &str) -> f64;
+}
+
+macro_rules! model_row {
+    ($row:ty) => {
+        impl ModelRow for $row {
+            fn int(&self, column: &str) -> i64 {
+                self.get(column)
+            }
+            fn maybe_int(&self, column: &str) -> Option<i64> {
+                self.get(column)
+            }
+            fn text(&self, column: &str) -> String {
+                self.get(column)
+            }
+            fn maybe_text(&self, column: &str) -> Option<String> {
+                self.get(column)
+            }
+            fn real(&self, column: &str) -> f64 {
+                self.get(column)
+            }
+        }
+    };
+}
+model_row!(sqlx::sqlite::SqliteRow);
+model_row!(sqlx::postgres::PgRow);
+
+pub(crate) fn account_from(row: &impl ModelRow) -> Account {
+    Account {
+        id: row.int("id"),
+        name: row.text("name"),
+        upload_limit: row.int("upload_limit") as u64,
+        quota: row.maybe_int("quota").map(|q| q as u64),
+        stored_bytes: row.int("stored_bytes") as u64,
+        created_at_ms: row.int("created_at"),
+    }
+}
+
+pub(crate) fn token_from(row: &impl ModelRow) -> TokenInfo {
+    TokenInfo {
+        id: row.int("id"),
+        account_id: row.int("account_id"),
+        prefix: row.text("prefix"),
+        created_at_ms: row.int("created_at"),
+        revoked: row.maybe_int("revoked_at").is_some(),
+    }
+}
+
+pub(crate) fn operation_from(row: &impl ModelRow) -> Result<Operation, StoreError> {
+    let corrupt = |e: String| StoreError::Database(sqlx::Error::Decode(e.into()));
+    let code = row.maybe_text("error_code");
+    Ok(Operation {
+        id: row.int("id"),
+        upload_id: row.text("upload_id"),
+        account_id: row.int("account_id"),
+        kind: row.text("kind").parse().map_err(corrupt)?,
+        status: OperationStatus::from_str(&row.text("status")).map_err(corrupt)?,
+        status_message: row.text("status_message"),
+        progress_percent: row.real("progress"),
+        cid: row.maybe_text("cid"),
+        error: code.map(|code| OperationError {
+            code,
+            message: row.maybe_text("error_message").unwrap_or_default(),
+        }),
+        name: row.text("name"),
+        size: row.int("size") as u64,
+        mime_type: row.text("mime_type"),
+        archive_mode: row.maybe_text("archive_mode"),
+        profile: row.text("profile"),
+        created_at_ms: row.int("created_at"),
+        updated_at_ms: row.int("updated_at"),
+        completed_at_ms: row.maybe_int("completed_at"),
+    })
+}
+
+pub(crate) fn tus_from(row: &impl ModelRow) -> Result<TusUpload, StoreError> {
+    let corrupt = |e: String| StoreError::Database(sqlx::Error::Decode(e.into()));
+    let parts = row.maybe_text("parts");
+    let concat = match row.maybe_text("concat").as_deref() {
+        None => TusConcat::None,
+        Some("partial") => TusConcat::Partial,
+        Some("final") => TusConcat::Final(
+            parts
+                .unwrap_or_default()
+                .split(' ')
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        ),
+        Some(other) => return Err(corrupt(format!("unknown concat {other:?}"))),
+    };
+    Ok(TusUpload {
+        id: row.text("id"),
+        account_id: row.int("account_id"),
+        operation_id: row.maybe_int("operation_id"),
+        length: row.maybe_int("length").map(|l| l as u64),
+        metadata: row.text("metadata"),
+        concat,
+        state: row.text("state").parse().map_err(corrupt)?,
+        created_at_ms: row.int("created_at"),
+        expires_at_ms: row.int("expires_at"),
+    })
+}
