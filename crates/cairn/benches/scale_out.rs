@@ -11,27 +11,18 @@ mod server;
 #[path = "../../store/tests/support/moto.rs"]
 mod moto;
 
+#[path = "../../server/benches/support/noise.rs"]
+mod noise;
+
 use std::sync::Arc;
 use std::time::Instant;
 
+use noise::noise;
 use server::{cairn, start, terminate, Running, TestDatabase};
 
 const UPLOADS: usize = 64;
 const SIZE: usize = 4 << 20;
 const IN_FLIGHT: usize = 8;
-
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
 
 /// Upload every file, `IN_FLIGHT` at a time, to the nodes in turn; returns MB/s.
 async fn run(nodes: &[Running], token: &str, files: &Arc<Vec<Vec<u8>>>) -> f64 {

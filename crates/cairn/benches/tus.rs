@@ -9,29 +9,20 @@
 //!
 //! Run: `cargo bench -p cairn --bench tus`. Needs `node` and `npm`.
 
+#[path = "../../server/benches/support/noise.rs"]
+mod noise;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use noise::noise;
 use sha2::{Digest, Sha256};
 
 const GIB: usize = 1 << 30;
 const PATCH: usize = 8 << 20;
-
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
 
 fn mb_per_s(bytes: usize, time: Duration) -> f64 {
     bytes as f64 / 1e6 / time.as_secs_f64()

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use server::{admin, cairn, start, Running};
+use server::{admin, cairn, content, start, Running};
 
 /// The client, pointed at `server`, with its config and state kept in `home`.
 fn client(server: &Running, home: &Path) -> Command {
@@ -31,18 +31,6 @@ fn ok(output: Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8(output.stdout).unwrap()
-}
-
-fn content(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// Every file, directory and symlink under `dir`, with contents, for comparison.

@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 use reqwest::multipart::{Form, Part};
-use server::{admin, cairn, start, terminate, Running};
+use server::{admin, cairn, content, start, terminate, Running};
 
 #[tokio::test]
 async fn serve_with_zero_configuration_then_upload_administer_and_stop() {
@@ -112,19 +112,6 @@ fn a_taken_port_is_one_line_and_a_failure_status() {
     );
 }
 
-/// Pseudo-random bytes: incompressible, so decompression and hashing take real time.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 async fn operation(running: &Running, token: &str, id: i64) -> serde_json::Value {
     reqwest::Client::new()
         .get(format!("{}/api/operations/{id}", running.upload))
@@ -147,7 +134,7 @@ async fn sigkill_during_extraction_then_restart_completes_with_the_right_cid() {
 
     // 40 MB of incompressible files in a bzip2 tar: about a second of extraction.
     let files: Vec<(String, Vec<u8>)> = (0..10)
-        .map(|i| (format!("data/part-{i}.bin"), noise(4 << 20, i + 1)))
+        .map(|i| (format!("data/part-{i}.bin"), content(4 << 20, i + 1)))
         .collect();
     let mut builder = tar::Builder::new(bzip2::write::BzEncoder::new(
         Vec::new(),

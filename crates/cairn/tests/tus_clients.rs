@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use server::{start, terminate, Running};
+use server::{content, start, terminate, Running};
 
 const TUS_JS: &str = "tus-js-client@4.3.1";
 const TUSPY: &str = "tuspy==1.1.0";
@@ -74,18 +74,6 @@ fn tuspy() -> PathBuf {
         );
     }
     python
-}
-
-fn content(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 fn cid_of(bytes: &[u8]) -> String {

@@ -8,26 +8,13 @@
 
 mod server;
 
-use server::{start, Running};
+use server::{content, start, Running};
 
 fn rounds() -> usize {
     std::env::var("CAIRN_CRASH_ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(50)
-}
-
-/// Deterministic, incompressible content.
-fn content(len: usize) -> Vec<u8> {
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 async fn head_offset(client: &reqwest::Client, url: &str, token: &str) -> u64 {
@@ -50,7 +37,7 @@ async fn head_offset(client: &reqwest::Client, url: &str, token: &str) -> u64 {
 async fn every_acknowledged_byte_survives_sigkill_right_after_the_204() {
     let rounds = rounds();
     let chunk = 64 * 1024;
-    let bytes = content(rounds * chunk);
+    let bytes = content(rounds * chunk, 0x9e37_79b9_7f4a_7c15);
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     // A short lease: if the killed server had already claimed the completed upload, the next

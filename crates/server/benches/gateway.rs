@@ -3,6 +3,9 @@
 //!
 //! Run: `cargo bench -p cairn-server --bench gateway`. Best of 3.
 
+#[path = "support/noise.rs"]
+mod noise;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,22 +18,10 @@ use cairn_store::staging::Staging;
 use cairn_store::tus_bytes::TusBytes;
 use cairn_store::{AccountLimits, MetadataStore};
 use cairn_unixfs::{FileImporter, Profile};
+use noise::noise;
 use sha2::{Digest, Sha256};
 
 const SIZE: usize = 1 << 30;
-
-fn noise(len: usize) -> Vec<u8> {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
 
 fn mb_per_s(time: Duration) -> f64 {
     SIZE as f64 / 1e6 / time.as_secs_f64()
@@ -41,7 +32,7 @@ async fn main() {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-tmp");
     std::fs::create_dir_all(&base).unwrap();
     let dir = tempfile::tempdir_in(&base).unwrap();
-    let data = noise(SIZE);
+    let data = noise(SIZE, 0x2545_f491_4f6c_dd1d);
     let mut sha = Duration::MAX;
     for _ in 0..3 {
         let started = Instant::now();

@@ -9,6 +9,9 @@
 //!
 //! Run: `cargo bench -p cairn-server --bench upload`. Each timing is the best of 3.
 
+#[path = "support/noise.rs"]
+mod noise;
+
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -20,24 +23,12 @@ use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
 use cairn_store::tus_bytes::TusBytes;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
+use noise::noise;
 use reqwest::multipart::{Form, Part};
 use sha2::{Digest, Sha256};
 
 const POST_BYTES: usize = 100_000_000;
 const SMALL_FILES: usize = 10_000;
-
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
 
 fn mb_per_s(bytes: usize, time: Duration) -> f64 {
     bytes as f64 / 1e6 / time.as_secs_f64()

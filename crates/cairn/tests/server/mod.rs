@@ -151,3 +151,16 @@ pub fn client(running: &Running, token: &str, home: &std::path::Path, args: &[&s
     );
     String::from_utf8(output.stdout).unwrap()
 }
+
+/// Deterministic test bytes (xorshift64, one byte per step) from `seed`.
+pub fn content(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
