@@ -106,11 +106,13 @@ impl S3Blobs {
         })
     }
 
-    /// Run `work` on the store's runtime and wait for it here.
-    fn wait<T: Send + 'static>(
-        &self,
-        work: impl std::future::Future<Output = object_store::Result<T>> + Send + 'static,
-    ) -> io::Result<T> {
+    /// Run `work` with the client on the store's runtime, and wait for it here.
+    fn call<T, Work>(&self, work: impl FnOnce(Arc<AmazonS3>) -> Work) -> io::Result<T>
+    where
+        T: Send + 'static,
+        Work: std::future::Future<Output = object_store::Result<T>> + Send + 'static,
+    {
+        let work = work(self.s3.clone());
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let runtime = self.runtime.0.as_ref().expect("present until dropped");
         runtime.spawn(async move {
@@ -141,18 +143,31 @@ impl S3Blobs {
     }
 
     fn size(&self, path: &ObjectPath) -> io::Result<u64> {
-        let (s3, path) = (self.s3.clone(), path.clone());
-        Ok(self.wait(async move { s3.head(&path).await })?.size)
+        let path = path.clone();
+        Ok(self.call(|s3| async move { s3.head(&path).await })?.size)
+    }
+
+    /// The writer of `name` is gone for good: abort its upload `id` (already gone, completed
+    /// or aborted by a lifecycle rule, is fine) and drop its marker.
+    fn abandon(&self, name: &str, id: &str) -> io::Result<()> {
+        let (path, id) = (self.path(name)?, id.to_owned());
+        let _ = self.call(|s3| async move { s3.abort_multipart(&path, &id).await });
+        self.drop_marker(name)
+    }
+
+    fn drop_marker(&self, name: &str) -> io::Result<()> {
+        let marker = self.marker(name);
+        self.call(|s3| async move { s3.delete(&marker).await })
     }
 }
 
 impl BlobStore for S3Blobs {
     fn create(&self, name: &str) -> io::Result<Box<dyn BlobWriter>> {
         let path = self.path(name)?;
-        let (s3, target) = (self.s3.clone(), path.clone());
-        let upload_id = self.wait(async move { s3.create_multipart(&target).await })?;
-        let (s3, marker, id) = (self.s3.clone(), self.marker(name), upload_id.clone());
-        self.wait(async move { s3.put(&marker, PutPayload::from(id.into_bytes())).await })?;
+        let target = path.clone();
+        let upload_id = self.call(|s3| async move { s3.create_multipart(&target).await })?;
+        let (marker, id) = (self.marker(name), upload_id.clone());
+        self.call(|s3| async move { s3.put(&marker, PutPayload::from(id.into_bytes())).await })?;
         Ok(Box::new(S3BlobWriter {
             store: self.clone(),
             name: name.to_owned(),
@@ -179,23 +194,23 @@ impl BlobStore for S3Blobs {
     }
 
     fn read_range(&self, name: &str, offset: u64, length: u64) -> io::Result<Vec<u8>> {
-        let (s3, path) = (self.s3.clone(), self.path(name)?);
-        let bytes = self.wait(async move { s3.get_range(&path, offset..offset + length).await })?;
+        let path = self.path(name)?;
+        let bytes =
+            self.call(|s3| async move { s3.get_range(&path, offset..offset + length).await })?;
         Ok(bytes.to_vec())
     }
 
     fn delete(&self, name: &str) -> io::Result<()> {
-        let (s3, path) = (self.s3.clone(), self.path(name)?);
-        match self.wait(async move { s3.delete(&path).await }) {
+        let path = self.path(name)?;
+        match self.call(|s3| async move { s3.delete(&path).await }) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other,
         }
     }
 
     fn list(&self) -> io::Result<Vec<String>> {
-        let s3 = self.s3.clone();
         let prefix = ObjectPath::from(self.prefix.clone());
-        let objects = self.wait(async move {
+        let objects = self.call(|s3| async move {
             s3.list_with_delimiter(Some(&prefix))
                 .await
                 .map(|listing| listing.objects)
@@ -209,23 +224,17 @@ impl BlobStore for S3Blobs {
     }
 
     fn remove_incomplete(&self) -> io::Result<u64> {
-        let s3 = self.s3.clone();
         let prefix = ObjectPath::from(format!("{}/{INCOMPLETE}", self.prefix));
         let markers: Vec<_> =
-            self.wait(async move { s3.list(Some(&prefix)).try_collect::<Vec<_>>().await })?;
+            self.call(|s3| async move { s3.list(Some(&prefix)).try_collect::<Vec<_>>().await })?;
         let mut removed = 0;
         for marker in markers {
             let Some(name) = marker.location.filename().map(str::to_owned) else {
                 continue;
             };
-            let (s3, location) = (self.s3.clone(), marker.location.clone());
-            let id = self.wait(async move { s3.get(&location).await?.bytes().await })?;
-            let id = String::from_utf8_lossy(&id).into_owned();
-            let (s3, path) = (self.s3.clone(), self.path(&name)?);
-            // Already gone (completed or aborted by S3's own lifecycle rules) is fine.
-            let _ = self.wait(async move { s3.abort_multipart(&path, &id).await });
-            let (s3, location) = (self.s3.clone(), marker.location);
-            self.wait(async move { s3.delete(&location).await })?;
+            let location = marker.location;
+            let id = self.call(|s3| async move { s3.get(&location).await?.bytes().await })?;
+            self.abandon(&name, &String::from_utf8_lossy(&id))?;
             removed += 1;
         }
         Ok(removed)
@@ -249,15 +258,10 @@ impl S3BlobWriter {
             &mut self.buffer,
             Vec::with_capacity(PART_BYTES),
         ));
-        let (s3, path, id) = (
-            self.store.s3.clone(),
-            self.path.clone(),
-            self.upload_id.clone(),
-        );
-        let index = self.parts.len();
+        let (path, id, index) = (self.path.clone(), self.upload_id.clone(), self.parts.len());
         let part = self
             .store
-            .wait(async move { s3.put_part(&path, &id, index, data).await })?;
+            .call(|s3| async move { s3.put_part(&path, &id, index, data).await })?;
         self.parts.push(part);
         Ok(())
     }
@@ -285,17 +289,15 @@ impl BlobWriter for S3BlobWriter {
         if !self.buffer.is_empty() || self.parts.is_empty() {
             self.send_part()?;
         }
-        let (s3, path, id, parts) = (
-            self.store.s3.clone(),
+        let (path, id, parts) = (
             self.path.clone(),
             self.upload_id.clone(),
             std::mem::take(&mut self.parts),
         );
         self.store
-            .wait(async move { s3.complete_multipart(&path, &id, parts).await })?;
+            .call(|s3| async move { s3.complete_multipart(&path, &id, parts).await })?;
         self.done = true;
-        let (s3, marker) = (self.store.s3.clone(), self.store.marker(&self.name));
-        self.store.wait(async move { s3.delete(&marker).await })?;
+        self.store.drop_marker(&self.name)?;
         Ok(self.bytes)
     }
 }
@@ -306,16 +308,7 @@ impl Drop for S3BlobWriter {
         if self.done {
             return;
         }
-        let (s3, path, id) = (
-            self.store.s3.clone(),
-            self.path.clone(),
-            self.upload_id.clone(),
-        );
-        let _ = self
-            .store
-            .wait(async move { s3.abort_multipart(&path, &id).await });
-        let (s3, marker) = (self.store.s3.clone(), self.store.marker(&self.name));
-        let _ = self.store.wait(async move { s3.delete(&marker).await });
+        let _ = self.store.abandon(&self.name, &self.upload_id);
     }
 }
 
@@ -338,10 +331,10 @@ impl Read for S3Reader {
             && self.position < self.window_start + self.window.len() as u64;
         if !in_window {
             let end = (self.position + READ_AHEAD).min(self.size);
-            let (s3, path, start) = (self.store.s3.clone(), self.path.clone(), self.position);
+            let (path, start) = (self.path.clone(), self.position);
             self.window = self
                 .store
-                .wait(async move { s3.get_range(&path, start..end).await })?;
+                .call(|s3| async move { s3.get_range(&path, start..end).await })?;
             self.window_start = self.position;
         }
         let from = (self.position - self.window_start) as usize;
