@@ -8,10 +8,10 @@ use anyhow::{bail, Context, Result};
 use cairn_server::{account_app, listen, upload_app, AppState, ServerConfig};
 use cairn_store::packs::Packs;
 use cairn_store::postgres::PostgresStore;
-use cairn_store::s3::S3Blobs;
+use cairn_store::s3::{S3Blobs, S3TusBytes};
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
-use cairn_store::tus_bytes::TusBytes;
+use cairn_store::tus_bytes::{FileTusBytes, TusBytes};
 use cairn_store::{tokens, AccountLimits, MetadataStore};
 use tokio::net::TcpListener;
 
@@ -56,18 +56,31 @@ pub async fn run(config: ServeConfig) -> Result<()> {
             config.data_dir.display()
         )
     };
-    let (packs, staging) = match &config.store {
+    let server_config = ServerConfig {
+        default_profile: config.profile.clone(),
+        worker_lease: config.worker_lease,
+        trust_forwarded_headers: config.trust_forwarded_headers,
+        shared_store: config.store.is_some(),
+        ..ServerConfig::default()
+    };
+    let (packs, staging, tus_bytes): (_, _, Arc<dyn TusBytes>) = match &config.store {
         Some(url) => {
+            let named = || format!("content store {}", url.split('?').next().unwrap_or(url));
             let blobs = |sub: &str| -> Result<Arc<S3Blobs>> {
-                Ok(Arc::new(S3Blobs::open(url, sub).with_context(|| {
-                    format!("content store {}", url.split('?').next().unwrap_or(url))
-                })?))
+                Ok(Arc::new(S3Blobs::open(url, sub).with_context(named)?))
             };
-            (Packs::new(blobs("packs")?), Staging::new(blobs("staging")?))
+            let tus_bytes =
+                S3TusBytes::open(url, server_config.tus_max_size).with_context(named)?;
+            (
+                Packs::new(blobs("packs")?),
+                Staging::new(blobs("staging")?),
+                Arc::new(tus_bytes),
+            )
         }
         None => (
             Packs::open(config.data_dir.join("packs")).with_context(writable)?,
             Staging::open(config.data_dir.join("staging")).with_context(writable)?,
+            Arc::new(FileTusBytes::open(config.data_dir.join("tus")).with_context(writable)?),
         ),
     };
     if config.store.is_none() {
@@ -86,14 +99,6 @@ pub async fn run(config: ServeConfig) -> Result<()> {
 
     let upload_listener = bind(config.listen).await?;
     let account_listener = bind(config.account_listen).await?;
-    let server_config = ServerConfig {
-        default_profile: config.profile.clone(),
-        worker_lease: config.worker_lease,
-        trust_forwarded_headers: config.trust_forwarded_headers,
-        resumable_uploads: config.store.is_none(),
-        ..ServerConfig::default()
-    };
-    let tus_bytes = TusBytes::open(config.data_dir.join("tus")).with_context(writable)?;
     let state = AppState::new(store, packs, staging, tus_bytes, server_config);
     println!(
         "upload host listening on http://{}",

@@ -1,5 +1,6 @@
-//! Two `cairn serve` nodes sharing PostgreSQL (metadata, queue) and S3 (content): what one
-//! node stores, the other serves, and queued work is done once by whichever node claims it.
+//! Two `cairn serve` nodes sharing PostgreSQL (metadata, queue, upload leases) and S3
+//! (content): what one node stores, the other serves; queued work is done once by whichever
+//! node claims it; and a TUS upload begun on a node that dies is finished on the other.
 
 mod server;
 
@@ -7,9 +8,12 @@ mod server;
 mod moto;
 
 use std::process::Command;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
 
 use moto::Moto;
-use server::{client, start, terminate, TestDatabase};
+use server::{client, content, start, terminate, Running, TestDatabase};
 
 #[test]
 fn two_nodes_share_uploads_operations_and_content() {
@@ -89,32 +93,175 @@ fn two_nodes_share_uploads_operations_and_content() {
     let listed = client(&a, &token, work.path(), &["ls", "--json", &cids[0].1]);
     assert!(listed.contains("site"), "{listed}");
 
-    // TUS keeps bytes on the receiving node, so on a shared store it says it is off, clearly.
-    let limited = server::cairn()
-        .args(["account", "set", "default", "--upload-limit", "1000"])
-        .args(["--database-url", &database.url])
-        .status()
-        .unwrap();
-    assert!(limited.success());
-    let big = work.path().join("big.bin");
-    std::fs::write(&big, vec![7u8; 5000]).unwrap();
-    let refused = server::cairn()
-        .args(["upload", big.to_str().unwrap()])
-        .env("CAIRN_URL", &a.upload)
-        .env("CAIRN_ACCOUNT_URL", &a.account)
-        .env("CAIRN_TOKEN", &token)
-        .env("HOME", work.path())
-        .env("XDG_STATE_HOME", work.path().join("state"))
-        .output()
-        .unwrap();
-    assert!(!refused.status.success());
-    let message = String::from_utf8_lossy(&refused.stderr);
-    assert!(message.contains("shared content store"), "{message}");
-
     assert!(terminate(a).0.success());
     assert!(terminate(b).0.success());
     assert!(
         !work.path().join("a/packs").exists() && !work.path().join("b/packs").exists(),
         "content went to the shared store, not the nodes' disks"
     );
+}
+
+fn tus_request(
+    http: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    token: &str,
+) -> reqwest::RequestBuilder {
+    http.request(method, url)
+        .bearer_auth(token)
+        .header("Tus-Resumable", "1.0.0")
+}
+
+async fn patch(http: &reqwest::Client, url: &str, token: &str, offset: u64, body: &[u8]) -> u64 {
+    let reply = tus_request(http, reqwest::Method::PATCH, url, token)
+        .header("Content-Type", "application/offset+octet-stream")
+        .header("Upload-Offset", offset.to_string())
+        .body(body.to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 204, "{:?}", reply.text().await);
+    reply.headers()["upload-offset"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Start a PATCH of `total` bytes on `node` and send only `sent` of them: the node holds the
+/// upload's lease while it waits for the rest.
+async fn stalled_patch(
+    node: &Running,
+    path: &str,
+    token: &str,
+    offset: u64,
+    total: usize,
+    sent: &[u8],
+) -> tokio::net::TcpStream {
+    let address = node.upload.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let head = format!(
+        "PATCH {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
+         Tus-Resumable: 1.0.0\r\nContent-Type: application/offset+octet-stream\r\n\
+         Upload-Offset: {offset}\r\nContent-Length: {total}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(sent).await.unwrap();
+    stream
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tus_upload_begun_on_a_node_that_is_killed_is_finished_on_another() {
+    let moto = Moto::start();
+    let store = moto.bucket("tus-takeover");
+    let database = TestDatabase::create("tus_takeover");
+    let work = tempfile::tempdir().unwrap();
+    let shared = ["--database-url", &database.url, "--store", &store];
+    let mut a = start(&work.path().join("a"), &shared);
+    let token = a.token.clone();
+    let b = start(&work.path().join("b"), &shared);
+    let http = reqwest::Client::new();
+
+    // 21 MiB and a bit: S3 parts of 8 MiB, then a tail.
+    let bytes = content(21 * 1024 * 1024 + 12_345, 0x5eed);
+    let created = tus_request(
+        &http,
+        reqwest::Method::POST,
+        &format!("{}/api/upload/tus", a.upload),
+        &token,
+    )
+    .header("Upload-Length", bytes.len().to_string())
+    .header("Upload-Metadata", "filename ZGF0YS5iaW4=")
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(created.status(), 201);
+    let location = created.headers()["location"].to_str().unwrap().to_owned();
+    let path = format!("/api/{}", location.split_once("/api/").unwrap().1);
+    let operation = created.headers()["cairn-operation-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+
+    let on = |node: &Running| format!("{}{path}", node.upload);
+    let acknowledged = patch(&http, &on(&a), &token, 0, &bytes[..12 << 20]).await;
+    assert_eq!(acknowledged, 12 << 20);
+
+    // A second PATCH is half-way through its body when node A is SIGKILLed.
+    let rest = bytes.len() - (12 << 20);
+    let _stalled = stalled_patch(
+        &a,
+        &path,
+        &token,
+        acknowledged,
+        rest,
+        &bytes[12 << 20..15 << 20],
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+
+    // Node B waits for A's lease to run out, then reports every acknowledged byte.
+    let head = tus_request(&http, reqwest::Method::HEAD, &on(&b), &token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status(), 200);
+    let offset: u64 = head.headers()["upload-offset"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        offset >= acknowledged,
+        "B reports {offset}, {acknowledged} were acknowledged"
+    );
+    let done = patch(&http, &on(&b), &token, offset, &bytes[offset as usize..]).await;
+    assert_eq!(done, bytes.len() as u64);
+
+    // The CID is that of the bytes sent, as `cairn cid` computes it locally.
+    let file = work.path().join("data.bin");
+    std::fs::write(&file, &bytes).unwrap();
+    let local = server::cairn()
+        .args(["cid", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let expected = String::from_utf8(local.stdout)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut op = serde_json::Value::Null;
+    for _ in 0..600 {
+        op = http
+            .get(format!("{}/api/operations/{operation}", b.upload))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if op["status"] == "completed" || op["status"] == "failed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(op["status"], "completed", "{op}");
+    assert_eq!(op["cid"], expected.as_str());
+    let back = http
+        .get(format!("{}/ipfs/{expected}", b.upload))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert!(
+        back == bytes,
+        "the content read back through B is the content sent"
+    );
+    assert!(terminate(b).0.success());
 }

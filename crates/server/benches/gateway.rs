@@ -15,7 +15,7 @@ use cairn_store::model::{NewUpload, OperationKind};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
-use cairn_store::tus_bytes::TusBytes;
+use cairn_store::tus_bytes::FileTusBytes;
 use cairn_store::{AccountLimits, MetadataStore};
 use cairn_unixfs::{FileImporter, Profile};
 use noise::noise;
@@ -74,7 +74,7 @@ async fn main() {
         store,
         packs,
         Staging::open(dir.path().join("staging")).unwrap(),
-        TusBytes::open(dir.path().join("tus")).unwrap(),
+        Arc::new(FileTusBytes::open(dir.path().join("tus")).unwrap()),
         ServerConfig::default(),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

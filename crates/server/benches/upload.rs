@@ -21,7 +21,7 @@ use cairn_server::{upload_app, AppState, ServerConfig};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
-use cairn_store::tus_bytes::TusBytes;
+use cairn_store::tus_bytes::FileTusBytes;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
 use noise::noise;
 use reqwest::multipart::{Form, Part};
@@ -86,7 +86,7 @@ async fn start_server(dir: &Path) -> Server {
         store,
         Packs::open(dir.join("packs")).unwrap(),
         Staging::open(dir.join("staging")).unwrap(),
-        TusBytes::open(dir.join("tus")).unwrap(),
+        Arc::new(FileTusBytes::open(dir.join("tus")).unwrap()),
         ServerConfig::default(),
     );
     let (stop, stopped) = tokio::sync::watch::channel(false);

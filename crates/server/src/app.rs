@@ -5,7 +5,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, HeaderValue, Method, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 
@@ -16,13 +16,6 @@ use crate::state::AppState;
 use crate::tus;
 
 pub fn upload_app(state: AppState) -> Router {
-    let tus_routes = if state.config.resumable_uploads {
-        tus::routes()
-    } else {
-        Router::new()
-            .route("/api/upload/tus", any(tus_unavailable))
-            .route("/api/upload/tus/{id}", any(tus_unavailable))
-    };
     Router::new()
         .route(
             "/api/upload",
@@ -30,7 +23,7 @@ pub fn upload_app(state: AppState) -> Router {
             post(upload::upload).layer(DefaultBodyLimit::disable()),
         )
         .merge(operation_routes())
-        .merge(tus_routes)
+        .merge(tus::routes())
         // The read path is public: content addressing needs no token.
         .route("/ipfs/{cid}", get(gateway::get))
         .route("/ipfs/{cid}/", get(gateway::get))
@@ -48,16 +41,6 @@ pub fn upload_app(state: AppState) -> Router {
 const EXPOSED: &str = "location, upload-offset, upload-length, upload-expires, upload-metadata, \
     upload-defer-length, upload-concat, tus-resumable, tus-version, tus-extension, tus-max-size, \
     tus-checksum-algorithm, cairn-operation-id";
-
-/// TUS keeps an upload's bytes on the node that received them, so on a shared content store
-/// (several nodes) it is off until its bytes move to the shared store too.
-async fn tus_unavailable() -> ApiError {
-    ApiError::Unavailable(
-        "resumable uploads are not available on this node: it runs on a shared content store, \
-         where TUS is not supported yet; send files within the upload limit with POST /api/upload"
-            .into(),
-    )
-}
 
 /// CORS for browsers (tus-js-client, Uppy upload cross-origin). A preflight (OPTIONS with
 /// `Access-Control-Request-Method`) is answered here; any other OPTIONS is TUS's own and goes

@@ -24,7 +24,7 @@ pub struct AppState {
     pub staging: Staging,
     /// Wakes an idle worker when an operation is queued.
     pub queue: Arc<Notify>,
-    pub tus_bytes: TusBytes,
+    pub tus_bytes: Arc<dyn TusBytes>,
     pub tus_locks: Arc<Locks>,
 }
 
@@ -33,13 +33,18 @@ impl AppState {
         store: Arc<dyn MetadataStore>,
         packs: Packs,
         staging: Staging,
-        tus_bytes: TusBytes,
+        tus_bytes: Arc<dyn TusBytes>,
         config: ServerConfig,
     ) -> Self {
+        let tus_locks = if config.shared_store {
+            Locks::leased(store.clone(), config.upload_lease)
+        } else {
+            Locks::in_process()
+        };
         Self {
             staging,
             tus_bytes,
-            tus_locks: Arc::new(Locks::default()),
+            tus_locks: Arc::new(tus_locks),
             queue: Arc::new(Notify::new()),
             limiter: Arc::new(RateLimiter::new(config.rate_limits.clone())),
             metrics: Arc::new(Metrics::default()),
@@ -74,8 +79,12 @@ pub struct ServerConfig {
     pub trust_forwarded_headers: bool,
     /// A connection that does not deliver its request headers in this time is closed.
     pub header_timeout: std::time::Duration,
-    /// TUS at `/api/upload/tus`; off on a shared content store (its bytes are node-local).
-    pub resumable_uploads: bool,
+    /// Other nodes share the metadata and content stores: TUS uploads are locked with leases
+    /// in the metadata store rather than in this process.
+    pub shared_store: bool,
+    /// How long a TUS upload's lease outlives its holder's last renewal (shared store only):
+    /// after a node dies, its uploads can be resumed elsewhere this much later.
+    pub upload_lease: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -87,7 +96,8 @@ impl Default for ServerConfig {
             archive_limits: Limits::default(),
             worker_lease: std::time::Duration::from_secs(30),
             tus_max_size: 1 << 40,
-            resumable_uploads: true,
+            shared_store: false,
+            upload_lease: std::time::Duration::from_secs(6),
             tus_expiry: std::time::Duration::from_secs(24 * 3600),
             idle_timeout: std::time::Duration::from_secs(60),
             trust_forwarded_headers: false,

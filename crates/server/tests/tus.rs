@@ -695,7 +695,7 @@ async fn complete_bytes_left_unrecorded_by_a_crash_are_completed_and_processed_o
     // The bytes reach the disk, then the process dies before the record is updated.
     let id = url.rsplit('/').next().unwrap();
     let mut appender = server.state.tus_bytes.appender(id, false).unwrap();
-    appender.write_all(b"hello world").unwrap();
+    appender.append(b"hello world").unwrap();
     appender.keep().unwrap();
 
     // The client's HEAD sees the offset at the length; the upload is processed all the same.

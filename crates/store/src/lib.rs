@@ -30,8 +30,8 @@ pub mod tus_bytes;
 use async_trait::async_trait;
 
 use model::{
-    Account, BlockLocation, NewTusUpload, NewUpload, Operation, OperationError, OperationFilter,
-    OperationRef, OperationStatus, TokenInfo, TusState, TusUpload,
+    Account, BlockLocation, LeaseAttempt, NewTusUpload, NewUpload, Operation, OperationError,
+    OperationFilter, OperationRef, OperationStatus, TokenInfo, TusState, TusUpload,
 };
 use packs::SealedPack;
 
@@ -175,6 +175,28 @@ pub trait MetadataStore: Send + Sync {
     async fn end_tus_upload(&self, id: &str, state: TusState) -> Result<(), StoreError>;
     /// Incomplete uploads whose expiry has passed.
     async fn expired_tus_uploads(&self, now_ms: i64) -> Result<Vec<TusUpload>, StoreError>;
+
+    /// Take the lease on upload `id` for `holder` until `until_ms`, unless another holder's
+    /// lease is still running at `now_ms`. Taking it clears any request to stop.
+    async fn take_upload_lease(
+        &self,
+        id: &str,
+        holder: &str,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> Result<LeaseAttempt, StoreError>;
+    /// Extend `holder`'s lease to `until_ms`: `Some(asked_to_stop)` while it holds the lease,
+    /// `None` once it has lost it.
+    async fn renew_upload_lease(
+        &self,
+        id: &str,
+        holder: &str,
+        until_ms: i64,
+    ) -> Result<Option<bool>, StoreError>;
+    /// Ask whoever holds the lease on `id` to let go.
+    async fn ask_upload_holder_to_stop(&self, id: &str) -> Result<(), StoreError>;
+    /// Give the lease back, if `holder` still has it.
+    async fn release_upload_lease(&self, id: &str, holder: &str) -> Result<(), StoreError>;
 
     /// An operation of `account_id` (another account's is `None`, like a missing one).
     async fn operation(

@@ -265,3 +265,13 @@ pub struct NewTusUpload {
     pub expires_at_ms: i64,
     pub upload: Option<NewUpload>,
 }
+
+/// The answer to a request for an upload's lease (one writer per TUS upload, across nodes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseAttempt {
+    Taken,
+    /// Another holder's lease runs until then (milliseconds since the epoch).
+    Held {
+        until_ms: i64,
+    },
+}

@@ -15,8 +15,8 @@ use sqlx::sqlite::{
 use sqlx::{Row, Sqlite, Transaction};
 
 use crate::model::{
-    Account, BlockLocation, NewTusUpload, NewUpload, Operation, OperationError, OperationFilter,
-    OperationRef, OperationStatus, TokenInfo, TusConcat, TusState, TusUpload,
+    Account, BlockLocation, LeaseAttempt, NewTusUpload, NewUpload, Operation, OperationError,
+    OperationFilter, OperationRef, OperationStatus, TokenInfo, TusConcat, TusState, TusUpload,
 };
 use crate::packs::SealedPack;
 use crate::rows::{account_from, now_ms, operation_from, token_from, tus_from, unique_violation};
@@ -96,6 +96,15 @@ CREATE TABLE tus_uploads (
     expires_at INTEGER NOT NULL
 );
 CREATE INDEX tus_uploads_expiry ON tus_uploads(state, expires_at);
+"#,
+    r#"
+-- One writer per TUS upload across nodes: a lease, renewed while held (see server tus/lock.rs).
+CREATE TABLE upload_leases (
+    upload_id TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    until_ms INTEGER NOT NULL,
+    stop_requested INTEGER NOT NULL
+);
 "#,
 ];
 
@@ -781,6 +790,79 @@ impl MetadataStore for SqliteStore {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(tus_from).collect()
+    }
+
+    async fn take_upload_lease(
+        &self,
+        id: &str,
+        holder: &str,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> Result<LeaseAttempt, StoreError> {
+        // The holder may let go between the two statements: then try again.
+        loop {
+            let taken: Option<String> = sqlx::query_scalar(
+                "INSERT INTO upload_leases (upload_id, holder, until_ms, stop_requested)
+                 VALUES (?, ?, ?, 0)
+                 ON CONFLICT (upload_id) DO UPDATE
+                    SET holder = excluded.holder, until_ms = excluded.until_ms, stop_requested = 0
+                  WHERE upload_leases.until_ms < ? OR upload_leases.holder = excluded.holder
+                 RETURNING holder",
+            )
+            .bind(id)
+            .bind(holder)
+            .bind(until_ms)
+            .bind(now_ms)
+            .fetch_optional(&self.pool)
+            .await?;
+            if taken.is_some() {
+                return Ok(LeaseAttempt::Taken);
+            }
+            let until: Option<i64> =
+                sqlx::query_scalar("SELECT until_ms FROM upload_leases WHERE upload_id = ?")
+                    .bind(id)
+                    .fetch_optional(&self.pool)
+                    .await?;
+            if let Some(until_ms) = until {
+                return Ok(LeaseAttempt::Held { until_ms });
+            }
+        }
+    }
+
+    async fn renew_upload_lease(
+        &self,
+        id: &str,
+        holder: &str,
+        until_ms: i64,
+    ) -> Result<Option<bool>, StoreError> {
+        let stop: Option<i64> = sqlx::query_scalar(
+            "UPDATE upload_leases SET until_ms = ?
+              WHERE upload_id = ? AND holder = ?
+              RETURNING stop_requested",
+        )
+        .bind(until_ms)
+        .bind(id)
+        .bind(holder)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(stop.map(|stop| stop != 0))
+    }
+
+    async fn ask_upload_holder_to_stop(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE upload_leases SET stop_requested = 1 WHERE upload_id = ?")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn release_upload_lease(&self, id: &str, holder: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM upload_leases WHERE upload_id = ? AND holder = ?")
+            .bind(id)
+            .bind(holder)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     async fn operation(

@@ -60,6 +60,7 @@ pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     operations_are_private_and_listed_newest_first(store, packs).await;
     the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claims(store, packs).await;
     tus_uploads_become_claimable_only_when_complete(store).await;
+    an_upload_lease_has_one_holder_who_can_be_asked_to_stop(store).await;
 }
 
 async fn tus_uploads_become_claimable_only_when_complete(store: &dyn MetadataStore) {
@@ -524,4 +525,48 @@ async fn claim_all(
         tokio::task::yield_now().await;
     }
     mine
+}
+
+async fn an_upload_lease_has_one_holder_who_can_be_asked_to_stop(store: &dyn MetadataStore) {
+    use crate::model::LeaseAttempt::{Held, Taken};
+    let take =
+        |holder: &'static str, now: i64| store.take_upload_lease("u", holder, now, now + 1000);
+    assert_eq!(take("a", 0).await.unwrap(), Taken);
+    assert_eq!(take("b", 10).await.unwrap(), Held { until_ms: 1000 });
+    assert_eq!(
+        take("a", 20).await.unwrap(),
+        Taken,
+        "a holder may take it again"
+    );
+    assert_eq!(
+        store.renew_upload_lease("u", "a", 2000).await.unwrap(),
+        Some(false)
+    );
+    store.ask_upload_holder_to_stop("u").await.unwrap();
+    assert_eq!(
+        store.renew_upload_lease("u", "a", 2000).await.unwrap(),
+        Some(true)
+    );
+
+    // A holder that stops renewing loses the lease once it runs out.
+    assert_eq!(take("b", 1999).await.unwrap(), Held { until_ms: 2000 });
+    assert_eq!(take("b", 2001).await.unwrap(), Taken);
+    assert_eq!(
+        store.renew_upload_lease("u", "a", 5000).await.unwrap(),
+        None
+    );
+    store.release_upload_lease("u", "a").await.unwrap();
+    assert_eq!(take("c", 2002).await.unwrap(), Held { until_ms: 3001 });
+    assert_eq!(
+        store.renew_upload_lease("u", "b", 3000).await.unwrap(),
+        Some(false),
+        "a new holder is not asked to stop"
+    );
+
+    store.release_upload_lease("u", "b").await.unwrap();
+    assert_eq!(take("c", 2003).await.unwrap(), Taken);
+    assert_eq!(
+        store.take_upload_lease("other", "d", 0, 1).await.unwrap(),
+        Taken
+    );
 }

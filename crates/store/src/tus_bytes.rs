@@ -1,26 +1,89 @@
-//! The bytes of TUS uploads: one append-only file per upload.
+//! The bytes of TUS uploads, behind one trait: append-only, and the durable length *is* the
+//! offset.
 //!
-//! The durable length of the file *is* the upload's offset: a PATCH appends, `fdatasync`s, and
-//! only then answers `204` with the new offset. Nothing else records offsets, so they survive
-//! any crash by construction (a crash may keep more than was acknowledged, never less).
+//! A PATCH appends through an [`Appender`] and answers `204` only once [`Appender::keep`] has
+//! made its bytes durable. Nothing else records offsets, so they survive any crash by
+//! construction (a crash may keep more than was acknowledged, never less). A chunk that carries
+//! `Upload-Checksum` is *atomic*: all of it is kept or none, even if the process dies mid-chunk.
 //!
-//! A PATCH that carries `Upload-Checksum` must be all-or-nothing, even if the process dies
-//! mid-chunk. Before writing such a chunk a marker file records where it started; on success
-//! the marker goes, and on a checksum mismatch the file is cut back to it. If the marker is
-//! still there the next time the file is opened, the chunk never finished, and it is cut back.
+//! [`FileTusBytes`] keeps one file per upload on local disk; `s3::S3TusBytes` keeps the bytes
+//! in a bucket, for several nodes. [`suite::run`] holds both to the same behaviour.
 
+use std::fmt::Debug;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
 use crate::blobs::ReadSeek;
 
+pub trait TusBytes: Send + Sync + Debug {
+    /// Create the empty bytes of a new upload, durably. `length` is the declared length, when
+    /// there is one (a backend may size its pieces by it).
+    fn create(&self, id: &str, length: Option<u64>) -> io::Result<()>;
+    /// The durable offset, after undoing an atomic chunk a crash interrupted.
+    fn offset(&self, id: &str) -> io::Result<u64>;
+    /// Append to the upload. `atomic` marks a chunk that must be kept whole or not at all.
+    fn appender(&self, id: &str, atomic: bool) -> io::Result<Box<dyn Appender>>;
+    /// Read a complete upload's bytes. Nothing may be appended afterwards.
+    fn open_read(&self, id: &str) -> io::Result<Box<dyn ReadSeek>>;
+    /// Delete an upload's bytes; already gone is fine.
+    fn remove(&self, id: &str) -> io::Result<()>;
+}
+
+/// Appends one PATCH's bytes. Dropped without `keep` or `discard`, it behaves as a crash would.
+pub trait Appender: Send {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Make every byte appended durable (the `204` may follow) and return the new offset.
+    fn keep(self: Box<Self>) -> io::Result<u64>;
+    /// Throw this chunk away (checksum mismatch): the upload is back at its old offset.
+    fn discard(self: Box<Self>) -> io::Result<u64>;
+}
+
+/// Write the concatenation of the complete uploads `parts` as the bytes of `id`, durably
+/// (TUS concatenation); returns the length.
+pub fn concatenate(bytes: &dyn TusBytes, id: &str, parts: &[String]) -> io::Result<u64> {
+    let mut readers = Vec::with_capacity(parts.len());
+    let mut total = 0;
+    for part in parts {
+        let mut reader = bytes.open_read(part)?;
+        total += reader.seek(SeekFrom::End(0))?;
+        reader.rewind()?;
+        readers.push(reader);
+    }
+    bytes.create(id, Some(total))?;
+    let mut appender = bytes.appender(id, true)?;
+    let mut buffer = vec![0u8; 1 << 20];
+    for mut reader in readers {
+        loop {
+            let n = reader.read(&mut buffer)?;
+            if n == 0 {
+                break;
+            }
+            appender.append(&buffer[..n])?;
+        }
+    }
+    appender.keep()
+}
+
+/// Upload ids name files and objects: keep them to letters, digits and `-`.
+pub(crate) fn check_id(id: &str) -> io::Result<()> {
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad upload id"));
+    }
+    Ok(())
+}
+
+/// One append-only file per upload.
+///
+/// Before an atomic chunk, a marker file records where it started; on success the marker goes,
+/// and on a checksum mismatch the file is cut back to it. If the marker is still there the next
+/// time the offset is read, the chunk never finished, and it is cut back.
 #[derive(Clone, Debug)]
-pub struct TusBytes {
+pub struct FileTusBytes {
     dir: PathBuf,
 }
 
-impl TusBytes {
+impl FileTusBytes {
     pub fn open(dir: impl Into<PathBuf>) -> io::Result<Self> {
         let dir = dir.into();
         fs::create_dir_all(&dir)?;
@@ -28,20 +91,24 @@ impl TusBytes {
     }
 
     fn path(&self, id: &str, suffix: &str) -> io::Result<PathBuf> {
-        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad upload id"));
-        }
+        check_id(id)?;
         Ok(self.dir.join(format!("{id}{suffix}")))
     }
 
-    /// Create the empty file of a new upload, durably.
-    pub fn create(&self, id: &str) -> io::Result<()> {
+    fn cut_back(&self, id: &str, len: u64) -> io::Result<()> {
+        let file = OpenOptions::new().write(true).open(self.path(id, "")?)?;
+        file.set_len(len)?;
+        file.sync_all()
+    }
+}
+
+impl TusBytes for FileTusBytes {
+    fn create(&self, id: &str, _length: Option<u64>) -> io::Result<()> {
         File::create_new(self.path(id, "")?)?.sync_all()?;
         File::open(&self.dir)?.sync_all()
     }
 
-    /// The durable offset, after undoing a checksummed chunk a crash interrupted.
-    pub fn offset(&self, id: &str) -> io::Result<u64> {
+    fn offset(&self, id: &str) -> io::Result<u64> {
         let marker = self.path(id, ".chunk")?;
         if let Ok(start) = fs::read_to_string(&marker) {
             let start: u64 = start.trim().parse().map_err(io::Error::other)?;
@@ -51,8 +118,7 @@ impl TusBytes {
         Ok(fs::metadata(self.path(id, "")?)?.len())
     }
 
-    /// Append to the upload. `atomic` marks a chunk that must be kept whole or not at all.
-    pub fn appender(&self, id: &str, atomic: bool) -> io::Result<Appender> {
+    fn appender(&self, id: &str, atomic: bool) -> io::Result<Box<dyn Appender>> {
         let start = self.offset(id)?;
         let marker = if atomic {
             let marker = self.path(id, ".chunk")?;
@@ -64,32 +130,19 @@ impl TusBytes {
             None
         };
         let file = OpenOptions::new().append(true).open(self.path(id, "")?)?;
-        Ok(Appender {
+        Ok(Box::new(FileAppender {
             file,
             start,
             written: 0,
             marker,
-        })
+        }))
     }
 
-    pub fn open_read(&self, id: &str) -> io::Result<Box<dyn ReadSeek>> {
+    fn open_read(&self, id: &str) -> io::Result<Box<dyn ReadSeek>> {
         Ok(Box::new(File::open(self.path(id, "")?)?))
     }
 
-    /// Write the concatenation of `parts` as the bytes of `id`, durably; returns the length.
-    pub fn concatenate(&self, id: &str, parts: &[String]) -> io::Result<u64> {
-        let mut out = File::create_new(self.path(id, "")?)?;
-        let mut total = 0;
-        for part in parts {
-            total += io::copy(&mut File::open(self.path(part, "")?)?, &mut out)?;
-        }
-        out.sync_all()?;
-        File::open(&self.dir)?.sync_all()?;
-        Ok(total)
-    }
-
-    /// Delete an upload's bytes; already gone is fine.
-    pub fn remove(&self, id: &str) -> io::Result<()> {
+    fn remove(&self, id: &str) -> io::Result<()> {
         for suffix in [".chunk", ""] {
             match fs::remove_file(self.path(id, suffix)?) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
@@ -98,36 +151,23 @@ impl TusBytes {
         }
         Ok(())
     }
-
-    fn cut_back(&self, id: &str, len: u64) -> io::Result<()> {
-        let file = OpenOptions::new().write(true).open(self.path(id, "")?)?;
-        file.set_len(len)?;
-        file.sync_all()
-    }
 }
 
-/// Appends one PATCH's bytes.
-pub struct Appender {
+struct FileAppender {
     file: File,
     start: u64,
     written: u64,
     marker: Option<PathBuf>,
 }
 
-impl Appender {
-    pub fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+impl Appender for FileAppender {
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.file.write_all(bytes)?;
         self.written += bytes.len() as u64;
         Ok(())
     }
 
-    /// The offset the upload will have once this chunk is kept.
-    pub fn offset(&self) -> u64 {
-        self.start + self.written
-    }
-
-    /// Make every byte written durable (the `204` may follow) and return the new offset.
-    pub fn keep(self) -> io::Result<u64> {
+    fn keep(self: Box<Self>) -> io::Result<u64> {
         self.file.sync_data()?;
         if let Some(marker) = &self.marker {
             fs::remove_file(marker)?;
@@ -135,8 +175,7 @@ impl Appender {
         Ok(self.start + self.written)
     }
 
-    /// Throw this chunk away (checksum mismatch): the upload is back at its old offset.
-    pub fn discard(self) -> io::Result<u64> {
+    fn discard(self: Box<Self>) -> io::Result<u64> {
         self.file.set_len(self.start)?;
         self.file.sync_all()?;
         if let Some(marker) = &self.marker {
@@ -146,29 +185,36 @@ impl Appender {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The behaviour every `TusBytes` must have, run against each implementation.
+pub mod suite {
+    use std::io::Read;
 
-    #[test]
-    fn offsets_are_the_durable_length_and_atomic_chunks_are_all_or_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let bytes = TusBytes::open(dir.path()).unwrap();
-        bytes.create("u1").unwrap();
+    use super::{concatenate, TusBytes};
+
+    fn read_all(bytes: &dyn TusBytes, id: &str) -> Vec<u8> {
+        let mut all = Vec::new();
+        bytes.open_read(id).unwrap().read_to_end(&mut all).unwrap();
+        all
+    }
+
+    /// `big` is a size that makes the backend cut its storage into several pieces (for S3,
+    /// above the minimum part size); it must hold at least 3 bytes.
+    pub fn run(bytes: &dyn TusBytes, big: usize) {
+        bytes.create("u1", None).unwrap();
         assert_eq!(bytes.offset("u1").unwrap(), 0);
 
         let mut plain = bytes.appender("u1", false).unwrap();
-        plain.write_all(b"hello ").unwrap();
+        plain.append(b"hello ").unwrap();
         assert_eq!(plain.keep().unwrap(), 6);
 
         let mut checked = bytes.appender("u1", true).unwrap();
-        checked.write_all(b"garbage").unwrap();
+        checked.append(b"garbage").unwrap();
         assert_eq!(checked.discard().unwrap(), 6);
         assert_eq!(bytes.offset("u1").unwrap(), 6);
 
-        // A checksummed chunk cut off by a crash (the appender is never finished).
+        // An atomic chunk cut off by a crash (the appender is never finished).
         let mut interrupted = bytes.appender("u1", true).unwrap();
-        interrupted.write_all(b"half a chu").unwrap();
+        interrupted.append(b"half a chu").unwrap();
         std::mem::forget(interrupted);
         assert_eq!(
             bytes.offset("u1").unwrap(),
@@ -177,25 +223,57 @@ mod tests {
         );
 
         let mut checked = bytes.appender("u1", true).unwrap();
-        checked.write_all(b"world").unwrap();
+        checked.append(b"world").unwrap();
         assert_eq!(checked.keep().unwrap(), 11);
         assert_eq!(bytes.offset("u1").unwrap(), 11);
 
-        bytes.create("u2").unwrap();
+        // Big chunks, in odd slices, survive a crash mid-chunk up to what was kept, and an
+        // interrupted atomic big chunk leaves nothing behind.
+        let pattern: Vec<u8> = (0..big * 2 + 3).map(|i| (i % 251) as u8).collect();
+        bytes.create("big", Some(pattern.len() as u64)).unwrap();
+        let mut first = bytes.appender("big", false).unwrap();
+        first.append(&pattern[..3]).unwrap();
+        assert_eq!(first.keep().unwrap(), 3);
+        let mut lost = bytes.appender("big", true).unwrap();
+        lost.append(&pattern[3..big + 3]).unwrap();
+        std::mem::forget(lost);
+        assert_eq!(bytes.offset("big").unwrap(), 3);
+        let mut second = bytes.appender("big", false).unwrap();
+        for slice in pattern[3..].chunks(big / 3 + 1) {
+            second.append(slice).unwrap();
+        }
+        assert_eq!(second.keep().unwrap(), pattern.len() as u64);
+        assert_eq!(read_all(bytes, "big"), pattern);
+
+        bytes.create("u2", Some(1)).unwrap();
         let mut more = bytes.appender("u2", false).unwrap();
-        more.write_all(b"!").unwrap();
+        more.append(b"!").unwrap();
         more.keep().unwrap();
         assert_eq!(
-            bytes
-                .concatenate("u3", &["u1".into(), "u2".into()])
-                .unwrap(),
+            concatenate(bytes, "u3", &["u1".into(), "u2".into()]).unwrap(),
             12
         );
-        let mut all = String::new();
-        std::io::Read::read_to_string(&mut bytes.open_read("u3").unwrap(), &mut all).unwrap();
-        assert_eq!(all, "hello world!");
-        bytes.remove("u3").unwrap();
-        bytes.remove("u3").unwrap();
-        assert!(bytes.create("../x").is_err());
+        assert_eq!(read_all(bytes, "u3"), b"hello world!");
+
+        bytes.create("empty", Some(0)).unwrap();
+        assert_eq!(read_all(bytes, "empty"), b"");
+
+        for id in ["u1", "u2", "u3", "big", "empty"] {
+            bytes.remove(id).unwrap();
+            bytes.remove(id).unwrap();
+            assert!(bytes.offset(id).is_err(), "{id} is gone");
+        }
+        assert!(bytes.create("../x", None).is_err());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_tus_bytes_pass_the_suite() {
+        let dir = tempfile::tempdir().unwrap();
+        suite::run(&FileTusBytes::open(dir.path()).unwrap(), 1000);
     }
 }

@@ -5,7 +5,8 @@ mod support {
 }
 
 use cairn_store::blobs::{suite, BlobStore};
-use cairn_store::s3::S3Blobs;
+use cairn_store::s3::{S3Blobs, S3TusBytes};
+use cairn_store::tus_bytes;
 use support::moto::Moto;
 
 #[test]
@@ -20,4 +21,12 @@ fn s3_blobs_pass_the_blob_store_suite() {
     std::io::Write::write_all(&mut writer, b"staged").unwrap();
     writer.commit().unwrap();
     assert!(blobs.list().unwrap().is_empty());
+}
+
+#[test]
+fn s3_tus_bytes_pass_the_tus_bytes_suite() {
+    let moto = Moto::start();
+    let bytes = S3TusBytes::open(&moto.bucket("tus"), 1 << 30).unwrap();
+    // Above the 8 MiB part size: the suite's big upload spans parts and a tail.
+    tus_bytes::suite::run(&bytes, 9 << 20);
 }

@@ -2,22 +2,121 @@
 //!
 //! A request that finds the upload held asks the holder to stop (it saves what it received and
 //! lets go) and waits a moment for the release; only a holder that does not let go in time
-//! makes the newcomer answer `423 locked`. The locks live in this process: several nodes need
-//! a shared locker (issue 6).
+//! makes the newcomer answer `423 locked`.
+//!
+//! A lone node keeps its locks in memory, where the hand-over is immediate. Nodes that share a
+//! metadata store hold *leases* there instead: a holder renews its lease every
+//! [`Leases::renew_every`] and learns at each renewal whether it was asked to stop. A node that
+//! dies stops renewing, so its leases run out and another node takes its uploads over.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use cairn_store::model::LeaseAttempt;
+use cairn_store::packs::random_name;
+use cairn_store::MetadataStore;
 use tokio::sync::watch;
 
 use crate::error::ApiError;
 
-/// How long a newcomer waits for a pre-empted holder to let go.
+/// How long a newcomer waits for a pre-empted holder that is still alive to let go.
 const PREEMPT_WAIT: Duration = Duration::from_secs(2);
+/// How often a newcomer looks again at a lease held elsewhere.
+const LEASE_POLL: Duration = Duration::from_millis(100);
+
+pub enum Locks {
+    InProcess(Arc<InProcess>),
+    Leased(Leases),
+}
+
+/// Held while a request works on an upload; released when dropped.
+pub struct Lock {
+    stop: watch::Receiver<bool>,
+    _held: Held,
+}
+
+impl Lock {
+    /// Resolves when another request asks this one to stop (or, for a lease, once it is lost).
+    pub async fn preempted(&mut self) {
+        let _ = self.stop.wait_for(|stop| *stop).await;
+    }
+}
+
+enum Held {
+    InProcess {
+        locks: Arc<InProcess>,
+        id: String,
+        holder: Holder,
+    },
+    Leased {
+        renewer: tokio::task::JoinHandle<()>,
+        store: Arc<dyn MetadataStore>,
+        id: String,
+        holder: String,
+    },
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        match self {
+            Held::InProcess { locks, id, holder } => {
+                let mut held = locks.held.lock().unwrap_or_else(|e| e.into_inner());
+                if held
+                    .get(id.as_str())
+                    .is_some_and(|h| Arc::ptr_eq(&h.released, &holder.released))
+                {
+                    held.remove(id.as_str());
+                }
+                drop(held);
+                holder.released.send_replace(true);
+            }
+            Held::Leased {
+                renewer,
+                store,
+                id,
+                holder,
+            } => {
+                renewer.abort();
+                let (store, id, holder) =
+                    (store.clone(), std::mem::take(id), std::mem::take(holder));
+                // Without a runtime (shutting down) the lease simply runs out.
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        if let Err(e) = store.release_upload_lease(&id, &holder).await {
+                            tracing::warn!(upload = %id, error = %e, "releasing an upload lease failed; it will run out");
+                        }
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Locks {
+    pub fn in_process() -> Self {
+        Self::InProcess(Arc::default())
+    }
+
+    /// Leases in `store` lasting `lease`, for nodes that share it.
+    pub fn leased(store: Arc<dyn MetadataStore>, lease: Duration) -> Self {
+        Self::Leased(Leases {
+            store,
+            lease,
+            node: random_name(),
+        })
+    }
+
+    pub async fn acquire(&self, id: &str) -> Result<Lock, ApiError> {
+        match self {
+            Locks::InProcess(locks) => locks.acquire(id).await,
+            Locks::Leased(leases) => leases.acquire(id).await,
+        }
+    }
+}
 
 #[derive(Default)]
-pub struct Locks {
+pub struct InProcess {
     held: Mutex<HashMap<String, Holder>>,
 }
 
@@ -29,37 +128,8 @@ struct Holder {
     released: Arc<watch::Sender<bool>>,
 }
 
-/// Held while a request works on an upload; released when dropped.
-pub struct Lock {
-    locks: Arc<Locks>,
-    id: String,
-    holder: Holder,
-    stop: watch::Receiver<bool>,
-}
-
-impl Lock {
-    /// Resolves when another request asks this one to stop.
-    pub async fn preempted(&mut self) {
-        let _ = self.stop.wait_for(|stop| *stop).await;
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let mut held = self.locks.held.lock().unwrap_or_else(|e| e.into_inner());
-        if held
-            .get(&self.id)
-            .is_some_and(|h| Arc::ptr_eq(&h.released, &self.holder.released))
-        {
-            held.remove(&self.id);
-        }
-        drop(held);
-        self.holder.released.send_replace(true);
-    }
-}
-
-impl Locks {
-    pub async fn acquire(self: &Arc<Self>, id: &str) -> Result<Lock, ApiError> {
+impl InProcess {
+    async fn acquire(self: &Arc<Self>, id: &str) -> Result<Lock, ApiError> {
         let mut asked_once = false;
         loop {
             let current = {
@@ -74,18 +144,18 @@ impl Locks {
                         };
                         held.insert(id.to_owned(), holder.clone());
                         return Ok(Lock {
-                            locks: self.clone(),
-                            id: id.to_owned(),
-                            holder,
                             stop: stop_rx,
+                            _held: Held::InProcess {
+                                locks: self.clone(),
+                                id: id.to_owned(),
+                                holder,
+                            },
                         });
                     }
                 }
             };
             if asked_once {
-                return Err(ApiError::Locked(
-                    "the upload is busy with another request that did not let go".into(),
-                ));
+                return Err(busy());
             }
             asked_once = true;
             current.stop.send_replace(true);
@@ -95,13 +165,107 @@ impl Locks {
     }
 }
 
+fn busy() -> ApiError {
+    ApiError::Locked("the upload is busy with another request that did not let go".into())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+pub struct Leases {
+    store: Arc<dyn MetadataStore>,
+    lease: Duration,
+    /// Names this node in its holders, for whoever reads the table.
+    node: String,
+}
+
+impl Leases {
+    /// Often enough that a dozen renewals fit in one lease, and a request to stop is seen soon.
+    fn renew_every(&self) -> Duration {
+        self.lease / 12
+    }
+
+    async fn acquire(&self, id: &str) -> Result<Lock, ApiError> {
+        let holder = format!("{}-{}", self.node, random_name());
+        let started = Instant::now();
+        let mut first_seen: Option<i64> = None;
+        loop {
+            let now = now_ms();
+            let until = now + self.lease.as_millis() as i64;
+            match self
+                .store
+                .take_upload_lease(id, &holder, now, until)
+                .await?
+            {
+                LeaseAttempt::Taken => break,
+                LeaseAttempt::Held { until_ms } => {
+                    let first = match first_seen {
+                        Some(first) => first,
+                        None => {
+                            self.store.ask_upload_holder_to_stop(id).await?;
+                            *first_seen.insert(until_ms)
+                        }
+                    };
+                    // A holder that keeps renewing is alive: it gets `PREEMPT_WAIT` to let go.
+                    // One that does not renew has died: its lease runs out within `lease`.
+                    let alive = until_ms > first;
+                    if (alive && started.elapsed() >= PREEMPT_WAIT)
+                        || started.elapsed() >= PREEMPT_WAIT + self.lease
+                    {
+                        return Err(busy());
+                    }
+                    tokio::time::sleep(LEASE_POLL).await;
+                }
+            }
+        }
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let renewer = tokio::spawn({
+            let (store, id, holder) = (self.store.clone(), id.to_owned(), holder.clone());
+            let (lease, every) = (self.lease, self.renew_every());
+            async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    let until = now_ms() + lease.as_millis() as i64;
+                    match store.renew_upload_lease(&id, &holder, until).await {
+                        Ok(Some(false)) => {}
+                        // Asked to stop: keep the lease until the holder has let go.
+                        Ok(Some(true)) => {
+                            stop_tx.send_replace(true);
+                        }
+                        Ok(None) => {
+                            tracing::warn!(upload = %id, "lost the upload's lease");
+                            stop_tx.send_replace(true);
+                            return;
+                        }
+                        Err(e) => {
+                            tracing::warn!(upload = %id, error = %e, "renewing an upload lease failed")
+                        }
+                    }
+                }
+            }
+        });
+        Ok(Lock {
+            stop: stop_rx,
+            _held: Held::Leased {
+                renewer,
+                store: self.store.clone(),
+                id: id.to_owned(),
+                holder,
+            },
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[tokio::test]
     async fn a_newcomer_preempts_a_holder_that_lets_go_and_is_refused_by_one_that_does_not() {
-        let locks = Arc::new(Locks::default());
+        let locks = Locks::in_process();
         let mut first = locks.acquire("u").await.unwrap();
         // A cooperative holder: stops when asked.
         let holder = tokio::spawn(async move {
@@ -122,5 +286,50 @@ mod tests {
         drop(second);
         locks.acquire("u").await.unwrap();
         locks.acquire("other").await.unwrap();
+    }
+
+    async fn sqlite() -> (tempfile::TempDir, Arc<dyn MetadataStore>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = cairn_store::sqlite::SqliteStore::open(&dir.path().join("meta.db"))
+            .await
+            .unwrap();
+        (dir, Arc::new(store))
+    }
+
+    #[tokio::test]
+    async fn across_nodes_a_live_holder_is_preempted_and_a_dead_one_outlived() {
+        let (_dir, store) = sqlite().await;
+        let lease = Duration::from_millis(1200);
+        let (node_a, node_b) = (
+            Locks::leased(store.clone(), lease),
+            Locks::leased(store.clone(), lease),
+        );
+        let mut first = node_a.acquire("u").await.unwrap();
+        let holder = tokio::spawn(async move {
+            first.preempted().await;
+            drop(first);
+        });
+        let started = Instant::now();
+        let second = node_b.acquire("u").await.expect("pre-empted across nodes");
+        assert!(started.elapsed() < PREEMPT_WAIT, "{:?}", started.elapsed());
+        holder.await.unwrap();
+        drop(second);
+
+        // A node that died holding a lease: nobody renews it, so it runs out and is taken.
+        let until = now_ms() + 1000;
+        let dead = store.take_upload_lease("v", "dead", now_ms(), until).await;
+        assert_eq!(dead.unwrap(), LeaseAttempt::Taken);
+        node_b
+            .acquire("v")
+            .await
+            .expect("the dead holder's lease ran out");
+        assert!(now_ms() >= until);
+
+        // A live holder that never lets go keeps it: the newcomer answers 423.
+        let _stubborn = node_a.acquire("w").await.unwrap();
+        assert!(matches!(
+            node_b.acquire("w").await,
+            Err(ApiError::Locked(_))
+        ));
     }
 }

@@ -24,6 +24,7 @@ use cairn_store::model::{
     Account, NewTusUpload, NewUpload, OperationKind, TusConcat, TusState, TusUpload,
 };
 use cairn_store::packs::random_name;
+use cairn_store::tus_bytes;
 use cairn_unixfs::Profile;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
@@ -250,7 +251,7 @@ async fn create(
     } else {
         let bytes = state.tus_bytes.clone();
         let new_id = id.clone();
-        tokio::task::spawn_blocking(move || bytes.create(&new_id))
+        tokio::task::spawn_blocking(move || bytes.create(&new_id, length))
             .await
             .map_err(ApiError::internal)?
             .map_err(ApiError::internal)?;
@@ -346,7 +347,7 @@ async fn concatenate(
         return Err(too_large(state.config.tus_max_size));
     }
     let (bytes, id, parts) = (state.tus_bytes.clone(), id.to_owned(), parts.to_vec());
-    tokio::task::spawn_blocking(move || bytes.concatenate(&id, &parts))
+    tokio::task::spawn_blocking(move || tus_bytes::concatenate(&*bytes, &id, &parts))
         .await
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)
@@ -635,7 +636,7 @@ async fn receive(
             let mut appender = bytes.appender(&id, atomic)?;
             loop {
                 match rx.blocking_recv() {
-                    Some(Write::Bytes(chunk)) => appender.write_all(&chunk)?,
+                    Some(Write::Bytes(chunk)) => appender.append(&chunk)?,
                     Some(Write::Finish { keep: true }) => return appender.keep(),
                     Some(Write::Finish { keep: false }) => return appender.discard(),
                     // The request was dropped mid-body (the network reset the connection and the

@@ -10,7 +10,7 @@ use cairn_server::{account_app, upload_app, AppState, ServerConfig};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
-use cairn_store::tus_bytes::TusBytes;
+use cairn_store::tus_bytes::FileTusBytes;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
 use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;
@@ -66,7 +66,7 @@ impl TestServer {
         );
         let packs = Packs::open(dir.path().join("packs")).unwrap();
         let staging = Staging::open(dir.path().join("staging")).unwrap();
-        let tus_bytes = TusBytes::open(dir.path().join("tus")).unwrap();
+        let tus_bytes = Arc::new(FileTusBytes::open(dir.path().join("tus")).unwrap());
         let state = AppState::new(store.clone(), packs, staging, tus_bytes, config);
         let (stop_workers, stopped) = tokio::sync::watch::channel(false);
         cairn_server::worker::spawn(state.clone(), 2, stopped);

@@ -1,0 +1,384 @@
+//! The bytes of TUS uploads in a bucket, so that any node can take up an upload another began.
+//!
+//! An upload `id` is a few objects under `<prefix>/<id>/`:
+//! - `state`, the manifest: the upload's multipart upload, its parts so far, and its *tail*;
+//! - `tail-<random>`: the bytes after the last part. S3 wants every part but the last to be at
+//!   least 5 MiB, so bytes that do not yet fill a part wait in a small object of their own, which
+//!   is as durable as a part;
+//! - `bytes`: the multipart upload's object, which exists once the upload is sealed.
+//!
+//! Rewriting `state` is the commit point of every change, since S3 replaces an object whole:
+//! parts and tails are written first, then a new `state` names them. The offset is what `state`
+//! adds up to. A crash before the rewrite leaves the old `state`, naming only objects that are
+//! still there (a tail is deleted only once no `state` names it), so the offset never moves back
+//! past an acknowledged byte. An atomic chunk rewrites `state` once, at the end, which makes it
+//! all-or-nothing; any other chunk also commits after each part, so a long PATCH cut off by a
+//! crash keeps its parts. Parts uploaded but never committed are overwritten by the next ones,
+//! or dropped when the upload is completed.
+
+use std::io;
+
+use futures_util::TryStreamExt;
+use object_store::multipart::{MultipartStore, PartId};
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, PutPayload};
+
+use super::{Bucket, MIN_PART_BYTES};
+use crate::blobs::ReadSeek;
+use crate::packs::random_name;
+use crate::tus_bytes::{check_id, Appender, TusBytes};
+
+/// S3 numbers parts from 1 to 10,000.
+const MAX_PARTS: u64 = 10_000;
+/// Parts are at least this big; bigger when the length needs it to fit in `MAX_PARTS`.
+const PART_FLOOR: u64 = 8 << 20;
+const MANIFEST_VERSION: &str = "cairn-tus 1";
+
+#[derive(Clone, Debug)]
+pub struct S3TusBytes {
+    bucket: Bucket,
+    /// The largest upload accepted, which sizes the parts of one whose length is deferred.
+    max_size: u64,
+}
+
+/// What an upload's bytes are: the contents of its `state` object.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Manifest {
+    part_bytes: u64,
+    multipart: Option<String>,
+    /// Each part's entity tag (needed to complete the upload) and length.
+    parts: Vec<(String, u64)>,
+    /// The tail object's name and length.
+    tail: Option<(String, u64)>,
+    /// The multipart upload is complete: `bytes` holds everything.
+    sealed: bool,
+}
+
+impl Manifest {
+    fn offset(&self) -> u64 {
+        self.parts.iter().map(|(_, len)| len).sum::<u64>() + self.tail.as_ref().map_or(0, |t| t.1)
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut text = format!("{MANIFEST_VERSION}\npart-bytes {}\n", self.part_bytes);
+        if let Some(id) = &self.multipart {
+            text += &format!("multipart {id}\n");
+        }
+        for (etag, len) in &self.parts {
+            text += &format!("part {len} {etag}\n");
+        }
+        if let Some((name, len)) = &self.tail {
+            text += &format!("tail {len} {name}\n");
+        }
+        if self.sealed {
+            text += "sealed\n";
+        }
+        text.into_bytes()
+    }
+
+    fn decode(bytes: &[u8]) -> io::Result<Self> {
+        let corrupt = |why: &str| io::Error::other(format!("corrupt TUS state object: {why}"));
+        let text = std::str::from_utf8(bytes).map_err(|_| corrupt("not UTF-8"))?;
+        let mut lines = text.lines();
+        if lines.next() != Some(MANIFEST_VERSION) {
+            return Err(corrupt("unknown version"));
+        }
+        let number = |n: &str| n.parse::<u64>().map_err(|_| corrupt("bad number"));
+        let mut manifest = Manifest::default();
+        for line in lines {
+            let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+            let (len, name) = value.split_once(' ').unwrap_or((value, ""));
+            match key {
+                "part-bytes" => manifest.part_bytes = number(value)?,
+                "multipart" => manifest.multipart = Some(value.to_owned()),
+                "part" => manifest.parts.push((name.to_owned(), number(len)?)),
+                "tail" => manifest.tail = Some((name.to_owned(), number(len)?)),
+                "sealed" => manifest.sealed = true,
+                _ => return Err(corrupt(line)),
+            }
+        }
+        if manifest.part_bytes < MIN_PART_BYTES {
+            return Err(corrupt("parts below the S3 minimum"));
+        }
+        Ok(manifest)
+    }
+}
+
+impl S3TusBytes {
+    /// See [`Bucket::open`] for the URL; `max_size` is the largest upload accepted.
+    pub fn open(url: &str, max_size: u64) -> io::Result<Self> {
+        Ok(Self {
+            bucket: Bucket::open(url, "tus")?,
+            max_size,
+        })
+    }
+
+    fn object(&self, id: &str, name: &str) -> io::Result<ObjectPath> {
+        check_id(id)?;
+        Ok(self.bucket.object(&format!("{id}/{name}")))
+    }
+
+    fn load(&self, id: &str) -> io::Result<Manifest> {
+        Manifest::decode(&self.bucket.get(&self.object(id, "state")?)?)
+    }
+
+    fn save(&self, id: &str, manifest: &Manifest) -> io::Result<()> {
+        self.put(self.object(id, "state")?, manifest.encode())
+    }
+
+    fn put(&self, path: ObjectPath, bytes: Vec<u8>) -> io::Result<()> {
+        self.bucket
+            .call(|s3| async move { s3.put(&path, PutPayload::from(bytes)).await })
+            .map(drop)
+    }
+
+    /// Complete the multipart upload (the tail becomes its last part), so `bytes` holds the
+    /// whole upload. Safe to repeat after a crash half-way.
+    fn seal(&self, id: &str, mut manifest: Manifest) -> io::Result<()> {
+        let target = self.object(id, "bytes")?;
+        let tail = match &manifest.tail {
+            Some((name, _)) => self.bucket.get(&self.object(id, name)?)?.to_vec(),
+            None => Vec::new(),
+        };
+        match manifest.multipart.clone() {
+            // Everything fits in the tail: one plain object.
+            None => self.put(target, tail)?,
+            Some(upload) => {
+                let mut parts: Vec<PartId> = manifest
+                    .parts
+                    .iter()
+                    .map(|(etag, _)| PartId {
+                        content_id: etag.clone(),
+                    })
+                    .collect();
+                if !tail.is_empty() || parts.is_empty() {
+                    let (path, upload, index) = (target.clone(), upload.clone(), parts.len());
+                    parts.push(self.bucket.call(|s3| async move {
+                        s3.put_part(&path, &upload, index, PutPayload::from(tail))
+                            .await
+                    })?);
+                }
+                let path = target.clone();
+                let completed = self
+                    .bucket
+                    .call(|s3| async move { s3.complete_multipart(&path, &upload, parts).await });
+                // Completed before a crash: the upload id is gone, and the object is there.
+                if let Err(e) = completed {
+                    if self.bucket.size(&target).ok() != Some(manifest.offset()) {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        manifest.sealed = true;
+        self.save(id, &manifest)?;
+        if let Some((name, _)) = &manifest.tail {
+            self.bucket.delete(&self.object(id, name)?)?;
+        }
+        Ok(())
+    }
+}
+
+impl TusBytes for S3TusBytes {
+    fn create(&self, id: &str, length: Option<u64>) -> io::Result<()> {
+        let length = length.unwrap_or(self.max_size);
+        let manifest = Manifest {
+            part_bytes: PART_FLOOR.max(length.div_ceil(MAX_PARTS)),
+            ..Manifest::default()
+        };
+        self.save(id, &manifest)
+    }
+
+    fn offset(&self, id: &str) -> io::Result<u64> {
+        Ok(self.load(id)?.offset())
+    }
+
+    fn appender(&self, id: &str, atomic: bool) -> io::Result<Box<dyn Appender>> {
+        let committed = self.load(id)?;
+        if committed.sealed {
+            return Err(io::Error::other(format!("upload {id} is complete")));
+        }
+        // The tail's bytes start the next part.
+        let buffer = match &committed.tail {
+            Some((name, _)) => self.bucket.get(&self.object(id, name)?)?.to_vec(),
+            None => Vec::new(),
+        };
+        Ok(Box::new(S3Appender {
+            store: self.clone(),
+            id: id.to_owned(),
+            manifest: committed.clone(),
+            committed,
+            pending: Vec::new(),
+            buffer,
+            written: 0,
+            atomic,
+        }))
+    }
+
+    fn open_read(&self, id: &str) -> io::Result<Box<dyn ReadSeek>> {
+        let manifest = self.load(id)?;
+        if !manifest.sealed {
+            self.seal(id, manifest)?;
+        }
+        Ok(Box::new(self.bucket.reader(self.object(id, "bytes")?)?))
+    }
+
+    fn remove(&self, id: &str) -> io::Result<()> {
+        match self.load(id) {
+            Ok(Manifest {
+                multipart: Some(upload),
+                sealed: false,
+                ..
+            }) => {
+                let path = self.object(id, "bytes")?;
+                // Already aborted (a repeated remove) is fine.
+                let _ = self
+                    .bucket
+                    .call(|s3| async move { s3.abort_multipart(&path, &upload).await });
+            }
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let prefix = self.object(id, "")?;
+        let objects: Vec<_> = self
+            .bucket
+            .call(|s3| async move { s3.list(Some(&prefix)).try_collect::<Vec<_>>().await })?;
+        // `state` last: until it goes, a repeated remove still finds the upload to abort.
+        let (state, rest): (Vec<_>, Vec<_>) = objects
+            .into_iter()
+            .partition(|o| o.location.filename() == Some("state"));
+        for object in rest.into_iter().chain(state) {
+            self.bucket.delete(&object.location)?;
+        }
+        Ok(())
+    }
+}
+
+struct S3Appender {
+    store: S3TusBytes,
+    id: String,
+    /// The `state` this chunk started from.
+    committed: Manifest,
+    /// The `state` as this chunk has rewritten it so far.
+    manifest: Manifest,
+    /// Parts uploaded and not yet named by `state`.
+    pending: Vec<(String, u64)>,
+    /// The old tail, then new bytes, until they fill a part.
+    buffer: Vec<u8>,
+    written: u64,
+    atomic: bool,
+}
+
+impl S3Appender {
+    fn send_part(&mut self) -> io::Result<()> {
+        let store = &self.store;
+        let target = store.object(&self.id, "bytes")?;
+        let upload = match &self.manifest.multipart {
+            Some(upload) => upload.clone(),
+            None => {
+                let path = target.clone();
+                let upload = store
+                    .bucket
+                    .call(|s3| async move { s3.create_multipart(&path).await })?;
+                // Recorded at once, so a removal can abort it whatever happens next.
+                self.manifest.multipart = Some(upload.clone());
+                self.committed.multipart = Some(upload.clone());
+                store.save(&self.id, &self.manifest)?;
+                upload
+            }
+        };
+        let index = self.manifest.parts.len() + self.pending.len();
+        if index as u64 >= MAX_PARTS - 1 {
+            return Err(io::Error::other("the upload has too many parts for S3"));
+        }
+        let bytes = std::mem::take(&mut self.buffer);
+        let len = bytes.len() as u64;
+        let part = store.bucket.call(|s3| async move {
+            s3.put_part(&target, &upload, index, PutPayload::from(bytes))
+                .await
+        })?;
+        self.pending.push((part.content_id, len));
+        if !self.atomic {
+            // The old tail is inside this part now: the new state names the part instead.
+            self.manifest.parts.append(&mut self.pending);
+            self.manifest.tail = None;
+            store.save(&self.id, &self.manifest)?;
+        }
+        Ok(())
+    }
+
+    /// Delete the tail the committed state named, once no state names it any more.
+    fn drop_old_tail(&self) -> io::Result<()> {
+        match &self.committed.tail {
+            Some(old) if self.manifest.tail.as_ref() != Some(old) => self
+                .store
+                .bucket
+                .delete(&self.store.object(&self.id, &old.0)?),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Appender for S3Appender {
+    fn append(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        let part_bytes = self.manifest.part_bytes as usize;
+        while !bytes.is_empty() {
+            let taken = bytes.len().min(part_bytes - self.buffer.len());
+            self.buffer.extend_from_slice(&bytes[..taken]);
+            self.written += taken as u64;
+            bytes = &bytes[taken..];
+            if self.buffer.len() == part_bytes {
+                self.send_part()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn keep(mut self: Box<Self>) -> io::Result<u64> {
+        if self.written == 0 {
+            return Ok(self.committed.offset());
+        }
+        self.manifest.tail = if self.buffer.is_empty() {
+            None
+        } else {
+            let name = format!("tail-{}", random_name());
+            let tail = std::mem::take(&mut self.buffer);
+            let len = tail.len() as u64;
+            self.store.put(self.store.object(&self.id, &name)?, tail)?;
+            Some((name, len))
+        };
+        self.manifest.parts.append(&mut self.pending);
+        self.store.save(&self.id, &self.manifest)?;
+        self.drop_old_tail()?;
+        Ok(self.manifest.offset())
+    }
+
+    fn discard(self: Box<Self>) -> io::Result<u64> {
+        if self.manifest != self.committed {
+            // Parts this chunk committed are forgotten; the old tail is still there.
+            self.store.save(&self.id, &self.committed)?;
+        }
+        Ok(self.committed.offset())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifests_round_trip_and_reject_what_they_do_not_know() {
+        let manifest = Manifest {
+            part_bytes: PART_FLOOR,
+            multipart: Some("upload/id=1".into()),
+            parts: vec![("\"etag 1\"".into(), PART_FLOOR)],
+            tail: Some(("tail-ab12".into(), 17)),
+            sealed: true,
+        };
+        assert_eq!(Manifest::decode(&manifest.encode()).unwrap(), manifest);
+        assert_eq!(manifest.offset(), PART_FLOOR + 17);
+        assert!(Manifest::decode(b"cairn-tus 2\npart-bytes 8388608\n").is_err());
+        assert!(Manifest::decode(b"cairn-tus 1\npart-bytes 1024\n").is_err());
+        assert!(Manifest::decode(b"cairn-tus 1\npart-bytes 8388608\nwhat\n").is_err());
+    }
+}
