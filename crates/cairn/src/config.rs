@@ -48,6 +48,10 @@ pub struct Settings {
     /// proxy that sets them [default: false].
     #[arg(long, env = "CAIRN_TRUST_FORWARDED_HEADERS")]
     pub trust_forwarded_headers: Option<bool>,
+    /// Uploads (POSTs and TUS creations) each account may start per minute on each node
+    /// [default: 120].
+    #[arg(long, env = "CAIRN_UPLOADS_PER_MINUTE")]
+    pub uploads_per_minute: Option<u32>,
 }
 
 impl Settings {
@@ -74,6 +78,7 @@ pub struct ServeConfig {
     pub workers: usize,
     pub worker_lease: std::time::Duration,
     pub trust_forwarded_headers: bool,
+    pub uploads_per_minute: u32,
 }
 
 impl ServeConfig {
@@ -113,6 +118,11 @@ impl ServeConfig {
                 .trust_forwarded_headers
                 .or(file.trust_forwarded_headers)
                 .unwrap_or(false),
+            uploads_per_minute: flags
+                .uploads_per_minute
+                .or(file.uploads_per_minute)
+                .unwrap_or(120)
+                .max(1),
         })
     }
 }

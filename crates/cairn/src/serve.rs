@@ -56,13 +56,14 @@ pub async fn run(config: ServeConfig) -> Result<()> {
             config.data_dir.display()
         )
     };
-    let server_config = ServerConfig {
+    let mut server_config = ServerConfig {
         default_profile: config.profile.clone(),
         worker_lease: config.worker_lease,
         trust_forwarded_headers: config.trust_forwarded_headers,
         shared_store: config.store.is_some(),
         ..ServerConfig::default()
     };
+    server_config.rate_limits.upload.quota = config.uploads_per_minute;
     let (packs, staging, tus_bytes): (_, _, Arc<dyn TusBytes>) = match &config.store {
         Some(url) => {
             let named = || format!("content store {}", url.split('?').next().unwrap_or(url));

@@ -1,13 +1,16 @@
-//! The blob store suite against an S3-compatible server (moto, see `support/moto.rs`).
+//! The S3 backends' suites against two independent S3-compatible servers: moto (see
+//! `support/moto.rs`) and SeaweedFS (`support/seaweedfs.rs`).
 
 mod support {
     pub mod moto;
+    pub mod seaweedfs;
 }
 
 use cairn_store::blobs::{suite, BlobStore};
 use cairn_store::s3::{S3Blobs, S3TusBytes};
 use cairn_store::tus_bytes;
 use support::moto::Moto;
+use support::seaweedfs::SeaweedFs;
 
 #[test]
 fn s3_blobs_pass_the_blob_store_suite() {
@@ -29,4 +32,12 @@ fn s3_tus_bytes_pass_the_tus_bytes_suite() {
     let bytes = S3TusBytes::open(&moto.bucket("tus"), 1 << 30).unwrap();
     // Above the 8 MiB part size: the suite's big upload spans parts and a tail.
     tus_bytes::suite::run(&bytes, 9 << 20);
+}
+
+#[test]
+fn s3_backends_pass_their_suites_on_seaweedfs_too() {
+    let seaweedfs = SeaweedFs::start(&["suite"]);
+    let url = seaweedfs.bucket("suite");
+    suite::run(&S3Blobs::open(&url, "packs").unwrap());
+    tus_bytes::suite::run(&S3TusBytes::open(&url, 1 << 30).unwrap(), 9 << 20);
 }
