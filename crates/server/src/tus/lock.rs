@@ -32,14 +32,29 @@ pub enum Locks {
 
 /// Held while a request works on an upload; released when dropped.
 pub struct Lock {
-    stop: watch::Receiver<bool>,
+    signal: watch::Receiver<Signal>,
     _held: Held,
 }
 
+/// What the holder of a lock is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Signal {
+    Hold,
+    /// Another request wants the upload: save what arrived and let go.
+    Stop,
+    /// The lease ran out (this node could not renew it): another node may be writing, so
+    /// write nothing more.
+    Lost,
+}
+
 impl Lock {
-    /// Resolves when another request asks this one to stop (or, for a lease, once it is lost).
+    /// Resolves when another request asks this one to stop, or the lease is lost.
     pub async fn preempted(&mut self) {
-        let _ = self.stop.wait_for(|stop| *stop).await;
+        let _ = self.signal.wait_for(|s| *s != Signal::Hold).await;
+    }
+
+    pub fn lost(&self) -> bool {
+        *self.signal.borrow() == Signal::Lost
     }
 }
 
@@ -123,7 +138,7 @@ pub struct InProcess {
 #[derive(Clone)]
 struct Holder {
     /// Set to ask the holder to stop.
-    stop: Arc<watch::Sender<bool>>,
+    stop: Arc<watch::Sender<Signal>>,
     /// Set when the holder lets go.
     released: Arc<watch::Sender<bool>>,
 }
@@ -137,14 +152,14 @@ impl InProcess {
                 match held.get(id) {
                     Some(holder) => holder.clone(),
                     None => {
-                        let (stop_tx, stop_rx) = watch::channel(false);
+                        let (stop_tx, signal) = watch::channel(Signal::Hold);
                         let holder = Holder {
                             stop: Arc::new(stop_tx),
                             released: Arc::new(watch::channel(false).0),
                         };
                         held.insert(id.to_owned(), holder.clone());
                         return Ok(Lock {
-                            stop: stop_rx,
+                            signal,
                             _held: Held::InProcess {
                                 locks: self.clone(),
                                 id: id.to_owned(),
@@ -158,7 +173,7 @@ impl InProcess {
                 return Err(busy());
             }
             asked_once = true;
-            current.stop.send_replace(true);
+            current.stop.send_replace(Signal::Stop);
             let mut released = current.released.subscribe();
             let _ = tokio::time::timeout(PREEMPT_WAIT, released.wait_for(|r| *r)).await;
         }
@@ -221,7 +236,7 @@ impl Leases {
                 }
             }
         }
-        let (stop_tx, stop_rx) = watch::channel(false);
+        let (signal_tx, signal) = watch::channel(Signal::Hold);
         let renewer = tokio::spawn({
             let (store, id, holder) = (self.store.clone(), id.to_owned(), holder.clone());
             let (lease, every) = (self.lease, self.renew_every());
@@ -233,11 +248,11 @@ impl Leases {
                         Ok(Some(false)) => {}
                         // Asked to stop: keep the lease until the holder has let go.
                         Ok(Some(true)) => {
-                            stop_tx.send_replace(true);
+                            signal_tx.send_replace(Signal::Stop);
                         }
                         Ok(None) => {
                             tracing::warn!(upload = %id, "lost the upload's lease");
-                            stop_tx.send_replace(true);
+                            signal_tx.send_replace(Signal::Lost);
                             return;
                         }
                         Err(e) => {
@@ -248,7 +263,7 @@ impl Leases {
             }
         });
         Ok(Lock {
-            stop: stop_rx,
+            signal,
             _held: Held::Leased {
                 renewer,
                 store: self.store.clone(),
@@ -324,6 +339,20 @@ mod tests {
             .await
             .expect("the dead holder's lease ran out");
         assert!(now_ms() >= until);
+
+        // A holder whose lease was taken (its node could not renew in time) is told it lost it.
+        let mut paused = node_a.acquire("x").await.unwrap();
+        let holder = match &paused._held {
+            Held::Leased { holder, .. } => holder.clone(),
+            Held::InProcess { .. } => unreachable!(),
+        };
+        store.release_upload_lease("x", &holder).await.unwrap();
+        store
+            .take_upload_lease("x", "usurper", now_ms(), now_ms() + 60_000)
+            .await
+            .unwrap();
+        paused.preempted().await;
+        assert!(paused.lost());
 
         // A live holder that never lets go keeps it: the newcomer answers 423.
         let _stubborn = node_a.acquire("w").await.unwrap();

@@ -623,7 +623,11 @@ async fn receive(
 ) -> Result<Received, ApiError> {
     enum Write {
         Bytes(Bytes),
-        Finish { keep: bool },
+        Finish {
+            keep: bool,
+        },
+        /// The lease was lost: another node may be writing now, so write nothing more.
+        Abandon,
     }
     let (tx, mut rx) = mpsc::channel::<Write>(8);
     let writer = tokio::task::spawn_blocking({
@@ -632,18 +636,19 @@ async fn receive(
             upload.id.clone(),
             checksum.is_some(),
         );
-        move || -> std::io::Result<u64> {
+        move || -> std::io::Result<Option<u64>> {
             let mut appender = bytes.appender(&id, atomic)?;
             loop {
                 match rx.blocking_recv() {
                     Some(Write::Bytes(chunk)) => appender.append(&chunk)?,
-                    Some(Write::Finish { keep: true }) => return appender.keep(),
-                    Some(Write::Finish { keep: false }) => return appender.discard(),
+                    Some(Write::Finish { keep: true }) => return appender.keep().map(Some),
+                    Some(Write::Finish { keep: false }) => return appender.discard().map(Some),
+                    Some(Write::Abandon) => return Ok(None),
                     // The request was dropped mid-body (the network reset the connection and the
                     // server dropped the handler): keep what arrived (F1), unless the chunk is
                     // checksummed, which makes it all-or-nothing.
-                    None if atomic => return appender.discard(),
-                    None => return appender.keep(),
+                    None if atomic => return appender.discard().map(Some),
+                    None => return appender.keep().map(Some),
                 }
             }
         }
@@ -693,16 +698,26 @@ async fn receive(
         Some(sum) => cut || preempted || beyond_length || !sum.matches(),
         None => false,
     };
-    let _ = tx
-        .send(Write::Finish {
+    let finish = if lock.lost() {
+        Write::Abandon
+    } else {
+        Write::Finish {
             keep: !checksum_failed,
-        })
-        .await;
+        }
+    };
+    let _ = tx.send(finish).await;
     drop(tx);
     let offset = writer
         .await
         .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?;
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| {
+            ApiError::Locked(
+                "this node lost the upload's lease and another may have taken it over; \
+                 send HEAD for the offset"
+                    .into(),
+            )
+        })?;
     Ok(Received {
         offset,
         beyond_length,
