@@ -1,18 +1,21 @@
 //! Upload speed against the physical limits, measured in one run on this machine:
 //!
-//! 1. the limits: single-core sha2-256 over 100 MB, and the disk's own write speed for 100 MB
-//!    ending in `fdatasync` (what an acknowledged upload must pay);
-//! 2. a 100 MB `POST /api/upload` over loopback, from the first byte sent to the CID received,
-//!    as a ratio to the smaller limit (target >= 0.8);
+//! 1. the limits: single-core sha2-256 over 100 MB, and the disk's own durable write speed for
+//!    100 MB (what an acknowledged upload must pay), the better of two ways of driving it: one
+//!    `fdatasync` at the end, or `fdatasync`s overlapped with the writing;
+//! 2. a 100 MB `POST /api/upload` over loopback, from the first byte sent to the CID received
+//!    (the body is made before the clock starts), as a ratio to the smaller limit (target >=
+//!    0.8);
 //! 3. a tar.gz of 10,000 small files: POST plus extraction by a worker until the operation is
 //!    complete, next to `tar xzf` of the same archive onto the same disk.
 //!
 //! Run: `cargo bench -p cairn-server --bench upload`. Each timing is the best of 3.
 
+#[path = "support/disk.rs"]
+mod disk;
 #[path = "support/noise.rs"]
 mod noise;
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +26,7 @@ use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
 use cairn_store::tus_bytes::FileTusBytes;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
+use disk::disk_write;
 use noise::noise;
 use reqwest::multipart::{Form, Part};
 use sha2::{Digest, Sha256};
@@ -46,20 +50,6 @@ where
         best = best.min(start.elapsed());
     }
     best
-}
-
-/// Write `data` to a new file in `dir` and `fdatasync` it: the disk's durable write speed.
-fn disk_write(dir: &Path, data: &[u8]) -> Duration {
-    let path = dir.join("disk-probe");
-    let start = Instant::now();
-    let mut file = std::fs::File::create(&path).unwrap();
-    for piece in data.chunks(1 << 20) {
-        file.write_all(piece).unwrap();
-    }
-    file.sync_data().unwrap();
-    let took = start.elapsed();
-    std::fs::remove_file(path).unwrap();
-    took
 }
 
 struct Server {
@@ -180,19 +170,28 @@ async fn run() {
         std::hint::black_box(Sha256::digest(&data));
     })
     .await;
-    let disk = best_of_3(|| async {
-        disk_write(dir.path(), &data);
-    })
-    .await;
-    let (sha, disk) = (mb_per_s(POST_BYTES, sha), mb_per_s(POST_BYTES, disk));
+    let best_probe = |overlapped| {
+        (0..3)
+            .map(|_| disk_write(dir.path(), &data, overlapped))
+            .min()
+            .unwrap()
+    };
+    let (disk_at_end, disk_overlapped) = (best_probe(false), best_probe(true));
+    let sha = mb_per_s(POST_BYTES, sha);
+    let (disk_at_end, disk_overlapped) = (
+        mb_per_s(POST_BYTES, disk_at_end),
+        mb_per_s(POST_BYTES, disk_overlapped),
+    );
+    // The disk's speed is the best either way of driving it reaches.
+    let disk = disk_at_end.max(disk_overlapped);
     let limit = sha.min(disk);
 
     let server = start_server(&dir.path().join("server")).await;
-    // Distinct content each run, so deduplication never skips the writes.
-    let mut seed = 100;
+    // Distinct content each run, so deduplication never skips the writes; made before the
+    // clock starts.
+    let mut bodies: Vec<Vec<u8>> = (101..104).map(|seed| noise(POST_BYTES, seed)).collect();
     let post = best_of_3(|| {
-        seed += 1;
-        let body = noise(POST_BYTES, seed);
+        let body = bodies.pop().expect("one body per run");
         let server = &server;
         async move {
             let result = server.post(body).await;
@@ -205,7 +204,8 @@ async fn run() {
     println!("| 100 MB upload | MB/s | ratio to the limit |");
     println!("|---|---|---|");
     println!("| sha2-256, one core | {sha:.0} | |");
-    println!("| disk write + fdatasync | {disk:.0} | |");
+    println!("| disk write, one fdatasync at the end | {disk_at_end:.0} | |");
+    println!("| disk write, fdatasync overlapped every 16 MiB | {disk_overlapped:.0} | |");
     println!("| limit = min(sha2-256, disk) | {limit:.0} | 1.00 |");
     println!(
         "| POST /api/upload, first byte to CID | {post:.0} | {:.2} |",
