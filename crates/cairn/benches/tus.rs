@@ -224,7 +224,7 @@ async fn main() {
     let big_peak = peak_rss_mib(big.child.id());
     drop(big);
 
-    println!("limits: sha2-256 one core {sha:.0} MB/s, disk write + fdatasync {disk:.0} MB/s, limit {limit:.0} MB/s");
+    println!("limits: sha2-256 one core {sha:.0} MB/s, disk durable write {disk:.0} MB/s, limit {limit:.0} MB/s");
     println!();
     println!("| 1 GiB TUS upload over loopback | 8 MiB PATCHes MB/s | ratio to limit | one PATCH MB/s | ratio to limit | 8 MiB / one |");
     println!("|---|---|---|---|---|---|");
