@@ -48,8 +48,8 @@ pub struct Settings {
     /// proxy that sets them [default: false].
     #[arg(long, env = "CAIRN_TRUST_FORWARDED_HEADERS")]
     pub trust_forwarded_headers: Option<bool>,
-    /// Uploads (POSTs and TUS creations) each account may start per minute on each node
-    /// [default: 120].
+    /// Uploads (POSTs and TUS creations) each account may start per minute, counted across
+    /// nodes on a shared store [default: 120].
     #[arg(long, env = "CAIRN_UPLOADS_PER_MINUTE")]
     pub uploads_per_minute: Option<u32>,
 }

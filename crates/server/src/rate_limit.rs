@@ -2,12 +2,14 @@
 //!
 //! Checked right after authentication, before any body is read. Over the limit the answer is
 //! `429 rate_limited` with `Retry-After` and the IETF `RateLimit`/`RateLimit-Policy` headers
-//! (draft-ietf-httpapi-ratelimit-headers). Buckets live in memory: on several nodes each node
-//! limits on its own, which bounds the total at `nodes x rate`.
+//! (draft-ietf-httpapi-ratelimit-headers). A lone node keeps its buckets in memory; nodes that
+//! share a metadata store keep them there, so an account's rate is counted across all nodes.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cairn_store::MetadataStore;
 
 use crate::error::ApiError;
 
@@ -80,7 +82,12 @@ struct Bucket {
 
 pub struct RateLimiter {
     limits: RateLimits,
-    buckets: Mutex<HashMap<(i64, Endpoint), Bucket>>,
+    buckets: Buckets,
+}
+
+enum Buckets {
+    InMemory(Mutex<HashMap<(i64, Endpoint), Bucket>>),
+    Shared(Arc<dyn MetadataStore>),
 }
 
 /// The details a 429 response carries.
@@ -93,23 +100,50 @@ pub struct Exceeded {
 }
 
 impl RateLimiter {
+    /// Buckets in this process.
     pub fn new(limits: RateLimits) -> Self {
         Self {
             limits,
-            buckets: Mutex::new(HashMap::new()),
+            buckets: Buckets::InMemory(Mutex::new(HashMap::new())),
+        }
+    }
+
+    /// Buckets in the metadata store that several nodes share.
+    pub fn shared(limits: RateLimits, store: Arc<dyn MetadataStore>) -> Self {
+        Self {
+            limits,
+            buckets: Buckets::Shared(store),
         }
     }
 
     /// Take one request from the account's bucket for `endpoint`.
-    pub fn check(&self, account_id: i64, endpoint: Endpoint) -> Result<(), ApiError> {
-        self.check_at(account_id, endpoint, Instant::now())
+    pub async fn check(&self, account_id: i64, endpoint: Endpoint) -> Result<(), ApiError> {
+        let store = match &self.buckets {
+            Buckets::InMemory(_) => return self.check_at(account_id, endpoint, Instant::now()),
+            Buckets::Shared(store) => store,
+        };
+        let policy = self.limits.policy(endpoint);
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let per_ms = f64::from(policy.quota) / policy.window.as_millis() as f64;
+        let (granted, left) = store
+            .take_rate_token(account_id, endpoint.name(), policy.quota, per_ms, now_ms)
+            .await?;
+        if granted {
+            return Ok(());
+        }
+        Err(exceeded(endpoint, policy, left))
     }
 
     fn check_at(&self, account_id: i64, endpoint: Endpoint, now: Instant) -> Result<(), ApiError> {
+        let Buckets::InMemory(buckets) = &self.buckets else {
+            unreachable!("only in-memory buckets are checked synchronously");
+        };
         let policy = self.limits.policy(endpoint);
         let per_second = f64::from(policy.quota) / policy.window.as_secs_f64();
         // A poisoned lock only means another request panicked mid-update; the map is still sane.
-        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        let mut buckets = buckets.lock().unwrap_or_else(|e| e.into_inner());
         let bucket = buckets.entry((account_id, endpoint)).or_insert(Bucket {
             tokens: f64::from(policy.quota),
             refilled: now,
@@ -121,14 +155,20 @@ impl RateLimiter {
             bucket.tokens -= 1.0;
             return Ok(());
         }
-        let wait = (1.0 - bucket.tokens) / per_second;
-        Err(ApiError::RateLimited(Exceeded {
-            endpoint: endpoint.name(),
-            quota: policy.quota,
-            window_secs: policy.window.as_secs(),
-            retry_after_secs: wait.ceil().max(1.0) as u64,
-        }))
+        Err(exceeded(endpoint, policy, bucket.tokens))
     }
+}
+
+/// The 429 for a bucket holding `tokens` (less than one).
+fn exceeded(endpoint: Endpoint, policy: Policy, tokens: f64) -> ApiError {
+    let per_second = f64::from(policy.quota) / policy.window.as_secs_f64();
+    let wait = (1.0 - tokens) / per_second;
+    ApiError::RateLimited(Exceeded {
+        endpoint: endpoint.name(),
+        quota: policy.quota,
+        window_secs: policy.window.as_secs(),
+        retry_after_secs: wait.ceil().max(1.0) as u64,
+    })
 }
 
 #[cfg(test)]
@@ -162,5 +202,36 @@ mod tests {
         let later = start + Duration::from_secs(10);
         limiter.check_at(1, Endpoint::Upload, later).unwrap();
         assert!(limiter.check_at(1, Endpoint::Upload, later).is_err());
+    }
+
+    #[tokio::test]
+    async fn shared_buckets_count_an_account_across_nodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn MetadataStore> = Arc::new(
+            cairn_store::sqlite::SqliteStore::open(&dir.path().join("meta.db"))
+                .await
+                .unwrap(),
+        );
+        let limits = RateLimits {
+            upload: Policy {
+                quota: 3,
+                window: Duration::from_secs(60),
+            },
+            ..RateLimits::default()
+        };
+        let nodes = [
+            RateLimiter::shared(limits.clone(), store.clone()),
+            RateLimiter::shared(limits, store),
+        ];
+        for i in 0..3 {
+            nodes[i % 2].check(1, Endpoint::Upload).await.unwrap();
+        }
+        for node in &nodes {
+            match node.check(1, Endpoint::Upload).await {
+                Err(ApiError::RateLimited(e)) => assert!(e.retry_after_secs <= 20, "{e:?}"),
+                other => panic!("the fourth upload on either node is refused: {other:?}"),
+            }
+        }
+        nodes[1].check(2, Endpoint::Upload).await.unwrap();
     }
 }

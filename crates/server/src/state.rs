@@ -46,7 +46,11 @@ impl AppState {
             tus_bytes,
             tus_locks: Arc::new(tus_locks),
             queue: Arc::new(Notify::new()),
-            limiter: Arc::new(RateLimiter::new(config.rate_limits.clone())),
+            limiter: Arc::new(if config.shared_store {
+                RateLimiter::shared(config.rate_limits.clone(), store.clone())
+            } else {
+                RateLimiter::new(config.rate_limits.clone())
+            }),
             metrics: Arc::new(Metrics::default()),
             store,
             packs,
@@ -79,8 +83,8 @@ pub struct ServerConfig {
     pub trust_forwarded_headers: bool,
     /// A connection that does not deliver its request headers in this time is closed.
     pub header_timeout: std::time::Duration,
-    /// Other nodes share the metadata and content stores: TUS uploads are locked with leases
-    /// in the metadata store rather than in this process.
+    /// Other nodes share the metadata and content stores: TUS uploads are locked with leases,
+    /// and rate limits counted, in the metadata store rather than in this process.
     pub shared_store: bool,
     /// How long a TUS upload's lease outlives its holder's last renewal (shared store only):
     /// after a node dies, its uploads can be resumed elsewhere this much later.

@@ -198,6 +198,18 @@ pub trait MetadataStore: Send + Sync {
     /// Give the lease back, if `holder` still has it.
     async fn release_upload_lease(&self, id: &str, holder: &str) -> Result<(), StoreError>;
 
+    /// Take one request from the token bucket of (`account_id`, `endpoint`), which holds at
+    /// most `quota` tokens and refills at `per_ms` tokens a millisecond, as of `now_ms`: the
+    /// bucket nodes share. Returns whether a token was granted and the tokens left.
+    async fn take_rate_token(
+        &self,
+        account_id: i64,
+        endpoint: &str,
+        quota: u32,
+        per_ms: f64,
+        now_ms: i64,
+    ) -> Result<(bool, f64), StoreError>;
+
     /// An operation of `account_id` (another account's is `None`, like a missing one).
     async fn operation(
         &self,

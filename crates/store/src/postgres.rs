@@ -101,6 +101,18 @@ CREATE TABLE upload_leases (
     stop_requested BIGINT NOT NULL
 );
 "#,
+    r#"
+-- Rate limits that nodes sharing the database count together: one token bucket per
+-- (account, endpoint class).
+CREATE TABLE rate_buckets (
+    account_id BIGINT NOT NULL,
+    endpoint TEXT NOT NULL,
+    tokens DOUBLE PRECISION NOT NULL,
+    refilled_ms BIGINT NOT NULL,
+    granted BIGINT NOT NULL,
+    PRIMARY KEY (account_id, endpoint)
+);
+"#,
 ];
 
 /// Any constant both nodes agree on: the advisory lock that serialises migrations.
@@ -866,6 +878,36 @@ impl MetadataStore for PostgresStore {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    async fn take_rate_token(
+        &self,
+        account_id: i64,
+        endpoint: &str,
+        quota: u32,
+        per_ms: f64,
+        now_ms: i64,
+    ) -> Result<(bool, f64), StoreError> {
+        // SET expressions all read the row as it was: the refill is computed once per column.
+        let (tokens, granted): (f64, i64) = sqlx::query_as(
+            "INSERT INTO rate_buckets (account_id, endpoint, tokens, refilled_ms, granted)
+             VALUES ($1, $2, $3 - 1, $4, 1)
+             ON CONFLICT (account_id, endpoint) DO UPDATE SET
+                tokens = CASE WHEN LEAST($3, rate_buckets.tokens + GREATEST(0, $4 - rate_buckets.refilled_ms) * $5) >= 1
+                              THEN LEAST($3, rate_buckets.tokens + GREATEST(0, $4 - rate_buckets.refilled_ms) * $5) - 1
+                              ELSE LEAST($3, rate_buckets.tokens + GREATEST(0, $4 - rate_buckets.refilled_ms) * $5) END,
+                granted = CASE WHEN LEAST($3, rate_buckets.tokens + GREATEST(0, $4 - rate_buckets.refilled_ms) * $5) >= 1 THEN 1 ELSE 0 END,
+                refilled_ms = GREATEST($4, rate_buckets.refilled_ms)
+             RETURNING tokens, granted",
+        )
+        .bind(account_id)
+        .bind(endpoint)
+        .bind(f64::from(quota))
+        .bind(now_ms)
+        .bind(per_ms)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((granted != 0, tokens))
     }
 
     async fn operation(

@@ -106,6 +106,18 @@ CREATE TABLE upload_leases (
     stop_requested INTEGER NOT NULL
 );
 "#,
+    r#"
+-- Rate limits that nodes sharing the database count together: one token bucket per
+-- (account, endpoint class).
+CREATE TABLE rate_buckets (
+    account_id INTEGER NOT NULL,
+    endpoint TEXT NOT NULL,
+    tokens REAL NOT NULL,
+    refilled_ms INTEGER NOT NULL,
+    granted INTEGER NOT NULL,
+    PRIMARY KEY (account_id, endpoint)
+);
+"#,
 ];
 
 pub struct SqliteStore {
@@ -863,6 +875,36 @@ impl MetadataStore for SqliteStore {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    async fn take_rate_token(
+        &self,
+        account_id: i64,
+        endpoint: &str,
+        quota: u32,
+        per_ms: f64,
+        now_ms: i64,
+    ) -> Result<(bool, f64), StoreError> {
+        // SET expressions all read the row as it was: the refill is computed once per column.
+        let (tokens, granted): (f64, i64) = sqlx::query_as(
+            "INSERT INTO rate_buckets (account_id, endpoint, tokens, refilled_ms, granted)
+             VALUES (?1, ?2, ?3 - 1, ?4, 1)
+             ON CONFLICT (account_id, endpoint) DO UPDATE SET
+                tokens = CASE WHEN MIN(?3, rate_buckets.tokens + MAX(0, ?4 - rate_buckets.refilled_ms) * ?5) >= 1
+                              THEN MIN(?3, rate_buckets.tokens + MAX(0, ?4 - rate_buckets.refilled_ms) * ?5) - 1
+                              ELSE MIN(?3, rate_buckets.tokens + MAX(0, ?4 - rate_buckets.refilled_ms) * ?5) END,
+                granted = CASE WHEN MIN(?3, rate_buckets.tokens + MAX(0, ?4 - rate_buckets.refilled_ms) * ?5) >= 1 THEN 1 ELSE 0 END,
+                refilled_ms = MAX(?4, rate_buckets.refilled_ms)
+             RETURNING tokens, granted",
+        )
+        .bind(account_id)
+        .bind(endpoint)
+        .bind(f64::from(quota))
+        .bind(now_ms)
+        .bind(per_ms)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((granted != 0, tokens))
     }
 
     async fn operation(

@@ -61,6 +61,7 @@ pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claims(store, packs).await;
     tus_uploads_become_claimable_only_when_complete(store).await;
     an_upload_lease_has_one_holder_who_can_be_asked_to_stop(store).await;
+    rate_buckets_refill_over_time_and_are_kept_apart(store).await;
 }
 
 async fn tus_uploads_become_claimable_only_when_complete(store: &dyn MetadataStore) {
@@ -569,4 +570,23 @@ async fn an_upload_lease_has_one_holder_who_can_be_asked_to_stop(store: &dyn Met
         store.take_upload_lease("other", "d", 0, 1).await.unwrap(),
         Taken
     );
+}
+
+async fn rate_buckets_refill_over_time_and_are_kept_apart(store: &dyn MetadataStore) {
+    // Two requests a second (0.002 a millisecond), with a burst of two.
+    let take = |account: i64, endpoint: &'static str, now: i64| {
+        store.take_rate_token(account, endpoint, 2, 0.002, now)
+    };
+    assert_eq!(take(1, "upload", 0).await.unwrap(), (true, 1.0));
+    assert_eq!(take(1, "upload", 0).await.unwrap(), (true, 0.0));
+    let (granted, left) = take(1, "upload", 250).await.unwrap();
+    assert!(!granted && (left - 0.5).abs() < 1e-9, "{left}");
+    // Other accounts and endpoints have their own buckets.
+    assert!(take(2, "upload", 250).await.unwrap().0);
+    assert!(take(1, "operations", 250).await.unwrap().0);
+    // Refilled by half a second more; a clock behind the last look refills nothing.
+    assert_eq!(take(1, "upload", 500).await.unwrap(), (true, 0.0));
+    assert!(!take(1, "upload", 400).await.unwrap().0);
+    // Never above the burst.
+    assert_eq!(take(1, "upload", 100_000).await.unwrap(), (true, 1.0));
 }

@@ -14,6 +14,6 @@ pub async fn upload_limit(
     State(state): State<AppState>,
     Caller(account): Caller,
 ) -> Result<Json<Value>, ApiError> {
-    state.limiter.check(account.id, Endpoint::Account)?;
+    state.limiter.check(account.id, Endpoint::Account).await?;
     Ok(Json(json!({"limit": account.upload_limit})))
 }

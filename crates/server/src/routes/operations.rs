@@ -98,7 +98,10 @@ pub async fn get_operation(
     Caller(account): Caller,
     Path(id): Path<String>,
 ) -> Result<Json<OperationRecord>, ApiError> {
-    state.limiter.check(account.id, Endpoint::Operations)?;
+    state
+        .limiter
+        .check(account.id, Endpoint::Operations)
+        .await?;
     let op = state
         .store
         .operation(account.id, &OperationRef::parse(&id))
@@ -128,7 +131,10 @@ pub async fn list_operations(
     Caller(account): Caller,
     params: Result<Query<ListParams>, QueryRejection>,
 ) -> Result<Json<OperationPage>, ApiError> {
-    state.limiter.check(account.id, Endpoint::Operations)?;
+    state
+        .limiter
+        .check(account.id, Endpoint::Operations)
+        .await?;
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let limit = params.limit.unwrap_or(50);
     if !(1..=MAX_PAGE).contains(&limit) {

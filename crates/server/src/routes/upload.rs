@@ -77,7 +77,7 @@ pub async fn upload(
     headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Json<UploadResult>, ApiError> {
-    state.limiter.check(account.id, Endpoint::Upload)?;
+    state.limiter.check(account.id, Endpoint::Upload).await?;
     let started = std::time::Instant::now();
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let mode = ArchiveMode::parse(params.archive_mode.as_deref())?;

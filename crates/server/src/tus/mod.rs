@@ -210,7 +210,7 @@ async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    state.limiter.check(account.id, Endpoint::Upload)?;
+    state.limiter.check(account.id, Endpoint::Upload).await?;
     let length = headers::number(&headers, "upload-length")?;
     let deferred = headers::text(&headers, "upload-defer-length")?;
     let concat = concat(headers::text(&headers, "upload-concat")?)?;
