@@ -8,7 +8,7 @@ mod support {
 
 use cairn_store::blobs::{suite, BlobStore};
 use cairn_store::s3::{S3Blobs, S3TusBytes};
-use cairn_store::tus_bytes;
+use cairn_store::tus_bytes::{self, TusBytes};
 use support::moto::Moto;
 use support::seaweedfs::SeaweedFs;
 
@@ -40,4 +40,30 @@ fn s3_backends_pass_their_suites_on_seaweedfs_too() {
     let url = seaweedfs.bucket("suite");
     suite::run(&S3Blobs::open(&url, "packs").unwrap());
     tus_bytes::suite::run(&S3TusBytes::open(&url, 1 << 30).unwrap(), 9 << 20);
+}
+
+#[test]
+fn a_tus_writer_that_lost_the_upload_to_another_cannot_overwrite_its_commit() {
+    let moto = Moto::start();
+    let bytes = S3TusBytes::open(&moto.bucket("fence"), 1 << 30).unwrap();
+    bytes.create("u", Some(10)).unwrap();
+    // A node starts a PATCH, is paused past its lease, and another node takes over.
+    let mut paused = bytes.appender("u", false).unwrap();
+    paused.append(b"stale").unwrap();
+    let mut newer = bytes.appender("u", false).unwrap();
+    newer.append(b"fresh").unwrap();
+    assert_eq!(newer.keep().unwrap(), 5);
+    let refused = paused.keep().unwrap_err();
+    assert_eq!(
+        refused.kind(),
+        std::io::ErrorKind::ResourceBusy,
+        "{refused}"
+    );
+    assert_eq!(bytes.offset("u").unwrap(), 5);
+    let mut all = Vec::new();
+    let mut done = bytes.appender("u", false).unwrap();
+    done.append(b"12345").unwrap();
+    done.keep().unwrap();
+    std::io::Read::read_to_end(&mut bytes.open_read("u").unwrap(), &mut all).unwrap();
+    assert_eq!(all, b"fresh12345");
 }

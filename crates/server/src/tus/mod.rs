@@ -707,17 +707,22 @@ async fn receive(
     };
     let _ = tx.send(finish).await;
     drop(tx);
+    let taken_over = || {
+        ApiError::Locked(
+            "this node lost the upload's lease and another may have taken it over; \
+             send HEAD for the offset"
+                .into(),
+        )
+    };
     let offset = writer
         .await
         .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?
-        .ok_or_else(|| {
-            ApiError::Locked(
-                "this node lost the upload's lease and another may have taken it over; \
-                 send HEAD for the offset"
-                    .into(),
-            )
-        })?;
+        .map_err(|e| match e.kind() {
+            // The bytes' store refused a write that another writer's commit had overtaken.
+            std::io::ErrorKind::ResourceBusy => taken_over(),
+            _ => ApiError::internal(e),
+        })?
+        .ok_or_else(taken_over)?;
     Ok(Received {
         offset,
         beyond_length,

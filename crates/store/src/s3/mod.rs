@@ -55,6 +55,8 @@ impl fmt::Debug for Bucket {
 fn to_io(e: object_store::Error) -> io::Error {
     match e {
         object_store::Error::NotFound { .. } => io::Error::new(io::ErrorKind::NotFound, e),
+        // A conditional write lost to another writer.
+        object_store::Error::Precondition { .. } => io::Error::new(io::ErrorKind::ResourceBusy, e),
         other => io::Error::other(other),
     }
 }

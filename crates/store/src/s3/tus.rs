@@ -15,13 +15,17 @@
 //! all-or-nothing; any other chunk also commits after each part, so a long PATCH cut off by a
 //! crash keeps its parts. Parts uploaded but never committed are overwritten by the next ones,
 //! or dropped when the upload is completed.
+//!
+//! Every rewrite of `state` is conditional on the version the writer last saw (`If-Match`), so
+//! a writer that lost the upload to another node without knowing it (a node paused past its
+//! lease) fails instead of overwriting the other's commit.
 
 use std::io;
 
 use futures_util::TryStreamExt;
 use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, PutPayload};
+use object_store::{ObjectStore, PutMode, PutPayload, UpdateVersion};
 
 use super::{Bucket, MIN_PART_BYTES};
 use crate::blobs::ReadSeek;
@@ -52,6 +56,9 @@ struct Manifest {
     tail: Option<(String, u64)>,
     /// The multipart upload is complete: `bytes` holds everything.
     sealed: bool,
+    /// The entity tag of the `state` object this was read from or written as (not stored in
+    /// it): the next write must replace exactly that version.
+    etag: Option<String>,
 }
 
 impl Manifest {
@@ -119,11 +126,35 @@ impl S3TusBytes {
     }
 
     fn load(&self, id: &str) -> io::Result<Manifest> {
-        Manifest::decode(&self.bucket.get(&self.object(id, "state")?)?)
+        let path = self.object(id, "state")?;
+        let (etag, bytes) = self.bucket.call(|s3| async move {
+            let got = s3.get(&path).await?;
+            let etag = got.meta.e_tag.clone();
+            Ok((etag, got.bytes().await?))
+        })?;
+        let mut manifest = Manifest::decode(&bytes)?;
+        manifest.etag = etag;
+        Ok(manifest)
     }
 
-    fn save(&self, id: &str, manifest: &Manifest) -> io::Result<()> {
-        self.put(self.object(id, "state")?, manifest.encode())
+    /// Replace `state` with `manifest`, on condition that `state` is still the version
+    /// `manifest` was read from (`If-Match`): a writer that lost the upload to another node,
+    /// unbeknown to itself, fails here instead of overwriting the other's commit.
+    fn save(&self, id: &str, manifest: &mut Manifest) -> io::Result<()> {
+        let path = self.object(id, "state")?;
+        let payload = PutPayload::from(manifest.encode());
+        let mode = match &manifest.etag {
+            Some(etag) => PutMode::Update(UpdateVersion {
+                e_tag: Some(etag.clone()),
+                version: None,
+            }),
+            None => PutMode::Overwrite,
+        };
+        let written = self
+            .bucket
+            .call(|s3| async move { s3.put_opts(&path, payload, mode.into()).await })?;
+        manifest.etag = written.e_tag;
+        Ok(())
     }
 
     fn put(&self, path: ObjectPath, bytes: Vec<u8>) -> io::Result<()> {
@@ -171,7 +202,7 @@ impl S3TusBytes {
             }
         }
         manifest.sealed = true;
-        self.save(id, &manifest)?;
+        self.save(id, &mut manifest)?;
         if let Some((name, _)) = &manifest.tail {
             self.bucket.delete(&self.object(id, name)?)?;
         }
@@ -182,11 +213,11 @@ impl S3TusBytes {
 impl TusBytes for S3TusBytes {
     fn create(&self, id: &str, length: Option<u64>) -> io::Result<()> {
         let length = length.unwrap_or(self.max_size);
-        let manifest = Manifest {
+        let mut manifest = Manifest {
             part_bytes: PART_FLOOR.max(length.div_ceil(MAX_PARTS)),
             ..Manifest::default()
         };
-        self.save(id, &manifest)
+        self.save(id, &mut manifest)
     }
 
     fn offset(&self, id: &str) -> io::Result<u64> {
@@ -212,6 +243,7 @@ impl TusBytes for S3TusBytes {
             buffer,
             written: 0,
             atomic,
+            committed_parts: false,
         }))
     }
 
@@ -267,6 +299,8 @@ struct S3Appender {
     buffer: Vec<u8>,
     written: u64,
     atomic: bool,
+    /// Parts of this chunk are already named by `state`.
+    committed_parts: bool,
 }
 
 impl S3Appender {
@@ -282,8 +316,9 @@ impl S3Appender {
                     .call(|s3| async move { s3.create_multipart(&path).await })?;
                 // Recorded at once, so a removal can abort it whatever happens next.
                 self.manifest.multipart = Some(upload.clone());
+                store.save(&self.id, &mut self.manifest)?;
                 self.committed.multipart = Some(upload.clone());
-                store.save(&self.id, &self.manifest)?;
+                self.committed.etag = self.manifest.etag.clone();
                 upload
             }
         };
@@ -302,7 +337,8 @@ impl S3Appender {
             // The old tail is inside this part now: the new state names the part instead.
             self.manifest.parts.append(&mut self.pending);
             self.manifest.tail = None;
-            store.save(&self.id, &self.manifest)?;
+            store.save(&self.id, &mut self.manifest)?;
+            self.committed_parts = true;
         }
         Ok(())
     }
@@ -348,15 +384,17 @@ impl Appender for S3Appender {
             Some((name, len))
         };
         self.manifest.parts.append(&mut self.pending);
-        self.store.save(&self.id, &self.manifest)?;
+        self.store.save(&self.id, &mut self.manifest)?;
         self.drop_old_tail()?;
         Ok(self.manifest.offset())
     }
 
     fn discard(self: Box<Self>) -> io::Result<u64> {
-        if self.manifest != self.committed {
+        if self.committed_parts {
             // Parts this chunk committed are forgotten; the old tail is still there.
-            self.store.save(&self.id, &self.committed)?;
+            let mut restored = self.committed.clone();
+            restored.etag = self.manifest.etag.clone();
+            self.store.save(&self.id, &mut restored)?;
         }
         Ok(self.committed.offset())
     }
@@ -374,6 +412,7 @@ mod tests {
             parts: vec![("\"etag 1\"".into(), PART_FLOOR)],
             tail: Some(("tail-ab12".into(), 17)),
             sealed: true,
+            etag: None,
         };
         assert_eq!(Manifest::decode(&manifest.encode()).unwrap(), manifest);
         assert_eq!(manifest.offset(), PART_FLOOR + 17);
