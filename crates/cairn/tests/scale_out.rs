@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
 use moto::Moto;
-use server::{client, content, start, terminate, Running, TestDatabase};
+use server::{client, content, finished_operation, start, terminate, Running, TestDatabase};
 
 #[test]
 fn two_nodes_share_uploads_operations_and_content() {
@@ -233,22 +233,7 @@ async fn a_tus_upload_begun_on_a_node_that_is_killed_is_finished_on_another() {
         .next()
         .unwrap()
         .to_owned();
-    let mut op = serde_json::Value::Null;
-    for _ in 0..600 {
-        op = http
-            .get(format!("{}/api/operations/{operation}", b.upload))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if op["status"] == "completed" || op["status"] == "failed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let op = finished_operation(&b, &token, &operation).await;
     assert_eq!(op["status"], "completed", "{op}");
     assert_eq!(op["cid"], expected.as_str());
     let back = http

@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
 use reqwest::multipart::{Form, Part};
-use server::{admin, cairn, content, start, terminate, Running};
+use server::{admin, cairn, content, finished_operation, operation, start, terminate};
 
 #[tokio::test]
 async fn serve_with_zero_configuration_then_upload_administer_and_stop() {
@@ -112,18 +112,6 @@ fn a_taken_port_is_one_line_and_a_failure_status() {
     );
 }
 
-async fn operation(running: &Running, token: &str, id: i64) -> serde_json::Value {
-    reqwest::Client::new()
-        .get(format!("{}/api/operations/{id}", running.upload))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn sigkill_during_extraction_then_restart_completes_with_the_right_cid() {
     let dir = tempfile::tempdir().unwrap();
@@ -165,7 +153,7 @@ async fn sigkill_during_extraction_then_restart_completes_with_the_right_cid() {
     // Kill -9 as soon as a worker is extracting.
     let mut status = String::new();
     for _ in 0..5000 {
-        status = operation(&running, &token, id).await["status"]
+        status = operation(&running, &token, &id.to_string()).await["status"]
             .as_str()
             .unwrap()
             .to_owned();
@@ -180,18 +168,11 @@ async fn sigkill_during_extraction_then_restart_completes_with_the_right_cid() {
 
     let restarted = start(&data_dir, &args);
     assert_eq!(
-        operation(&restarted, &token, id).await["status"],
+        operation(&restarted, &token, &id.to_string()).await["status"],
         "processing",
         "the kill interrupted the extraction"
     );
-    let mut op = serde_json::Value::Null;
-    for _ in 0..600 {
-        op = operation(&restarted, &token, id).await;
-        if op["status"] == "completed" || op["status"] == "failed" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let op = finished_operation(&restarted, &token, &id.to_string()).await;
     assert_eq!(op["status"], "completed", "{op}");
     assert_eq!(op["progressPercent"], 100.0);
 

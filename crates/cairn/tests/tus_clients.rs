@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use server::{content, start, terminate, Running};
+use server::{content, finished_operation, start, terminate, Running};
 
 const TUS_JS: &str = "tus-js-client@4.3.1";
 const TUSPY: &str = "tuspy==1.1.0";
@@ -95,23 +95,9 @@ fn field(lines: &[String], key: &str) -> Option<String> {
 /// Poll the operation of a TUS upload (by its id, as the interface document does) for its CID.
 async fn cid_of_upload(server: &Running, url: &str) -> String {
     let id = url.rsplit('/').next().unwrap();
-    for _ in 0..600 {
-        let op: serde_json::Value = reqwest::Client::new()
-            .get(format!("{}/api/operations/{id}", server.upload))
-            .bearer_auth(&server.token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        match op["status"].as_str() {
-            Some("completed") => return op["cid"].as_str().unwrap().to_owned(),
-            Some("failed") => panic!("{op}"),
-            _ => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
-        }
-    }
-    panic!("the operation of {url} did not finish");
+    let op = finished_operation(server, &server.token, id).await;
+    assert_eq!(op["status"], "completed", "{op}");
+    op["cid"].as_str().unwrap().to_owned()
 }
 
 /// Run a client to completion; its output lines.

@@ -111,22 +111,7 @@ async fn every_acknowledged_byte_survives_sigkill_right_after_the_204() {
     );
     importer.push(&bytes).unwrap();
     let expected = importer.finish().unwrap().cid.to_string();
-    let mut op = serde_json::Value::Null;
-    for _ in 0..400 {
-        op = client
-            .get(format!("{}/api/operations/{operation}", running.upload))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if op["status"] == "completed" || op["status"] == "failed" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let op = server::finished_operation(&running, &token, &operation.to_string()).await;
     assert_eq!(op["status"], "completed", "{op}");
     assert_eq!(op["cid"], expected);
     server::terminate(running);

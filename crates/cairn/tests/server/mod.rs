@@ -152,6 +152,31 @@ pub fn client(running: &Running, token: &str, home: &std::path::Path, args: &[&s
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// An operation (by id, or by TUS upload id) as the upload host of `running` reports it.
+pub async fn operation(running: &Running, token: &str, id: &str) -> serde_json::Value {
+    reqwest::Client::new()
+        .get(format!("{}/api/operations/{id}", running.upload))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Poll an operation until it is completed or failed (a minute at most), and return it.
+pub async fn finished_operation(running: &Running, token: &str, id: &str) -> serde_json::Value {
+    for _ in 0..600 {
+        let op = operation(running, token, id).await;
+        if op["status"] == "completed" || op["status"] == "failed" {
+            return op;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("operation {id} did not finish within a minute");
+}
+
 /// Deterministic test bytes (xorshift64, one byte per step) from `seed`.
 pub fn content(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
