@@ -70,8 +70,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
             let blobs = |sub: &str| -> Result<Arc<S3Blobs>> {
                 Ok(Arc::new(S3Blobs::open(url, sub).with_context(named)?))
             };
-            let tus_bytes =
-                S3TusBytes::open(url, server_config.tus_max_size).with_context(named)?;
+            let tus_bytes = S3TusBytes::open(url).with_context(named)?;
             (
                 Packs::new(blobs("packs")?),
                 Staging::new(blobs("staging")?),

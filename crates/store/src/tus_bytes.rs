@@ -11,15 +11,14 @@
 
 use std::fmt::Debug;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
 use crate::blobs::ReadSeek;
 
 pub trait TusBytes: Send + Sync + Debug {
-    /// Create the empty bytes of a new upload, durably. `length` is the declared length, when
-    /// there is one (a backend may size its pieces by it).
-    fn create(&self, id: &str, length: Option<u64>) -> io::Result<()>;
+    /// Create the empty bytes of a new upload, durably.
+    fn create(&self, id: &str) -> io::Result<()>;
     /// The durable offset, after undoing an atomic chunk a crash interrupted.
     fn offset(&self, id: &str) -> io::Result<u64>;
     /// Append to the upload. `atomic` marks a chunk that must be kept whole or not at all.
@@ -42,18 +41,11 @@ pub trait Appender: Send {
 /// Write the concatenation of the complete uploads `parts` as the bytes of `id`, durably
 /// (TUS concatenation); returns the length.
 pub fn concatenate(bytes: &dyn TusBytes, id: &str, parts: &[String]) -> io::Result<u64> {
-    let mut readers = Vec::with_capacity(parts.len());
-    let mut total = 0;
-    for part in parts {
-        let mut reader = bytes.open_read(part)?;
-        total += reader.seek(SeekFrom::End(0))?;
-        reader.rewind()?;
-        readers.push(reader);
-    }
-    bytes.create(id, Some(total))?;
+    bytes.create(id)?;
     let mut appender = bytes.appender(id, true)?;
     let mut buffer = vec![0u8; 1 << 20];
-    for mut reader in readers {
+    for part in parts {
+        let mut reader = bytes.open_read(part)?;
         loop {
             let n = reader.read(&mut buffer)?;
             if n == 0 {
@@ -103,7 +95,7 @@ impl FileTusBytes {
 }
 
 impl TusBytes for FileTusBytes {
-    fn create(&self, id: &str, _length: Option<u64>) -> io::Result<()> {
+    fn create(&self, id: &str) -> io::Result<()> {
         File::create_new(self.path(id, "")?)?.sync_all()?;
         File::open(&self.dir)?.sync_all()
     }
@@ -200,7 +192,7 @@ pub mod suite {
     /// `big` is a size that makes the backend cut its storage into several pieces (for S3,
     /// above the minimum part size); it must hold at least 3 bytes.
     pub fn run(bytes: &dyn TusBytes, big: usize) {
-        bytes.create("u1", None).unwrap();
+        bytes.create("u1").unwrap();
         assert_eq!(bytes.offset("u1").unwrap(), 0);
 
         let mut plain = bytes.appender("u1", false).unwrap();
@@ -230,7 +222,7 @@ pub mod suite {
         // Big chunks, in odd slices, survive a crash mid-chunk up to what was kept, and an
         // interrupted atomic big chunk leaves nothing behind.
         let pattern: Vec<u8> = (0..big * 2 + 3).map(|i| (i % 251) as u8).collect();
-        bytes.create("big", Some(pattern.len() as u64)).unwrap();
+        bytes.create("big").unwrap();
         let mut first = bytes.appender("big", false).unwrap();
         first.append(&pattern[..3]).unwrap();
         assert_eq!(first.keep().unwrap(), 3);
@@ -245,7 +237,7 @@ pub mod suite {
         assert_eq!(second.keep().unwrap(), pattern.len() as u64);
         assert_eq!(read_all(bytes, "big"), pattern);
 
-        bytes.create("u2", Some(1)).unwrap();
+        bytes.create("u2").unwrap();
         let mut more = bytes.appender("u2", false).unwrap();
         more.append(b"!").unwrap();
         more.keep().unwrap();
@@ -255,7 +247,7 @@ pub mod suite {
         );
         assert_eq!(read_all(bytes, "u3"), b"hello world!");
 
-        bytes.create("empty", Some(0)).unwrap();
+        bytes.create("empty").unwrap();
         assert_eq!(read_all(bytes, "empty"), b"");
 
         for id in ["u1", "u2", "u3", "big", "empty"] {
@@ -263,7 +255,7 @@ pub mod suite {
             bytes.remove(id).unwrap();
             assert!(bytes.offset(id).is_err(), "{id} is gone");
         }
-        assert!(bytes.create("../x", None).is_err());
+        assert!(bytes.create("../x").is_err());
     }
 }
 

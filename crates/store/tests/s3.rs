@@ -29,7 +29,7 @@ fn s3_blobs_pass_the_blob_store_suite() {
 #[test]
 fn s3_tus_bytes_pass_the_tus_bytes_suite() {
     let moto = Moto::start();
-    let bytes = S3TusBytes::open(&moto.bucket("tus"), 1 << 30).unwrap();
+    let bytes = S3TusBytes::open(&moto.bucket("tus")).unwrap();
     // Above the 8 MiB part size: the suite's big upload spans parts and a tail.
     tus_bytes::suite::run(&bytes, 9 << 20);
 }
@@ -39,14 +39,14 @@ fn s3_backends_pass_their_suites_on_seaweedfs_too() {
     let seaweedfs = SeaweedFs::start(&["suite"]);
     let url = seaweedfs.bucket("suite");
     suite::run(&S3Blobs::open(&url, "packs").unwrap());
-    tus_bytes::suite::run(&S3TusBytes::open(&url, 1 << 30).unwrap(), 9 << 20);
+    tus_bytes::suite::run(&S3TusBytes::open(&url).unwrap(), 9 << 20);
 }
 
 #[test]
 fn a_tus_writer_that_lost_the_upload_to_another_cannot_overwrite_its_commit() {
     let moto = Moto::start();
-    let bytes = S3TusBytes::open(&moto.bucket("fence"), 1 << 30).unwrap();
-    bytes.create("u", Some(10)).unwrap();
+    let bytes = S3TusBytes::open(&moto.bucket("fence")).unwrap();
+    bytes.create("u").unwrap();
     // A node starts a PATCH, is paused past its lease, and another node takes over.
     let mut paused = bytes.appender("u", false).unwrap();
     paused.append(b"stale").unwrap();

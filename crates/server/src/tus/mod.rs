@@ -251,7 +251,7 @@ async fn create(
     } else {
         let bytes = state.tus_bytes.clone();
         let new_id = id.clone();
-        tokio::task::spawn_blocking(move || bytes.create(&new_id, length))
+        tokio::task::spawn_blocking(move || bytes.create(&new_id))
             .await
             .map_err(ApiError::internal)?
             .map_err(ApiError::internal)?;

@@ -17,6 +17,7 @@ use crate::blobs::{BlobStore, BlobWriter, ReadSeek};
 
 /// Above S3's 5 MiB minimum for every part but the last.
 const PART_BYTES: usize = 8 << 20;
+const _: () = assert!(PART_BYTES as u64 >= super::MIN_PART_BYTES);
 const INCOMPLETE: &str = "incomplete";
 
 #[derive(Clone, Debug)]

@@ -3,8 +3,8 @@
 //! An upload `id` is a few objects under `<prefix>/<id>/`:
 //! - `state`, the manifest: the upload's multipart upload, its parts so far, and its *tail*;
 //! - `tail-<random>`: the bytes after the last part. S3 wants every part but the last to be at
-//!   least 5 MiB, so bytes that do not yet fill a part wait in a small object of their own, which
-//!   is as durable as a part;
+//!   least 5 MiB (ours are 8 MiB, growing for very large uploads: see `part_bytes`), so bytes
+//!   that do not yet fill a part wait in a small object of their own, as durable as a part;
 //! - `bytes`: the multipart upload's object, which exists once the upload is sealed.
 //!
 //! Rewriting `state` is the commit point of every change, since S3 replaces an object whole:
@@ -33,22 +33,28 @@ use crate::packs::random_name;
 use crate::tus_bytes::{check_id, Appender, TusBytes};
 
 /// S3 numbers parts from 1 to 10,000.
-const MAX_PARTS: u64 = 10_000;
-/// Parts are at least this big; bigger when the length needs it to fit in `MAX_PARTS`.
-const PART_FLOOR: u64 = 8 << 20;
+const MAX_PARTS: usize = 10_000;
+/// The first parts' size. Every 1,000 parts the size doubles, so a PATCH buffers 8 MiB until
+/// 8 GB are stored, and the 10,000 parts S3 allows still reach 8 TB; no length needs to be
+/// known in advance (lengths may be deferred).
+const FIRST_PART_BYTES: usize = 8 << 20;
+const PARTS_PER_SIZE: usize = 1_000;
+const _: () = assert!(FIRST_PART_BYTES as u64 >= MIN_PART_BYTES);
+
+/// How big part `index` (from 0) is, unless it is the last.
+fn part_bytes(index: usize) -> usize {
+    FIRST_PART_BYTES << (index / PARTS_PER_SIZE)
+}
 const MANIFEST_VERSION: &str = "cairn-tus 1";
 
 #[derive(Clone, Debug)]
 pub struct S3TusBytes {
     bucket: Bucket,
-    /// The largest upload accepted, which sizes the parts of one whose length is deferred.
-    max_size: u64,
 }
 
 /// What an upload's bytes are: the contents of its `state` object.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Manifest {
-    part_bytes: u64,
     multipart: Option<String>,
     /// Each part's entity tag (needed to complete the upload) and length.
     parts: Vec<(String, u64)>,
@@ -67,7 +73,7 @@ impl Manifest {
     }
 
     fn encode(&self) -> Vec<u8> {
-        let mut text = format!("{MANIFEST_VERSION}\npart-bytes {}\n", self.part_bytes);
+        let mut text = format!("{MANIFEST_VERSION}\n");
         if let Some(id) = &self.multipart {
             text += &format!("multipart {id}\n");
         }
@@ -96,7 +102,6 @@ impl Manifest {
             let (key, value) = line.split_once(' ').unwrap_or((line, ""));
             let (len, name) = value.split_once(' ').unwrap_or((value, ""));
             match key {
-                "part-bytes" => manifest.part_bytes = number(value)?,
                 "multipart" => manifest.multipart = Some(value.to_owned()),
                 "part" => manifest.parts.push((name.to_owned(), number(len)?)),
                 "tail" => manifest.tail = Some((name.to_owned(), number(len)?)),
@@ -104,19 +109,15 @@ impl Manifest {
                 _ => return Err(corrupt(line)),
             }
         }
-        if manifest.part_bytes < MIN_PART_BYTES {
-            return Err(corrupt("parts below the S3 minimum"));
-        }
         Ok(manifest)
     }
 }
 
 impl S3TusBytes {
-    /// See [`Bucket::open`] for the URL; `max_size` is the largest upload accepted.
-    pub fn open(url: &str, max_size: u64) -> io::Result<Self> {
+    /// See [`Bucket::open`] for the URL.
+    pub fn open(url: &str) -> io::Result<Self> {
         Ok(Self {
             bucket: Bucket::open(url, "tus")?,
-            max_size,
         })
     }
 
@@ -211,13 +212,8 @@ impl S3TusBytes {
 }
 
 impl TusBytes for S3TusBytes {
-    fn create(&self, id: &str, length: Option<u64>) -> io::Result<()> {
-        let length = length.unwrap_or(self.max_size);
-        let mut manifest = Manifest {
-            part_bytes: PART_FLOOR.max(length.div_ceil(MAX_PARTS)),
-            ..Manifest::default()
-        };
-        self.save(id, &mut manifest)
+    fn create(&self, id: &str) -> io::Result<()> {
+        self.save(id, &mut Manifest::default())
     }
 
     fn offset(&self, id: &str) -> io::Result<u64> {
@@ -323,7 +319,7 @@ impl S3Appender {
             }
         };
         let index = self.manifest.parts.len() + self.pending.len();
-        if index as u64 >= MAX_PARTS - 1 {
+        if index >= MAX_PARTS - 1 {
             return Err(io::Error::other("the upload has too many parts for S3"));
         }
         let bytes = std::mem::take(&mut self.buffer);
@@ -357,8 +353,8 @@ impl S3Appender {
 
 impl Appender for S3Appender {
     fn append(&mut self, mut bytes: &[u8]) -> io::Result<()> {
-        let part_bytes = self.manifest.part_bytes as usize;
         while !bytes.is_empty() {
+            let part_bytes = part_bytes(self.manifest.parts.len() + self.pending.len());
             let taken = bytes.len().min(part_bytes - self.buffer.len());
             self.buffer.extend_from_slice(&bytes[..taken]);
             self.written += taken as u64;
@@ -407,17 +403,27 @@ mod tests {
     #[test]
     fn manifests_round_trip_and_reject_what_they_do_not_know() {
         let manifest = Manifest {
-            part_bytes: PART_FLOOR,
             multipart: Some("upload/id=1".into()),
-            parts: vec![("\"etag 1\"".into(), PART_FLOOR)],
+            parts: vec![("\"etag 1\"".into(), 8 << 20)],
             tail: Some(("tail-ab12".into(), 17)),
             sealed: true,
             etag: None,
         };
         assert_eq!(Manifest::decode(&manifest.encode()).unwrap(), manifest);
-        assert_eq!(manifest.offset(), PART_FLOOR + 17);
-        assert!(Manifest::decode(b"cairn-tus 2\npart-bytes 8388608\n").is_err());
-        assert!(Manifest::decode(b"cairn-tus 1\npart-bytes 1024\n").is_err());
-        assert!(Manifest::decode(b"cairn-tus 1\npart-bytes 8388608\nwhat\n").is_err());
+        assert_eq!(manifest.offset(), (8 << 20) + 17);
+        assert!(Manifest::decode(b"cairn-tus 2\n").is_err());
+        assert!(Manifest::decode(b"cairn-tus 1\npart x \"e\"\n").is_err());
+        assert!(Manifest::decode(b"cairn-tus 1\nwhat\n").is_err());
+    }
+
+    #[test]
+    fn parts_stay_small_until_the_upload_is_large_and_fit_s3s_limits() {
+        assert_eq!(part_bytes(0), 8 << 20);
+        assert_eq!(part_bytes(999), 8 << 20);
+        assert_eq!(part_bytes(1000), 16 << 20);
+        let reach: u64 = (0..MAX_PARTS - 1).map(|i| part_bytes(i) as u64).sum();
+        assert!(reach > 8_000_000_000_000, "{reach}");
+        // S3 parts are at most 5 GiB.
+        assert!(part_bytes(MAX_PARTS - 1) <= 5 << 30);
     }
 }
