@@ -121,11 +121,47 @@ async fn both(nodes: &[Running], token: &str, round: u64) -> [f64; 2] {
     ]
 }
 
+const READ_BYTES: usize = 60 << 20;
+
+/// Store a 60 MiB file through `node`, then read it back with `GET /ipfs/{cid}` (every block
+/// verified), best of 3; returns MB/s.
+async fn read_back(node: &Running, token: &str) -> f64 {
+    let client = reqwest::Client::new();
+    let part = reqwest::multipart::Part::bytes(noise(READ_BYTES, 0xead)).file_name("f.bin");
+    let stored: serde_json::Value = client
+        .post(format!("{}/api/upload", node.upload))
+        .bearer_auth(token)
+        .multipart(reqwest::multipart::Form::new().part("file", part))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let cid = stored["cid"].as_str().unwrap().to_owned();
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let body = client
+            .get(format!("{}/ipfs/{cid}", node.upload))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        assert_eq!(body.len(), READ_BYTES);
+        best = best.min(started.elapsed().as_secs_f64());
+    }
+    READ_BYTES as f64 / 1e6 / best
+}
+
 #[tokio::main]
 async fn main() {
     let work = tempfile::tempdir().unwrap();
     let seaweedfs = seaweedfs::SeaweedFs::start(&["bench1", "bench2"]);
     let mut rows = Vec::new();
+    let mut reads = Vec::new();
 
     // One node, embedded store.
     let dir = work.path().join("embedded");
@@ -136,6 +172,10 @@ async fn main() {
     rows.push((
         "1 node, embedded (SQLite + local files)",
         both(&nodes, &token, 0).await,
+    ));
+    reads.push((
+        "embedded (local pack files)",
+        read_back(&nodes[0], &token).await,
     ));
     let [node] = nodes;
     terminate(node);
@@ -157,6 +197,12 @@ async fn main() {
         let token = nodes[0].token.clone();
         allow_large_posts(&["--database-url", &database.url], work.path());
         let speeds = both(&nodes, &token, count as u64).await;
+        if count == 1 {
+            reads.push((
+                "PostgreSQL + S3 (SeaweedFS)",
+                read_back(&nodes[0], &token).await,
+            ));
+        }
         for node in nodes {
             terminate(node);
         }
@@ -186,5 +232,14 @@ async fn main() {
             "-".to_owned()
         };
         println!("| {name} | {post:.0} | {tus:.0} | {ratio} |");
+    }
+    println!();
+    println!(
+        "| {} MiB read back with GET /ipfs/{{cid}}, one node | MB/s |",
+        READ_BYTES >> 20
+    );
+    println!("|---|---|");
+    for (name, speed) in &reads {
+        println!("| {name} | {speed:.0} |");
     }
 }

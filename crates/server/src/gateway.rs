@@ -12,7 +12,7 @@
 //! before it is used or sent. Bodies stream from a blocking thread; nothing is held whole.
 //! Content addressing is public: no token is needed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::ops::Range;
 use std::sync::Arc;
@@ -45,6 +45,10 @@ pub struct StoredBlocks {
     runtime: tokio::runtime::Handle,
     /// Locations looked up ahead by `prefetch`, by multihash.
     located: HashMap<Vec<u8>, BlockLocation>,
+    /// The blocks `prefetch` announced, in the order they will be asked for.
+    upcoming: VecDeque<Vec<u8>>,
+    /// Blocks read ahead of being asked for, by multihash.
+    read_ahead: HashMap<Vec<u8>, Vec<u8>>,
 }
 
 impl StoredBlocks {
@@ -54,30 +58,75 @@ impl StoredBlocks {
             packs: state.packs.clone(),
             runtime: tokio::runtime::Handle::current(),
             located: HashMap::new(),
+            upcoming: VecDeque::new(),
+            read_ahead: HashMap::new(),
         }
+    }
+
+    /// Read `multihash` and the announced blocks after it in the same pack, as many as the
+    /// pack store finds worth reading together (on S3, one request instead of one per block),
+    /// keeping the others for later; `None` if it was not announced.
+    fn read_with_followers(&mut self, multihash: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        let batch_bytes = self.packs.batch_bytes();
+        let Some(position) = self.upcoming.iter().position(|m| m == multihash) else {
+            return Ok(None);
+        };
+        // Blocks announced before this one were not asked for (a range skipped them).
+        self.upcoming.drain(..position);
+        let Some(first) = self.located.get(multihash) else {
+            return Ok(None);
+        };
+        let mut batch: Vec<Vec<u8>> = Vec::new();
+        let mut bytes = 0;
+        while let Some(next) = self.upcoming.front() {
+            let Some(location) = self.located.get(next) else {
+                break;
+            };
+            if location.pack != first.pack || (bytes > 0 && bytes + location.length > batch_bytes) {
+                break;
+            }
+            bytes += location.length;
+            batch.push(self.upcoming.pop_front().expect("front exists"));
+        }
+        let locations: Vec<&BlockLocation> = batch.iter().map(|m| &self.located[m]).collect();
+        let mut blocks = self.packs.read_many(&first.pack, &locations)?.into_iter();
+        let wanted = blocks.next();
+        for (multihash, block) in batch.iter().skip(1).zip(blocks) {
+            self.read_ahead.insert(multihash.clone(), block);
+        }
+        for multihash in &batch {
+            self.located.remove(multihash);
+        }
+        Ok(wanted)
     }
 }
 
 impl BlockSource for StoredBlocks {
     fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
         let multihash = cid.hash().to_bytes();
-        let location = match self.located.remove(&multihash) {
-            Some(location) => Some(location),
-            None => self
-                .runtime
-                .block_on(self.store.block_location(&multihash))
-                .map_err(io::Error::other)?,
+        let block = match self.read_ahead.remove(&multihash) {
+            Some(block) => block,
+            None => match self.read_with_followers(&multihash)? {
+                Some(block) => block,
+                None => {
+                    let location = self
+                        .runtime
+                        .block_on(self.store.block_location(&multihash))
+                        .map_err(io::Error::other)?;
+                    let Some(location) = location else {
+                        return Ok(None);
+                    };
+                    self.packs.read(&location)?
+                }
+            },
         };
-        let Some(location) = location else {
-            return Ok(None);
-        };
-        let block = self.packs.read(&location)?;
         // Storage could have rotted since it was written: never serve a block that lies.
         verify_block(cid, &block).map_err(io::Error::other)?;
         Ok(Some(block))
     }
 
-    /// One index query for a file node's children instead of one per block.
+    /// One index query for a file node's children instead of one per block; their bytes are
+    /// then read in runs (see `read_with_followers`).
     fn prefetch(&mut self, cids: &[Cid]) -> io::Result<()> {
         let wanted: Vec<Vec<u8>> = cids.iter().map(|c| c.hash().to_bytes()).collect();
         let found = self
@@ -85,6 +134,10 @@ impl BlockSource for StoredBlocks {
             .block_on(self.store.block_locations(&wanted))
             .map_err(io::Error::other)?;
         self.located.extend(found);
+        // Only where reading together pays (see `BlobStore::batch_bytes`).
+        if self.packs.batch_bytes() > 0 {
+            self.upcoming.extend(wanted);
+        }
         Ok(())
     }
 }
@@ -515,6 +568,11 @@ fn write_car(
                 let block = out.put(&cid, blocks)?;
                 let links =
                     cairn_unixfs::dag::links(&cid, &block).map_err(|e| invalid(e.to_string()))?;
+                // A node's children are visited next, in order: look them up, and read them,
+                // together.
+                if links.len() > 1 {
+                    blocks.prefetch(&links)?;
+                }
                 stack.extend(links.into_iter().rev());
             }
         }

@@ -30,6 +30,20 @@ pub trait BlobStore: Send + Sync + Debug {
     fn create(&self, name: &str) -> io::Result<Box<dyn BlobWriter>>;
     fn open(&self, name: &str) -> io::Result<Box<dyn ReadSeek>>;
     fn read_range(&self, name: &str, offset: u64, length: u64) -> io::Result<Vec<u8>>;
+    /// How many bytes of neighbouring ranges are worth reading together: none where a read
+    /// is cheap (a file, where reading ahead only pushes the bytes out of the CPU's caches
+    /// before they are used), more where every read is a request.
+    fn batch_bytes(&self) -> u64 {
+        0
+    }
+    /// Several `(offset, length)` ranges of one blob, in order. A store where each read is a
+    /// request fetches neighbouring ranges together.
+    fn read_ranges(&self, name: &str, ranges: &[(u64, u64)]) -> io::Result<Vec<Vec<u8>>> {
+        ranges
+            .iter()
+            .map(|&(offset, length)| self.read_range(name, offset, length))
+            .collect()
+    }
     /// Delete a blob; one that is already gone is not an error.
     fn delete(&self, name: &str) -> io::Result<()>;
     /// Committed blobs only.
@@ -88,10 +102,19 @@ impl BlobStore for FileBlobs {
     }
 
     fn read_range(&self, name: &str, offset: u64, length: u64) -> io::Result<Vec<u8>> {
+        Ok(self.read_ranges(name, &[(offset, length)])?.remove(0))
+    }
+
+    fn read_ranges(&self, name: &str, ranges: &[(u64, u64)]) -> io::Result<Vec<Vec<u8>>> {
         let file = File::open(self.path(name)?)?;
-        let mut bytes = vec![0; length as usize];
-        file.read_exact_at(&mut bytes, offset)?;
-        Ok(bytes)
+        ranges
+            .iter()
+            .map(|&(offset, length)| {
+                let mut bytes = vec![0; length as usize];
+                file.read_exact_at(&mut bytes, offset)?;
+                Ok(bytes)
+            })
+            .collect()
     }
 
     fn delete(&self, name: &str) -> io::Result<()> {
@@ -244,6 +267,13 @@ pub mod suite {
         assert_eq!(writer.commit().unwrap(), 10);
         assert_eq!(blobs.list().unwrap(), ["one"]);
         assert_eq!(blobs.read_range("one", 6, 4).unwrap(), b"blob");
+        // Ranges come back in the order asked, neighbours, overlaps and all.
+        assert_eq!(
+            blobs
+                .read_ranges("one", &[(0, 5), (6, 4), (2, 3), (9, 1)])
+                .unwrap(),
+            [&b"hello"[..], b"blob", b"llo", b"b"]
+        );
         let mut reader = blobs.open("one").unwrap();
         reader.seek(SeekFrom::Start(6)).unwrap();
         let mut tail = String::new();

@@ -80,6 +80,18 @@ impl Packs {
             .read_range(&location.pack, location.offset, location.length)
     }
 
+    /// How many bytes of neighbouring blocks are worth reading together with `read_many`
+    /// (0: read them one by one).
+    pub fn batch_bytes(&self) -> u64 {
+        self.blobs.batch_bytes()
+    }
+
+    /// Read blocks of one pack, in order (together, where the blob store can).
+    pub fn read_many(&self, pack: &str, locations: &[&BlockLocation]) -> io::Result<Vec<Vec<u8>>> {
+        let ranges: Vec<(u64, u64)> = locations.iter().map(|l| (l.offset, l.length)).collect();
+        self.blobs.read_ranges(pack, &ranges)
+    }
+
     /// Delete leftovers of interrupted writes and packs that no metadata references.
     pub fn sweep(&self, referenced: &HashSet<String>) -> io::Result<u64> {
         let mut removed = self.blobs.remove_incomplete()?;

@@ -97,6 +97,24 @@ impl BlobStore for S3Blobs {
         Ok(bytes.to_vec())
     }
 
+    fn batch_bytes(&self) -> u64 {
+        16 << 20
+    }
+
+    /// One request for neighbouring ranges (`object_store` merges ranges less than 1 MiB
+    /// apart, and fetches what is left in parallel).
+    fn read_ranges(&self, name: &str, ranges: &[(u64, u64)]) -> io::Result<Vec<Vec<u8>>> {
+        let path = self.path(name)?;
+        let ranges: Vec<_> = ranges
+            .iter()
+            .map(|&(offset, length)| offset..offset + length)
+            .collect();
+        let parts = self
+            .bucket
+            .call(|s3| async move { s3.get_ranges(&path, &ranges).await })?;
+        Ok(parts.into_iter().map(|part| part.to_vec()).collect())
+    }
+
     fn delete(&self, name: &str) -> io::Result<()> {
         self.bucket.delete(&self.path(name)?)
     }
