@@ -86,9 +86,12 @@ pub struct RateLimiter {
 }
 
 enum Buckets {
-    InMemory(Mutex<HashMap<(i64, Endpoint), Bucket>>),
+    InMemory(InMemory),
     Shared(Arc<dyn MetadataStore>),
 }
+
+#[derive(Default)]
+struct InMemory(Mutex<HashMap<(i64, Endpoint), Bucket>>);
 
 /// The details a 429 response carries.
 #[derive(Debug, Clone)]
@@ -104,7 +107,7 @@ impl RateLimiter {
     pub fn new(limits: RateLimits) -> Self {
         Self {
             limits,
-            buckets: Buckets::InMemory(Mutex::new(HashMap::new())),
+            buckets: Buckets::InMemory(InMemory::default()),
         }
     }
 
@@ -118,11 +121,13 @@ impl RateLimiter {
 
     /// Take one request from the account's bucket for `endpoint`.
     pub async fn check(&self, account_id: i64, endpoint: Endpoint) -> Result<(), ApiError> {
+        let policy = self.limits.policy(endpoint);
         let store = match &self.buckets {
-            Buckets::InMemory(_) => return self.check_at(account_id, endpoint, Instant::now()),
+            Buckets::InMemory(buckets) => {
+                return buckets.take(account_id, endpoint, policy, Instant::now())
+            }
             Buckets::Shared(store) => store,
         };
-        let policy = self.limits.policy(endpoint);
         let now_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
@@ -135,15 +140,19 @@ impl RateLimiter {
         }
         Err(exceeded(endpoint, policy, left))
     }
+}
 
-    fn check_at(&self, account_id: i64, endpoint: Endpoint, now: Instant) -> Result<(), ApiError> {
-        let Buckets::InMemory(buckets) = &self.buckets else {
-            unreachable!("only in-memory buckets are checked synchronously");
-        };
-        let policy = self.limits.policy(endpoint);
+impl InMemory {
+    fn take(
+        &self,
+        account_id: i64,
+        endpoint: Endpoint,
+        policy: Policy,
+        now: Instant,
+    ) -> Result<(), ApiError> {
         let per_second = f64::from(policy.quota) / policy.window.as_secs_f64();
         // A poisoned lock only means another request panicked mid-update; the map is still sane.
-        let mut buckets = buckets.lock().unwrap_or_else(|e| e.into_inner());
+        let mut buckets = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let bucket = buckets.entry((account_id, endpoint)).or_insert(Bucket {
             tokens: f64::from(policy.quota),
             refilled: now,
@@ -184,24 +193,26 @@ mod tests {
             },
             ..RateLimits::default()
         };
-        let limiter = RateLimiter::new(limits);
+        let buckets = InMemory::default();
+        let take =
+            |account, endpoint, now| buckets.take(account, endpoint, limits.policy(endpoint), now);
         let start = Instant::now();
         for _ in 0..3 {
-            limiter.check_at(1, Endpoint::Upload, start).unwrap();
+            take(1, Endpoint::Upload, start).unwrap();
         }
-        match limiter.check_at(1, Endpoint::Upload, start) {
+        match take(1, Endpoint::Upload, start) {
             Err(ApiError::RateLimited(e)) => {
                 assert_eq!((e.quota, e.window_secs, e.retry_after_secs), (3, 30, 10));
             }
             other => panic!("{other:?}"),
         }
         // Other accounts and other endpoints have their own buckets.
-        limiter.check_at(2, Endpoint::Upload, start).unwrap();
-        limiter.check_at(1, Endpoint::Operations, start).unwrap();
+        take(2, Endpoint::Upload, start).unwrap();
+        take(1, Endpoint::Operations, start).unwrap();
         // One token is back after a third of the window.
         let later = start + Duration::from_secs(10);
-        limiter.check_at(1, Endpoint::Upload, later).unwrap();
-        assert!(limiter.check_at(1, Endpoint::Upload, later).is_err());
+        take(1, Endpoint::Upload, later).unwrap();
+        assert!(take(1, Endpoint::Upload, later).is_err());
     }
 
     #[tokio::test]
