@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use cairn_server::{account_app, listen, upload_app, AppState, ServerConfig};
@@ -83,23 +84,22 @@ pub async fn run(config: ServeConfig) -> Result<()> {
             Arc::new(FileTusBytes::open(config.data_dir.join("tus")).with_context(writable)?),
         ),
     };
-    if config.store.is_none() {
-        // Packs written by uploads that never committed (a crash between fsync and commit).
-        // Never on a shared store: another node's pack between its write and its commit looks
-        // exactly like that (an S3 lifecycle rule cleans up there instead; see README).
-        let referenced: HashSet<String> = store.pack_names().await?.into_iter().collect();
-        let swept = packs
-            .sweep(&referenced)
-            .context("sweeping unreferenced packs")?;
-        if swept > 0 {
-            tracing::info!(swept, "removed packs left by interrupted uploads");
-        }
-    }
+    // A lone node's leftovers are all from before this start; on a shared store another
+    // node's write in progress looks like a leftover, so only old ones go.
+    let orphan_age = if config.store.is_some() {
+        SHARED_ORPHAN_AGE
+    } else {
+        Duration::ZERO
+    };
+    sweep_orphans(store.as_ref(), &packs, &staging, orphan_age).await?;
     let first_token = create_default_account(store.as_ref()).await?;
 
     let upload_listener = bind(config.listen).await?;
     let account_listener = bind(config.account_listen).await?;
     let state = AppState::new(store, packs, staging, tus_bytes, server_config);
+    // Before anything is printed: a signal sent as soon as the addresses appear must stop the
+    // service gracefully, not kill it.
+    let shutdown = shutdown_signal().context("installing signal handlers")?;
     println!(
         "upload host listening on http://{}",
         upload_listener.local_addr()?
@@ -121,7 +121,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     // One signal stops both hosts.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
-        shutdown_signal().await;
+        shutdown.await;
         let _ = stop_tx.send(true);
     });
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -129,6 +129,10 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     };
     let workers = cairn_server::worker::spawn(state.clone(), config.workers, stop_rx.clone());
     tokio::spawn(sweep_expired_uploads(state.clone(), stop_rx.clone()));
+    if config.store.is_some() {
+        // Other nodes may crash while this one runs.
+        tokio::spawn(sweep_orphans_hourly(state.clone(), stop_rx.clone()));
+    }
     let header_timeout = state.config.header_timeout;
     let upload = listen::serve(
         upload_listener,
@@ -152,6 +156,62 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     }
     println!("stopped");
     Ok(())
+}
+
+/// How old a leftover on a shared store must be before it is deleted: longer than any write
+/// takes, from its start to its commit in the metadata store.
+const SHARED_ORPHAN_AGE: Duration = Duration::from_secs(24 * 3600);
+
+/// Delete what crashes left behind, written at least `older_than` ago: packs no metadata
+/// references (a crash between the pack's fsync and the commit), staged uploads no unfinished
+/// operation needs (a crash between staging and recording the operation), and interrupted
+/// writes of either.
+async fn sweep_orphans(
+    store: &dyn MetadataStore,
+    packs: &Packs,
+    staging: &Staging,
+    older_than: Duration,
+) -> Result<()> {
+    let referenced: HashSet<String> = store.pack_names().await?.into_iter().collect();
+    let needed: HashSet<String> = store.unfinished_upload_ids().await?.into_iter().collect();
+    let (packs, staging) = (packs.clone(), staging.clone());
+    let (packs_swept, staged_swept) = tokio::task::spawn_blocking(move || -> Result<_> {
+        Ok((
+            packs
+                .sweep(&referenced, older_than)
+                .context("sweeping unreferenced packs")?,
+            staging
+                .sweep(&needed, older_than)
+                .context("sweeping unneeded staged uploads")?,
+        ))
+    })
+    .await??;
+    if packs_swept + staged_swept > 0 {
+        tracing::info!(
+            packs = packs_swept,
+            staged = staged_swept,
+            "removed what interrupted uploads left behind"
+        );
+    }
+    Ok(())
+}
+
+async fn sweep_orphans_hourly(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(3600)) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let swept = sweep_orphans(
+            state.store.as_ref(),
+            &state.packs,
+            &state.staging,
+            SHARED_ORPHAN_AGE,
+        );
+        if let Err(e) = swept.await {
+            tracing::warn!(error = %e, "sweeping leftovers failed");
+        }
+    }
 }
 
 /// Reclaim incomplete TUS uploads past their expiry, once a minute.
@@ -196,20 +256,26 @@ async fn create_default_account(store: &dyn MetadataStore) -> Result<Option<Stri
     Ok(Some(token.secret))
 }
 
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Resolves on SIGINT or SIGTERM. The handlers are installed by this call, not when the
+/// future is first polled, so no signal after it is missed.
+#[cfg(unix)]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = interrupt => {}
-        _ = terminate => {}
-    }
-    tracing::info!("shutting down: finishing in-flight requests");
+        tracing::info!("shutting down: finishing in-flight requests");
+    })
+}
+
+#[cfg(not(unix))]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutting down: finishing in-flight requests");
+    })
 }

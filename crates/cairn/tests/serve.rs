@@ -253,3 +253,25 @@ fn the_config_file_is_read_under_the_flags_and_its_typos_are_errors() {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("listn"), "{stderr}");
 }
+
+#[test]
+fn a_restart_removes_what_interrupted_uploads_left_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    assert!(terminate(start(&data, &[])).0.success());
+    // What a crash can leave: a staged archive whose operation was never recorded, a pack no
+    // metadata references, and half-written files of both.
+    let leftovers = [
+        "staging/0123456789abcdef",
+        "staging/tmp-0123456789abcdef",
+        "packs/fedcba9876543210.car",
+        "packs/tmp-fedcba9876543210.car",
+    ];
+    for leftover in leftovers {
+        std::fs::write(data.join(leftover), b"left behind").unwrap();
+    }
+    assert!(terminate(start(&data, &[])).0.success());
+    for leftover in leftovers {
+        assert!(!data.join(leftover).exists(), "{leftover} was removed");
+    }
+}

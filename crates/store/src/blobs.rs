@@ -10,10 +10,16 @@ use std::fs::{self, File};
 use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 const TEMP_PREFIX: &str = "tmp-";
 /// Bytes written between early syncs (see `FileBlobWriter::sync_early`).
 const EARLY_SYNC_BYTES: u64 = 16 << 20;
+
+/// How long ago `time` was (zero if it is in the future).
+pub(crate) fn age(time: SystemTime) -> Duration {
+    SystemTime::now().duration_since(time).unwrap_or_default()
+}
 
 /// Something readable from any offset (zip and 7z read their index first).
 pub trait ReadSeek: Read + Seek + Send {}
@@ -46,10 +52,11 @@ pub trait BlobStore: Send + Sync + Debug {
     }
     /// Delete a blob; one that is already gone is not an error.
     fn delete(&self, name: &str) -> io::Result<()>;
-    /// Committed blobs only.
-    fn list(&self) -> io::Result<Vec<String>>;
-    /// Remove what interrupted writes left behind; returns how many.
-    fn remove_incomplete(&self) -> io::Result<u64>;
+    /// Committed blobs last written at least `older_than` ago.
+    fn list(&self, older_than: Duration) -> io::Result<Vec<String>>;
+    /// Remove what interrupted writes begun at least `older_than` ago left behind (on a shared
+    /// store, another node's write in progress looks the same until then); returns how many.
+    fn remove_incomplete(&self, older_than: Duration) -> io::Result<u64>;
 }
 
 /// Blobs as files in one directory.
@@ -63,6 +70,18 @@ impl FileBlobs {
         let dir = dir.into();
         fs::create_dir_all(&dir)?;
         Ok(Self { dir })
+    }
+
+    /// The names of the files last modified at least `older_than` ago.
+    fn entries(&self, older_than: Duration) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            if age(entry.metadata()?.modified()?) >= older_than {
+                names.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        Ok(names)
     }
 
     fn path(&self, name: &str) -> io::Result<PathBuf> {
@@ -124,23 +143,19 @@ impl BlobStore for FileBlobs {
         }
     }
 
-    fn list(&self) -> io::Result<Vec<String>> {
-        let mut names = Vec::new();
-        for entry in fs::read_dir(&self.dir)? {
-            let name = entry?.file_name().to_string_lossy().into_owned();
-            if !name.starts_with(TEMP_PREFIX) {
-                names.push(name);
-            }
-        }
-        Ok(names)
+    fn list(&self, older_than: Duration) -> io::Result<Vec<String>> {
+        Ok(self
+            .entries(older_than)?
+            .into_iter()
+            .filter(|name| !name.starts_with(TEMP_PREFIX))
+            .collect())
     }
 
-    fn remove_incomplete(&self) -> io::Result<u64> {
+    fn remove_incomplete(&self, older_than: Duration) -> io::Result<u64> {
         let mut removed = 0;
-        for entry in fs::read_dir(&self.dir)? {
-            let entry = entry?;
-            if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
-                fs::remove_file(entry.path())?;
+        for name in self.entries(older_than)? {
+            if name.starts_with(TEMP_PREFIX) {
+                fs::remove_file(self.dir.join(name))?;
                 removed += 1;
             }
         }
@@ -253,19 +268,26 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 /// The conformance suite every [`BlobStore`] must pass.
 pub mod suite {
     use std::io::{Read, Seek, SeekFrom, Write};
+    use std::time::Duration;
 
     use super::BlobStore;
+
+    const HOUR: Duration = Duration::from_secs(3600);
 
     pub fn run(blobs: &dyn BlobStore) {
         // Written, committed, then readable whole, by range and from any offset.
         let mut writer = blobs.create("one").unwrap();
         writer.write_all(b"hello blob").unwrap();
         assert!(
-            blobs.list().unwrap().is_empty(),
+            blobs.list(Duration::ZERO).unwrap().is_empty(),
             "nothing is visible before commit"
         );
         assert_eq!(writer.commit().unwrap(), 10);
-        assert_eq!(blobs.list().unwrap(), ["one"]);
+        assert_eq!(blobs.list(Duration::ZERO).unwrap(), ["one"]);
+        assert!(
+            blobs.list(HOUR).unwrap().is_empty(),
+            "a blob written just now is not an hour old"
+        );
         assert_eq!(blobs.read_range("one", 6, 4).unwrap(), b"blob");
         // Ranges come back in the order asked, neighbours, overlaps and all.
         assert_eq!(
@@ -284,11 +306,16 @@ pub mod suite {
         let mut dropped = blobs.create("two").unwrap();
         dropped.write_all(b"partial").unwrap();
         drop(dropped);
-        assert_eq!(blobs.list().unwrap(), ["one"]);
+        assert_eq!(blobs.list(Duration::ZERO).unwrap(), ["one"]);
         assert!(blobs.open("two").is_err());
         std::mem::forget(blobs.create("three").unwrap());
-        assert_eq!(blobs.remove_incomplete().unwrap(), 1);
-        assert_eq!(blobs.list().unwrap(), ["one"]);
+        assert_eq!(
+            blobs.remove_incomplete(HOUR).unwrap(),
+            0,
+            "a write begun just now may still be going on"
+        );
+        assert_eq!(blobs.remove_incomplete(Duration::ZERO).unwrap(), 1);
+        assert_eq!(blobs.list(Duration::ZERO).unwrap(), ["one"]);
 
         // A blob large enough to be synced early, while still being written, reads back whole.
         let big: Vec<u8> = (0..40u32 << 20).map(|i| (i % 251) as u8).collect();
@@ -308,6 +335,6 @@ pub mod suite {
         }
         blobs.delete("one").unwrap();
         blobs.delete("one").unwrap();
-        assert!(blobs.list().unwrap().is_empty());
+        assert!(blobs.list(Duration::ZERO).unwrap().is_empty());
     }
 }

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::io::{self, BufWriter};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use cairn_car::CarWriter;
 use cairn_unixfs::{BlockBytes, BlockSink, Cid};
@@ -92,10 +93,11 @@ impl Packs {
         self.blobs.read_ranges(pack, &ranges)
     }
 
-    /// Delete leftovers of interrupted writes and packs that no metadata references.
-    pub fn sweep(&self, referenced: &HashSet<String>) -> io::Result<u64> {
-        let mut removed = self.blobs.remove_incomplete()?;
-        for name in self.blobs.list()? {
+    /// Delete leftovers of interrupted writes and packs that no metadata references, written
+    /// at least `older_than` ago (see `BlobStore::remove_incomplete`).
+    pub fn sweep(&self, referenced: &HashSet<String>, older_than: Duration) -> io::Result<u64> {
+        let mut removed = self.blobs.remove_incomplete(older_than)?;
+        for name in self.blobs.list(older_than)? {
             if !referenced.contains(&name) {
                 self.blobs.delete(&name)?;
                 removed += 1;

@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::blobs::{BlobStore, BlobWriter, FileBlobs, ReadSeek};
 
@@ -41,10 +42,11 @@ impl Staging {
     }
 
     /// Delete interrupted writes, and staged uploads no unfinished operation needs (a crash
-    /// between staging and recording the operation). Returns how many went.
-    pub fn sweep(&self, needed: &HashSet<String>) -> io::Result<u64> {
-        let mut removed = self.blobs.remove_incomplete()?;
-        for name in self.blobs.list()? {
+    /// between staging and recording the operation), written at least `older_than` ago.
+    /// Returns how many went.
+    pub fn sweep(&self, needed: &HashSet<String>, older_than: Duration) -> io::Result<u64> {
+        let mut removed = self.blobs.remove_incomplete(older_than)?;
+        for name in self.blobs.list(older_than)? {
             if !needed.contains(&name) {
                 self.blobs.delete(&name)?;
                 removed += 1;

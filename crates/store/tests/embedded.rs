@@ -2,6 +2,7 @@
 //! pack and staging sweeps.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
@@ -53,7 +54,7 @@ async fn sweep_removes_unreferenced_and_half_written_packs_only() {
     std::fs::write(dir.path().join("packs/tmp-crashed.car"), b"partial").unwrap();
     let kept = kept.unwrap();
     let referenced: HashSet<String> = [kept.name.clone()].into();
-    assert_eq!(packs.sweep(&referenced).unwrap(), 2);
+    assert_eq!(packs.sweep(&referenced, Duration::ZERO).unwrap(), 2);
     let left: Vec<_> = std::fs::read_dir(dir.path().join("packs"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -87,7 +88,7 @@ fn staging_commits_durably_and_sweeps_what_no_operation_needs() {
     assert!(staging.create("../escape").is_err());
 
     let needed: HashSet<String> = ["keep".to_owned()].into();
-    assert_eq!(staging.sweep(&needed).unwrap(), 2);
+    assert_eq!(staging.sweep(&needed, Duration::ZERO).unwrap(), 2);
     let mut kept = String::new();
     std::io::Read::read_to_string(&mut staging.open_upload("keep").unwrap(), &mut kept).unwrap();
     assert_eq!(kept, "archive bytes");

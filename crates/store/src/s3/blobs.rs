@@ -6,6 +6,7 @@
 //! bill them).
 
 use std::io::{self, Write};
+use std::time::Duration;
 
 use futures_util::TryStreamExt;
 use object_store::multipart::{MultipartStore, PartId};
@@ -13,7 +14,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, PutPayload};
 
 use super::Bucket;
-use crate::blobs::{BlobStore, BlobWriter, ReadSeek};
+use crate::blobs::{age, BlobStore, BlobWriter, ReadSeek};
 
 /// Above S3's 5 MiB minimum for every part but the last.
 const PART_BYTES: usize = 8 << 20;
@@ -119,7 +120,7 @@ impl BlobStore for S3Blobs {
         self.bucket.delete(&self.path(name)?)
     }
 
-    fn list(&self) -> io::Result<Vec<String>> {
+    fn list(&self, older_than: Duration) -> io::Result<Vec<String>> {
         let prefix = ObjectPath::from(self.bucket.prefix.clone());
         let objects = self.bucket.call(|s3| async move {
             s3.list_with_delimiter(Some(&prefix))
@@ -128,19 +129,23 @@ impl BlobStore for S3Blobs {
         })?;
         let mut names: Vec<String> = objects
             .into_iter()
+            .filter(|o| age(o.last_modified.into()) >= older_than)
             .filter_map(|o| o.location.filename().map(str::to_owned))
             .collect();
         names.sort();
         Ok(names)
     }
 
-    fn remove_incomplete(&self) -> io::Result<u64> {
+    fn remove_incomplete(&self, older_than: Duration) -> io::Result<u64> {
         let prefix = self.bucket.object(INCOMPLETE);
         let markers: Vec<_> = self
             .bucket
             .call(|s3| async move { s3.list(Some(&prefix)).try_collect::<Vec<_>>().await })?;
         let mut removed = 0;
         for marker in markers {
+            if age(marker.last_modified.into()) < older_than {
+                continue;
+            }
             let Some(name) = marker.location.filename().map(str::to_owned) else {
                 continue;
             };
