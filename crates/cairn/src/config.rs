@@ -52,6 +52,9 @@ pub struct Settings {
     /// nodes on a shared store [default: 120].
     #[arg(long, env = "CAIRN_UPLOADS_PER_MINUTE")]
     pub uploads_per_minute: Option<u32>,
+    /// Largest TUS upload accepted, in bytes (`Tus-Max-Size`) [default: 1099511627776, 1 TiB].
+    #[arg(long, env = "CAIRN_TUS_MAX_SIZE")]
+    pub tus_max_size: Option<u64>,
 }
 
 impl Settings {
@@ -79,6 +82,7 @@ pub struct ServeConfig {
     pub worker_lease: std::time::Duration,
     pub trust_forwarded_headers: bool,
     pub uploads_per_minute: u32,
+    pub tus_max_size: u64,
 }
 
 impl ServeConfig {
@@ -123,6 +127,7 @@ impl ServeConfig {
                 .or(file.uploads_per_minute)
                 .unwrap_or(120)
                 .max(1),
+            tus_max_size: flags.tus_max_size.or(file.tus_max_size).unwrap_or(1 << 40),
         })
     }
 }

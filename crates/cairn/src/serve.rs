@@ -62,6 +62,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         worker_lease: config.worker_lease,
         trust_forwarded_headers: config.trust_forwarded_headers,
         shared_store: config.store.is_some(),
+        tus_max_size: config.tus_max_size,
         ..ServerConfig::default()
     };
     server_config.rate_limits.upload.quota = config.uploads_per_minute;

@@ -275,3 +275,29 @@ fn a_restart_removes_what_interrupted_uploads_left_behind() {
         assert!(!data.join(leftover).exists(), "{leftover} was removed");
     }
 }
+
+#[tokio::test]
+async fn the_largest_tus_upload_is_a_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let running = start(&dir.path().join("data"), &["--tus-max-size", "1000"]);
+    let endpoint = format!("{}/api/upload/tus", running.upload);
+    let client = reqwest::Client::new();
+    let options = client
+        .request(reqwest::Method::OPTIONS, &endpoint)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(options.headers()["tus-max-size"], "1000");
+    let refused = client
+        .post(&endpoint)
+        .bearer_auth(&running.token)
+        .header("Tus-Resumable", "1.0.0")
+        .header("Upload-Length", "1001")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 413);
+    let error: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(error["error"], "payload_too_large", "{error}");
+    assert!(terminate(running).0.success());
+}
