@@ -10,6 +10,8 @@
 #[path = "../tests/server/mod.rs"]
 mod server;
 
+#[path = "../../store/tests/support/pypi.rs"]
+mod pypi;
 #[path = "../../store/tests/support/seaweedfs.rs"]
 mod seaweedfs;
 

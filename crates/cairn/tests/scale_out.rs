@@ -6,6 +6,8 @@ mod server;
 
 #[path = "../../store/tests/support/moto.rs"]
 mod moto;
+#[path = "../../store/tests/support/pypi.rs"]
+mod pypi;
 
 use std::process::Command;
 use std::time::Duration;

@@ -5,6 +5,9 @@
 
 mod server;
 
+#[path = "../../store/tests/support/pypi.rs"]
+mod pypi;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -54,26 +57,7 @@ fn tus_js() -> PathBuf {
 
 /// A virtualenv with tuspy; returns its python.
 fn tuspy() -> PathBuf {
-    let venv = interop_dir().join("venv");
-    let python = venv.join("bin/python");
-    if !python.exists() {
-        run(
-            Command::new("python3").args(["-m", "venv"]).arg(&venv),
-            "python3 -m venv",
-        );
-    }
-    if Command::new(&python)
-        .args(["-c", "import tusclient"])
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        run(
-            Command::new(&python).args(["-m", "pip", "install", "--quiet", TUSPY]),
-            "pip install tuspy",
-        );
-    }
-    python
+    pypi::venv_with("tuspy-venv", TUSPY).join("python")
 }
 
 fn cid_of(bytes: &[u8]) -> String {

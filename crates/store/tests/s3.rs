@@ -3,6 +3,7 @@
 
 mod support {
     pub mod moto;
+    pub mod pypi;
     pub mod seaweedfs;
 }
 

@@ -2,32 +2,11 @@
 //! and started on a free loopback port. Shared by the store's and the binary's tests.
 
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const MOTO: &str = "moto[server]==5.2.5";
-
-/// A virtualenv with moto; returns its bin directory.
-fn moto_bin() -> PathBuf {
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("moto-venv");
-    let bin = venv.join("bin");
-    if !bin.join("moto_server").exists() {
-        let run = |command: &mut Command, what: &str| {
-            let status = command.status().unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert!(status.success(), "{what} failed");
-        };
-        run(
-            Command::new("python3").args(["-m", "venv"]).arg(&venv),
-            "python3 -m venv",
-        );
-        run(
-            Command::new(bin.join("python")).args(["-m", "pip", "install", "--quiet", MOTO]),
-            "pip install moto",
-        );
-    }
-    bin
-}
 
 pub struct Moto {
     child: Child,
@@ -37,7 +16,7 @@ pub struct Moto {
 
 impl Moto {
     pub fn start() -> Self {
-        let bin = moto_bin();
+        let bin = super::pypi::venv_with("moto-venv", MOTO);
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

