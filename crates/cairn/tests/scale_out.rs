@@ -95,6 +95,22 @@ fn two_nodes_share_uploads_operations_and_content() {
     let listed = client(&a, &token, work.path(), &["ls", "--json", &cids[0].1]);
     assert!(listed.contains("site"), "{listed}");
 
+    // Exactly once, as the nodes themselves count it: the operations each node's workers
+    // completed add up to the archives queued.
+    let completed_on = |node: &Running| -> u64 {
+        let url = format!("{}/metrics", node.upload);
+        let metrics = tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(async { reqwest::get(url).await.unwrap().text().await.unwrap() });
+        metrics
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("cairn_operation_duration_seconds_count{status=\"completed\"} ")
+            })
+            .map_or(0, |n| n.trim().parse().unwrap())
+    };
+    assert_eq!(completed_on(&a) + completed_on(&b), cids.len() as u64);
+
     assert!(terminate(a).0.success());
     assert!(terminate(b).0.success());
     assert!(
