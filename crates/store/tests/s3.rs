@@ -68,3 +68,56 @@ fn a_tus_writer_that_lost_the_upload_to_another_cannot_overwrite_its_commit() {
     std::io::Read::read_to_end(&mut bytes.open_read("u").unwrap(), &mut all).unwrap();
     assert_eq!(all, b"fresh12345");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sealing_again_after_a_crash_half_way_finds_the_upload_whole() {
+    use object_store::ObjectStore;
+    let moto = Moto::start();
+    let url = moto.bucket("reseal");
+    let endpoint = url
+        .split("endpoint=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap();
+    let raw = object_store::aws::AmazonS3Builder::from_env()
+        .with_bucket_name("reseal")
+        .with_endpoint(endpoint)
+        .with_allow_http(true)
+        .with_region("us-east-1")
+        .build()
+        .unwrap();
+    let state = object_store::path::Path::from("cairn/tus/u/state");
+
+    let data: Vec<u8> = (0..(9u32 << 20)).map(|i| (i % 251) as u8).collect();
+    let unsealed = tokio::task::spawn_blocking({
+        let (url, data) = (url.clone(), data.clone());
+        move || {
+            let bytes = S3TusBytes::open(&url).unwrap();
+            bytes.create("u").unwrap();
+            let mut appender = bytes.appender("u", false).unwrap();
+            appender.append(&data).unwrap();
+            appender.keep().unwrap();
+        }
+    });
+    unsealed.await.unwrap();
+    let before = raw.get(&state).await.unwrap().bytes().await.unwrap();
+
+    // Sealed, then the record of it undone: as if the process died after completing the
+    // multipart upload and before rewriting `state`.
+    let read_all = |url: String| {
+        tokio::task::spawn_blocking(move || {
+            let mut all = Vec::new();
+            let bytes = S3TusBytes::open(&url).unwrap();
+            std::io::Read::read_to_end(&mut bytes.open_read("u").unwrap(), &mut all).unwrap();
+            all
+        })
+    };
+    assert!(read_all(url.clone()).await.unwrap() == data);
+    raw.put(&state, before.into()).await.unwrap();
+    assert!(
+        read_all(url).await.unwrap() == data,
+        "sealing again finds the completed object"
+    );
+}

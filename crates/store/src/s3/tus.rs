@@ -168,11 +168,14 @@ impl S3TusBytes {
     /// whole upload. Safe to repeat after a crash half-way.
     fn seal(&self, id: &str, mut manifest: Manifest) -> io::Result<()> {
         let target = self.object(id, "bytes")?;
+        // Completed before a crash, but not yet recorded: the object is whole already.
+        let completed = self.bucket.size(&target).ok() == Some(manifest.offset());
         let tail = match &manifest.tail {
-            Some((name, _)) => self.bucket.get(&self.object(id, name)?)?.to_vec(),
-            None => Vec::new(),
+            Some((name, _)) if !completed => self.bucket.get(&self.object(id, name)?)?.to_vec(),
+            _ => Vec::new(),
         };
         match manifest.multipart.clone() {
+            _ if completed => {}
             // Everything fits in the tail: one plain object.
             None => self.put(target, tail)?,
             Some(upload) => {
@@ -190,16 +193,9 @@ impl S3TusBytes {
                             .await
                     })?);
                 }
-                let path = target.clone();
-                let completed = self
-                    .bucket
-                    .call(|s3| async move { s3.complete_multipart(&path, &upload, parts).await });
-                // Completed before a crash: the upload id is gone, and the object is there.
-                if let Err(e) = completed {
-                    if self.bucket.size(&target).ok() != Some(manifest.offset()) {
-                        return Err(e);
-                    }
-                }
+                self.bucket.call(|s3| async move {
+                    s3.complete_multipart(&target, &upload, parts).await
+                })?;
             }
         }
         manifest.sealed = true;
