@@ -7,9 +7,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use cairn_store::MetadataStore;
+use cairn_store::{now_ms, MetadataStore};
 
 use crate::error::ApiError;
 
@@ -128,12 +128,9 @@ impl RateLimiter {
             }
             Buckets::Shared(store) => store,
         };
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
         let per_ms = f64::from(policy.quota) / policy.window.as_millis() as f64;
         let (granted, left) = store
-            .take_rate_token(account_id, endpoint.name(), policy.quota, per_ms, now_ms)
+            .take_rate_token(account_id, endpoint.name(), policy.quota, per_ms, now_ms())
             .await?;
         if granted {
             return Ok(());

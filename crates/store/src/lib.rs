@@ -27,6 +27,8 @@ pub mod suite;
 pub mod tokens;
 pub mod tus_bytes;
 
+pub use rows::now_ms;
+
 use async_trait::async_trait;
 
 use model::{

@@ -12,8 +12,9 @@ use crate::model::{
 };
 use crate::StoreError;
 
-/// Milliseconds since the Unix epoch, as every timestamp column stores them.
-pub(crate) fn now_ms() -> i64 {
+/// Milliseconds since the Unix epoch, as every timestamp column stores them; the clock that
+/// callers pass to the store's time-taking methods (leases, rate buckets) too.
+pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)

@@ -11,11 +11,11 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use cairn_store::model::LeaseAttempt;
 use cairn_store::packs::random_name;
-use cairn_store::MetadataStore;
+use cairn_store::{now_ms, MetadataStore};
 use tokio::sync::watch;
 
 use crate::error::ApiError;
@@ -182,12 +182,6 @@ impl InProcess {
 
 fn busy() -> ApiError {
     ApiError::Locked("the upload is busy with another request that did not let go".into())
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 pub struct Leases {

@@ -10,7 +10,7 @@
 pub mod headers;
 pub mod lock;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
@@ -24,7 +24,7 @@ use cairn_store::model::{
     Account, NewTusUpload, NewUpload, OperationKind, TusConcat, TusState, TusUpload,
 };
 use cairn_store::packs::random_name;
-use cairn_store::tus_bytes;
+use cairn_store::{now_ms, tus_bytes};
 use cairn_unixfs::Profile;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
@@ -93,12 +93,6 @@ async fn options(State(state): State<AppState>) -> Response {
     );
     headers.insert("tus-max-size", HeaderValue::from(state.config.tus_max_size));
     response
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn http_date(ms: i64) -> HeaderValue {
