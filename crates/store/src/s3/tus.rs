@@ -235,7 +235,6 @@ impl TusBytes for S3TusBytes {
             buffer,
             written: 0,
             atomic,
-            committed_parts: false,
         }))
     }
 
@@ -291,8 +290,6 @@ struct S3Appender {
     buffer: Vec<u8>,
     written: u64,
     atomic: bool,
-    /// Parts of this chunk are already named by `state`.
-    committed_parts: bool,
 }
 
 impl S3Appender {
@@ -330,7 +327,6 @@ impl S3Appender {
             self.manifest.parts.append(&mut self.pending);
             self.manifest.tail = None;
             store.save(&self.id, &mut self.manifest)?;
-            self.committed_parts = true;
         }
         Ok(())
     }
@@ -382,7 +378,7 @@ impl Appender for S3Appender {
     }
 
     fn discard(self: Box<Self>) -> io::Result<u64> {
-        if self.committed_parts {
+        if self.manifest.parts.len() > self.committed.parts.len() {
             // Parts this chunk committed are forgotten; the old tail is still there.
             let mut restored = self.committed.clone();
             restored.etag = self.manifest.etag.clone();
