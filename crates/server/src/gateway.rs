@@ -109,10 +109,13 @@ impl BlockSource for StoredBlocks {
             None => match self.read_with_followers(&multihash)? {
                 Some(block) => block,
                 None => {
-                    let location = self
-                        .runtime
-                        .block_on(self.store.block_location(&multihash))
-                        .map_err(io::Error::other)?;
+                    let location = match self.located.remove(&multihash) {
+                        Some(location) => Some(location),
+                        None => self
+                            .runtime
+                            .block_on(self.store.block_location(&multihash))
+                            .map_err(io::Error::other)?,
+                    };
                     let Some(location) = location else {
                         return Ok(None);
                     };
