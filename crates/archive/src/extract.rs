@@ -32,6 +32,16 @@ impl SourceStats {
         }
     }
 
+    /// Classify a read error met inside one entry: the archive's, naming the entry, unless our
+    /// own reader failed.
+    pub fn classify_entry(&self, e: io::Error, entry: &str) -> ArchiveError {
+        if self.failed.get() {
+            ArchiveError::Io(e)
+        } else {
+            ArchiveError::entry(entry, e.to_string())
+        }
+    }
+
     /// Classify a read error from the decoding chain.
     pub fn classify(&self, e: io::Error, context: &str) -> ArchiveError {
         if self.failed.get() {
@@ -116,7 +126,9 @@ impl<'a> Extractor<'a> {
         &self.source
     }
 
-    fn count_entry(&mut self, name: &str) -> Result<(), ArchiveError> {
+    /// An archive member that adds nothing to the tree (a tar pax global header) still counts
+    /// against the entry limit, so a stream of them cannot run unbounded (A6).
+    pub fn count_entry(&mut self, name: &str) -> Result<(), ArchiveError> {
         self.entries += 1;
         if self.entries > self.limits.max_entries {
             return Err(ArchiveError::entry(
@@ -130,9 +142,24 @@ impl<'a> Extractor<'a> {
         Ok(())
     }
 
+    /// An entry whose name is the archive root itself (`./`, A1): skipped when it is a
+    /// directory, as the root is one; anything else there is refused.
+    pub fn add_root(&mut self, name: &str, is_directory: bool) -> Result<(), ArchiveError> {
+        self.count_entry(name)?;
+        if is_directory {
+            Ok(())
+        } else {
+            Err(ArchiveError::entry(
+                name,
+                "the name is the archive root, which can only be a directory",
+            ))
+        }
+    }
+
     /// A regular file: its content is imported as it is read, counted against the limits.
     /// `declared` is the size the archive's header states, when it states one: fewer bytes
-    /// means the archive was cut inside this entry (A10).
+    /// means the archive was cut inside this entry (A10), and a size past the total cap is
+    /// refused before anything is read (for a sparse entry, its expanded size: A5).
     pub fn add_file(
         &mut self,
         path: ArchivePath,
@@ -140,6 +167,14 @@ impl<'a> Extractor<'a> {
         mut content: impl Read,
     ) -> Result<(), ArchiveError> {
         self.count_entry(path.as_str())?;
+        if declared
+            .is_some_and(|d| self.content_bytes.saturating_add(d) > self.limits.max_total_bytes)
+        {
+            return Err(ArchiveError::TooLarge {
+                entry: path.as_str().to_owned(),
+                limit: self.limits.max_total_bytes,
+            });
+        }
         let mut importer = FileImporter::new(self.profile, &mut *self.sink);
         let mut buf = vec![0u8; 256 * 1024];
         loop {
@@ -254,6 +289,17 @@ fn check_bomb(
             limit: limits.max_total_bytes,
         });
     }
+    check_ratio(limits, produced, consumed, entry)
+}
+
+/// A6: bytes produced (by the importer, or by a decoder) per archive byte consumed, checked
+/// once `ratio_after_bytes` have been produced.
+pub(crate) fn check_ratio(
+    limits: &Limits,
+    produced: u64,
+    consumed: u64,
+    entry: &str,
+) -> Result<(), ArchiveError> {
     if produced > limits.ratio_after_bytes
         && produced > consumed.max(1).saturating_mul(limits.max_ratio)
     {

@@ -7,7 +7,8 @@
 //!
 //! - [`path`]: name normalisation (A1, A8) and symlink targets (A2).
 //! - [`extract`]: the [`Extractor`] (A3–A7, A11) and byte accounting for bombs (A6).
-//! - [`tar`]: tar, and tar inside gzip, bzip2, xz or zstd (A10 through the decoders' checks).
+//! - [`tar`]: tar, and tar inside gzip, bzip2, xz or zstd: pax headers, GNU long names,
+//!   sparse files (A5), v7 tars; A10 through header checksums and the decoders' checks.
 //! - [`sevenz`]: 7z entries (A9 encrypted archives and entries, A10 CRCs).
 //! - [`zip`]: zip entries (A1 `\\`, A6 overlaps, A8 CP437, A9 encryption, A10 CRCs).
 //! - [`extract()`]: the one entry point, by format.
@@ -101,7 +102,8 @@ pub enum ArchiveFormat {
 }
 
 impl ArchiveFormat {
-    /// The format of a stream from its first bytes (512 cover tar's magic at offset 257).
+    /// The format of a stream from its first bytes (512 cover a tar header). A tar is known by
+    /// its `ustar` magic, or, as v7 tars have none, by a first header whose checksum holds.
     pub fn detect(head: &[u8]) -> Option<Self> {
         use ArchiveFormat::*;
         match head {
@@ -112,7 +114,11 @@ impl ArchiveFormat {
             [0x28, 0xb5, 0x2f, 0xfd, ..] => Some(Zstd),
             [b'7', b'z', 0xbc, 0xaf, 0x27, 0x1c, ..] => Some(SevenZ),
             _ if head.get(257..262) == Some(b"ustar") => Some(Tar),
-            _ => None,
+            _ => head
+                .get(..512)
+                .and_then(|block| block.try_into().ok())
+                .filter(tar::checksum_ok)
+                .map(|_| Tar),
         }
     }
 }

@@ -28,9 +28,14 @@ pub enum NameRules {
 }
 
 /// Normalise an entry name (A1): leading `./` and repeated `/` are dropped, a trailing `/` marks
-/// a directory; anything that is absolute, has a drive letter, contains NUL or `..`, or
-/// normalises to nothing is refused with the reason.
-pub fn normalise(name: &str, rules: NameRules, limits: &Limits) -> Result<ArchivePath, String> {
+/// a directory; anything that is absolute, has a drive letter, contains NUL or `..` is refused
+/// with the reason. `None` is the archive root itself (`./`, `.`, `./.`), which `tar -C dir .`,
+/// bsdtar and Python's `shutil.make_archive` write as a directory entry: the caller skips it.
+pub fn normalise(
+    name: &str,
+    rules: NameRules,
+    limits: &Limits,
+) -> Result<Option<ArchivePath>, String> {
     if name.contains('\0') {
         return Err("the name contains NUL".into());
     }
@@ -65,7 +70,11 @@ pub fn normalise(name: &str, rules: NameRules, limits: &Limits) -> Result<Archiv
         }
     }
     if parts.is_empty() {
-        return Err("the name is empty once normalised".into());
+        return if name.is_empty() {
+            Err("the name is empty".into())
+        } else {
+            Ok(None)
+        };
     }
     if parts.len() > limits.max_depth {
         return Err(format!(
@@ -73,7 +82,7 @@ pub fn normalise(name: &str, rules: NameRules, limits: &Limits) -> Result<Archiv
             limits.max_depth
         ));
     }
-    Ok(ArchivePath(parts.join("/")))
+    Ok(Some(ArchivePath(parts.join("/"))))
 }
 
 /// Check a symlink target (A2): relative, without trailing slash, and resolving inside the tree
@@ -138,6 +147,7 @@ mod tests {
     fn ok(name: &str) -> String {
         normalise(name, NameRules::Zip, &Limits::default())
             .unwrap()
+            .unwrap()
             .as_str()
             .to_owned()
     }
@@ -164,14 +174,26 @@ mod tests {
             ("C:/x", "drive letter"),
             ("c:x", "drive letter"),
             ("a\0b", "NUL"),
-            ("./", "empty"),
-            (".", "empty"),
+            ("", "empty"),
         ] {
             let got = refused(name, NameRules::Tar);
             assert!(got.contains(reason), "{name:?}: {got}");
         }
         assert!(refused("a\\b", NameRules::Zip).contains("\\"));
         assert!(normalise("a\\b", NameRules::Tar, &Limits::default()).is_ok());
+    }
+
+    #[test]
+    fn the_root_itself_is_recognised_not_refused() {
+        for name in ["./", ".", "./.", ".//", "./././"] {
+            for rules in [NameRules::Tar, NameRules::Zip] {
+                assert_eq!(
+                    normalise(name, rules, &Limits::default()),
+                    Ok(None),
+                    "{name:?}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -191,7 +213,11 @@ mod tests {
 
     #[test]
     fn symlinks_must_stay_inside_the_tree() {
-        let link = |p: &str| normalise(p, NameRules::Tar, &Limits::default()).unwrap();
+        let link = |p: &str| {
+            normalise(p, NameRules::Tar, &Limits::default())
+                .unwrap()
+                .unwrap()
+        };
         assert!(check_link_target(&link("a/l"), "b").is_ok());
         assert!(check_link_target(&link("a/b/l"), "../c").is_ok());
         assert!(check_link_target(&link("a/l"), "../x").is_ok());

@@ -2,8 +2,9 @@
 //!
 //! Encrypted archives and entries are refused as password-protected (A9): the reader is opened
 //! without a password, so anything encrypted fails with `PasswordRequired`. Every entry's CRC is
-//! checked by the decoder (A10). Symlinks are recognised by the Unix mode that 7-Zip stores in
-//! the high half of the Windows attributes.
+//! checked by the decoder (A10). Symlinks (what `7z a -snl` stores) are recognised by the Unix
+//! mode that 7-Zip keeps in the high half of the Windows attributes, and devices, FIFOs and
+//! sockets refused by it (A4).
 
 use std::io::{Read, Seek};
 
@@ -18,6 +19,7 @@ use crate::ArchiveError;
 const UNIX_EXTENSION: u32 = 0x8000;
 const S_IFMT: u32 = 0o170000;
 const S_IFLNK: u32 = 0o120000;
+const S_IFREG: u32 = 0o100000;
 const MAX_LINK_TARGET: u64 = 4096;
 
 pub fn extract(
@@ -65,22 +67,27 @@ fn add_entry(
             "anti-items (deletions) are not supported",
         ));
     }
-    let path = path::normalise(name, NameRules::Tar, extractor.limits())
-        .map_err(|reason| ArchiveError::entry(name, reason))?;
+    let Some(path) = path::normalise(name, NameRules::Tar, extractor.limits())
+        .map_err(|reason| ArchiveError::entry(name, reason))?
+    else {
+        return extractor.add_root(name, entry.is_directory());
+    };
     let attributes = entry.windows_attributes();
-    let unix_mode = (entry.has_windows_attributes && attributes & UNIX_EXTENSION != 0)
-        .then_some(attributes >> 16);
-    if entry.is_directory() {
-        extractor.add_directory(path)
-    } else if unix_mode.is_some_and(|m| m & S_IFMT == S_IFLNK) {
-        let mut target = String::new();
-        content
-            .take(MAX_LINK_TARGET)
-            .read_to_string(&mut target)
-            .map_err(|e| ArchiveError::entry(name, format!("symlink target: {e}")))?;
-        extractor.add_symlink(path, &target)
-    } else {
-        extractor.add_file(path, Some(entry.size()), content)
+    let unix_type = (entry.has_windows_attributes && attributes & UNIX_EXTENSION != 0)
+        .then_some((attributes >> 16) & S_IFMT)
+        .filter(|t| *t != 0);
+    match unix_type {
+        _ if entry.is_directory() => extractor.add_directory(path),
+        Some(S_IFLNK) => {
+            let mut target = String::new();
+            content
+                .take(MAX_LINK_TARGET)
+                .read_to_string(&mut target)
+                .map_err(|e| ArchiveError::entry(name, format!("symlink target: {e}")))?;
+            extractor.add_symlink(path, &target)
+        }
+        None | Some(S_IFREG) => extractor.add_file(path, Some(entry.size()), content),
+        Some(_) => Err(extractor.refuse(name, "device files, FIFOs and sockets are not allowed")),
     }
 }
 

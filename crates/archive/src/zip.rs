@@ -1,10 +1,13 @@
-//! zip (stored, deflate, bzip2), entry by entry into the [`Extractor`].
+//! zip (stored, deflate, bzip2; zip64; data descriptors), entry by entry into the [`Extractor`].
 //!
-//! Beyond the shared rules, zip has its own: `\` in names is refused (A1); a name that is not
-//! valid UTF-8 is decoded as CP437 (A8; the `zip` crate does not expose the UTF-8 flag, so a
-//! flagged but invalid name is decoded too rather than refused); encrypted entries are refused
-//! as password-protected (A9); entries whose data overlap, the trick behind non-recursive zip
-//! bombs, are refused (A6); every entry's CRC is checked by reading it to its end (A10).
+//! Beyond the shared rules, zip has its own: `\` in names is refused (A1); a name flagged as
+//! UTF-8 must be valid UTF-8, and one without the flag is kept as UTF-8 when it is valid (what
+//! Info-ZIP on Unix writes) and decoded as CP437 otherwise (what Windows tools write; A8); the
+//! Info-ZIP Unicode Path extra field (0x7075), when its checksum matches the name, replaces it
+//! (the `zip` crate applies it, and sets the UTF-8 flag); Unix devices, FIFOs and sockets are
+//! refused (A4); encrypted entries are refused as password-protected (A9); entries whose data
+//! overlap, the trick behind non-recursive zip bombs, are refused (A6); every entry's CRC is
+//! checked by reading it to its end (A10).
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -17,6 +20,10 @@ use crate::ArchiveError;
 /// Unix file-type bits in a zip entry's external attributes.
 const S_IFMT: u32 = 0o170000;
 const S_IFLNK: u32 = 0o120000;
+const S_IFDIR: u32 = 0o040000;
+const S_IFREG: u32 = 0o100000;
+/// General-purpose flag bit 11: the name is UTF-8.
+const UTF8_FLAG: u16 = 1 << 11;
 /// Longest symlink target read from an entry's content.
 const MAX_LINK_TARGET: u64 = 4096;
 
@@ -48,12 +55,10 @@ pub fn extract(
         let raw = archive
             .by_index_raw(index)
             .map_err(|e| ArchiveError::Archive(format!("zip entry {index}: {e}")))?;
-        let name = match std::str::from_utf8(raw.name_raw()) {
-            Ok(name) => name.to_owned(),
-            Err(_) => path::decode_cp437(raw.name_raw()),
-        };
-        let (encrypted, is_dir, size) = (raw.encrypted(), raw.is_dir(), raw.size());
-        let is_symlink = raw.unix_mode().is_some_and(|m| m & S_IFMT == S_IFLNK);
+        let name = entry_name(raw.name_raw(), raw.flags().as_u16() & UTF8_FLAG != 0)?;
+        let unix_type = raw.unix_mode().map(|m| m & S_IFMT).filter(|t| *t != 0);
+        let (encrypted, size) = (raw.encrypted(), raw.size());
+        let is_dir = raw.is_dir() || unix_type == Some(S_IFDIR);
         drop(raw);
         if encrypted {
             return Err(ArchiveError::entry(
@@ -61,24 +66,46 @@ pub fn extract(
                 "the entry is encrypted (password-protected archives are not supported)",
             ));
         }
-        let entry_path = path::normalise(&name, NameRules::Zip, extractor.limits())
-            .map_err(|reason| ArchiveError::entry(&name, reason))?;
+        let Some(entry_path) = path::normalise(&name, NameRules::Zip, extractor.limits())
+            .map_err(|reason| ArchiveError::entry(&name, reason))?
+        else {
+            extractor.add_root(&name, is_dir)?;
+            continue;
+        };
         let file = archive
             .by_index(index)
             .map_err(|e| ArchiveError::entry(&name, format!("unreadable: {e}")))?;
-        if is_dir {
-            extractor.add_directory(entry_path)?;
-        } else if is_symlink {
-            let mut target = String::new();
-            file.take(MAX_LINK_TARGET)
-                .read_to_string(&mut target)
-                .map_err(|e| ArchiveError::entry(&name, format!("symlink target: {e}")))?;
-            extractor.add_symlink(entry_path, &target)?;
-        } else {
-            extractor.add_file(entry_path, Some(size), file)?;
+        match unix_type {
+            _ if is_dir => extractor.add_directory(entry_path)?,
+            Some(S_IFLNK) => {
+                let mut target = String::new();
+                file.take(MAX_LINK_TARGET)
+                    .read_to_string(&mut target)
+                    .map_err(|e| ArchiveError::entry(&name, format!("symlink target: {e}")))?;
+                extractor.add_symlink(entry_path, &target)?;
+            }
+            None | Some(S_IFREG) => extractor.add_file(entry_path, Some(size), file)?,
+            Some(_) => {
+                return Err(
+                    extractor.refuse(&name, "device files, FIFOs and sockets are not allowed")
+                )
+            }
         }
     }
     extractor.finish()
+}
+
+/// An entry's name (A8): as UTF-8 when flagged so (and refused if it is not), else as UTF-8
+/// when valid, else as CP437.
+fn entry_name(raw: &[u8], flagged_utf8: bool) -> Result<String, ArchiveError> {
+    match std::str::from_utf8(raw) {
+        Ok(name) => Ok(name.to_owned()),
+        Err(_) if flagged_utf8 => Err(ArchiveError::entry(
+            String::from_utf8_lossy(raw),
+            "the name is flagged as UTF-8 but is not valid UTF-8",
+        )),
+        Err(_) => Ok(path::decode_cp437(raw)),
+    }
 }
 
 /// The entry count in the end-of-central-directory record, when it holds one (not a zip64

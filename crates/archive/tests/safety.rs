@@ -146,7 +146,7 @@ fn a1_names_that_escape_or_cannot_be_represented_are_refused() {
         ("a/../../evil", ".."),
         ("/etc/passwd", "absolute"),
         ("C:/evil", "drive letter"),
-        ("./", "empty"),
+        ("./", "archive root"),
     ] {
         refused(&tar_of(&[file(name, b"x")]), name, reason);
     }
