@@ -56,6 +56,7 @@ impl Drop for Target {
 
 fn start_cairn(data: &Path) -> Target {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .env("CAIRN_P2P_LISTEN", "none")
         .args([
             "serve",
             "--listen",

@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use cairn_p2p::Multiaddr;
+use cairn_unixfs::read::ReadLimits;
 use cairn_unixfs::Profile;
 use serde::Deserialize;
 
@@ -55,6 +57,30 @@ pub struct Settings {
     /// Largest TUS upload accepted, in bytes (`Tus-Max-Size`) [default: 1099511627776, 1 TiB].
     #[arg(long, env = "CAIRN_TUS_MAX_SIZE")]
     pub tus_max_size: Option<u64>,
+    /// Deepest a gateway request may walk into a DAG (path steps and nesting) [default: 1024].
+    #[arg(long, env = "CAIRN_GATEWAY_MAX_DEPTH")]
+    pub gateway_max_depth: Option<usize>,
+    /// Blocks one gateway request may read, repeated visits counted [default: 1000000].
+    #[arg(long, env = "CAIRN_GATEWAY_MAX_BLOCKS")]
+    pub gateway_max_blocks: Option<u64>,
+    /// Bytes one gateway request may read, repeated visits counted [default: 1099511627776,
+    /// 1 TiB].
+    #[arg(long, env = "CAIRN_GATEWAY_MAX_BYTES")]
+    pub gateway_max_bytes: Option<u64>,
+    /// The IPFS node's listen addresses, comma-separated, or `none` to run without it
+    /// [default: /ip4/127.0.0.1/tcp/4001,/ip4/127.0.0.1/udp/4001/quic-v1].
+    #[arg(long, env = "CAIRN_P2P_LISTEN")]
+    pub p2p_listen: Option<String>,
+    /// Public addresses to announce instead of the listen ones, comma-separated.
+    #[arg(long, env = "CAIRN_P2P_ANNOUNCE")]
+    pub p2p_announce: Option<String>,
+    /// Peers to join at start: `none`, `public` (the IPFS network's bootstrap peers) or
+    /// multiaddrs with `/p2p/`, comma-separated [default: none].
+    #[arg(long, env = "CAIRN_P2P_BOOTSTRAP")]
+    pub p2p_bootstrap: Option<String>,
+    /// The upload host's public URL, for HTTP provider records [default: its listen address].
+    #[arg(long, env = "CAIRN_PUBLIC_URL")]
+    pub public_url: Option<String>,
 }
 
 impl Settings {
@@ -83,6 +109,53 @@ pub struct ServeConfig {
     pub trust_forwarded_headers: bool,
     pub uploads_per_minute: u32,
     pub tus_max_size: u64,
+    pub read_limits: ReadLimits,
+    /// The IPFS node, unless it is turned off.
+    pub p2p: Option<P2pConfig>,
+    pub public_url: Option<reqwest::Url>,
+}
+
+/// Where the IPFS node listens, what it announces, and whom it joins.
+#[derive(Debug, Clone)]
+pub struct P2pConfig {
+    pub listen: Vec<Multiaddr>,
+    pub announce: Vec<Multiaddr>,
+    pub bootstrap: Vec<Multiaddr>,
+}
+
+impl P2pConfig {
+    fn resolve(
+        listen: Option<String>,
+        announce: Option<String>,
+        bootstrap: Option<String>,
+    ) -> Result<Option<Self>> {
+        let listen = match listen.as_deref().map(str::trim) {
+            Some("none") => return Ok(None),
+            Some(list) => multiaddrs(list, "--p2p-listen")?,
+            None => cairn_p2p::NodeConfig::default().listen,
+        };
+        let bootstrap = match bootstrap.as_deref().map(str::trim) {
+            None | Some("none") | Some("") => Vec::new(),
+            Some("public") => cairn_p2p::public_bootstrap(),
+            Some(list) => multiaddrs(list, "--p2p-bootstrap")?,
+        };
+        Ok(Some(Self {
+            listen,
+            announce: multiaddrs(announce.as_deref().unwrap_or_default(), "--p2p-announce")?,
+            bootstrap,
+        }))
+    }
+}
+
+fn multiaddrs(list: &str, setting: &str) -> Result<Vec<Multiaddr>> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(|a| {
+            a.parse()
+                .with_context(|| format!("{setting}: {a:?} is not a multiaddr"))
+        })
+        .collect()
 }
 
 impl ServeConfig {
@@ -128,6 +201,29 @@ impl ServeConfig {
                 .unwrap_or(120)
                 .max(1),
             tus_max_size: flags.tus_max_size.or(file.tus_max_size).unwrap_or(1 << 40),
+            p2p: P2pConfig::resolve(
+                flags.p2p_listen.or(file.p2p_listen),
+                flags.p2p_announce.or(file.p2p_announce),
+                flags.p2p_bootstrap.or(file.p2p_bootstrap),
+            )?,
+            public_url: match flags.public_url.or(file.public_url) {
+                Some(url) => Some(
+                    url.parse()
+                        .with_context(|| format!("--public-url: {url:?} is not a URL"))?,
+                ),
+                None => None,
+            },
+            read_limits: {
+                let default = ReadLimits::default();
+                ReadLimits {
+                    max_depth: (flags.gateway_max_depth.or(file.gateway_max_depth))
+                        .unwrap_or(default.max_depth),
+                    max_blocks: (flags.gateway_max_blocks.or(file.gateway_max_blocks))
+                        .unwrap_or(default.max_blocks),
+                    max_bytes: (flags.gateway_max_bytes.or(file.gateway_max_bytes))
+                        .unwrap_or(default.max_bytes),
+                }
+            },
         })
     }
 }

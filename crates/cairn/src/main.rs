@@ -92,6 +92,19 @@ enum Command {
         output: Option<PathBuf>,
         #[arg(long)]
         json: bool,
+        /// Most bytes of file content to write (the free space also binds) [default: 1 TiB].
+        #[arg(long)]
+        max_bytes: Option<u64>,
+        /// Most files, directories and symlinks to write [default: 1000000].
+        #[arg(long)]
+        max_entries: Option<u64>,
+        /// Fetch over Bitswap instead of the gateway: from the `--peer`s, or from the
+        /// providers the service's delegated router names.
+        #[arg(long)]
+        p2p: bool,
+        /// A peer to fetch from over Bitswap (a multiaddr with `/p2p/`); implies `--p2p`.
+        #[arg(long = "peer")]
+        peers: Vec<String>,
         #[command(flatten)]
         connection: client::ConnectionArgs,
     },
@@ -267,9 +280,31 @@ async fn run_async(command: Command) -> Result<bool> {
             cid,
             output,
             json,
+            max_bytes,
+            max_entries,
+            p2p,
+            peers,
             connection,
         } => {
-            let written = get::get(&connection.connect()?, &cid, output).await?;
+            let defaults = get::GetLimits::default();
+            let limits = get::GetLimits {
+                max_bytes: max_bytes.unwrap_or(defaults.max_bytes),
+                max_entries: max_entries.unwrap_or(defaults.max_entries),
+                ..defaults
+            };
+            let source = if p2p || !peers.is_empty() {
+                let peers = peers
+                    .iter()
+                    .map(|p| {
+                        p.parse()
+                            .with_context(|| format!("--peer {p:?} is not a multiaddr"))
+                    })
+                    .collect::<Result<_>>()?;
+                get::Source::Bitswap { peers }
+            } else {
+                get::Source::Gateway
+            };
+            let written = get::get(&connection.connect()?, &cid, output, limits, source).await?;
             if json {
                 let path = written.display().to_string();
                 println!("{}", serde_json::json!({"cid": cid, "path": path}));

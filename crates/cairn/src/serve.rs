@@ -16,7 +16,7 @@ use cairn_store::tus_bytes::{FileTusBytes, TusBytes};
 use cairn_store::{tokens, AccountLimits, MetadataStore};
 use tokio::net::TcpListener;
 
-use crate::config::ServeConfig;
+use crate::config::{P2pConfig, ServeConfig};
 
 /// The metadata store: `database_url` (`postgres://...`, `sqlite://PATH`), or else the
 /// embedded SQLite database in `data_dir`.
@@ -63,6 +63,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         trust_forwarded_headers: config.trust_forwarded_headers,
         shared_store: config.store.is_some(),
         tus_max_size: config.tus_max_size,
+        read_limits: config.read_limits,
         ..ServerConfig::default()
     };
     server_config.rate_limits.upload.quota = config.uploads_per_minute;
@@ -97,7 +98,16 @@ pub async fn run(config: ServeConfig) -> Result<()> {
 
     let upload_listener = bind(config.listen).await?;
     let account_listener = bind(config.account_listen).await?;
-    let state = AppState::new(store, packs, staging, tus_bytes, server_config);
+    server_config.gateway_addr = Some(gateway_addr(
+        config.public_url.as_ref(),
+        upload_listener.local_addr()?,
+    )?);
+    let node = match &config.p2p {
+        Some(p2p) => Some(start_node(&config, p2p, store.clone(), packs.clone()).await?),
+        None => None,
+    };
+    let mut state = AppState::new(store, packs, staging, tus_bytes, server_config);
+    state.node = node.clone();
     // Before anything is printed: a signal sent as soon as the addresses appear must stop the
     // service gracefully, not kill it.
     let shutdown = shutdown_signal().context("installing signal handlers")?;
@@ -117,6 +127,12 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         None => println!(
             "get an API token with: cairn token create --account default --data-dir {data_dir}"
         ),
+    }
+    if let Some(node) = &node {
+        println!("p2p peer id {}", node.peer_id());
+        for addr in node.listen_addrs() {
+            println!("p2p listening on {addr}/p2p/{}", node.peer_id());
+        }
     }
 
     // One signal stops both hosts.
@@ -155,8 +171,69 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     for worker in workers {
         let _ = worker.await;
     }
+    if let Some(node) = node {
+        node.shutdown().await;
+    }
     println!("stopped");
     Ok(())
+}
+
+/// Start the IPFS node with its key from the data directory (made on first start), serving
+/// the stored blocks.
+async fn start_node(
+    config: &ServeConfig,
+    p2p: &P2pConfig,
+    store: Arc<dyn MetadataStore>,
+    packs: Packs,
+) -> Result<cairn_p2p::NodeHandle> {
+    std::fs::create_dir_all(&config.data_dir).with_context(|| {
+        format!(
+            "data directory {} is not writable",
+            config.data_dir.display()
+        )
+    })?;
+    let key_path = config.data_dir.join("node.key");
+    let key = cairn_p2p::key::load_or_create(&key_path)
+        .with_context(|| format!("the node key {}", key_path.display()))?;
+    let node_config = cairn_p2p::NodeConfig {
+        listen: p2p.listen.clone(),
+        announce: p2p.announce.clone(),
+        bootstrap: p2p.bootstrap.clone(),
+        ..cairn_p2p::NodeConfig::default()
+    };
+    let blocks = Arc::new(cairn_p2p::StoredBlockstore::new(store, packs));
+    Ok(cairn_p2p::start(key, node_config, blocks).await?)
+}
+
+/// The gateway as a multiaddr for provider records: the public URL's, else where the upload
+/// host listens.
+fn gateway_addr(
+    public_url: Option<&reqwest::Url>,
+    listening: std::net::SocketAddr,
+) -> Result<cairn_p2p::Multiaddr> {
+    let text = match public_url {
+        Some(url) => {
+            let scheme = url.scheme();
+            if scheme != "http" && scheme != "https" {
+                bail!("--public-url must be http:// or https://, not {scheme}://");
+            }
+            let port = url
+                .port_or_known_default()
+                .context("--public-url has no port")?;
+            let host = url.host_str().context("--public-url has no host")?;
+            let host = match host.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+                Ok(std::net::IpAddr::V4(ip)) => format!("/ip4/{ip}"),
+                Ok(std::net::IpAddr::V6(ip)) => format!("/ip6/{ip}"),
+                Err(_) => format!("/dns/{host}"),
+            };
+            format!("{host}/tcp/{port}/{scheme}")
+        }
+        None => match listening {
+            std::net::SocketAddr::V4(a) => format!("/ip4/{}/tcp/{}/http", a.ip(), a.port()),
+            std::net::SocketAddr::V6(a) => format!("/ip6/{}/tcp/{}/http", a.ip(), a.port()),
+        },
+    };
+    Ok(text.parse()?)
 }
 
 /// How old a leftover on a shared store must be before it is deleted: longer than any write

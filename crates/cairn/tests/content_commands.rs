@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use cairn_car::{CarLimits, CarReader};
-use cairn_unixfs::dag;
+use cairn_unixfs::node::Node;
 use support::{expand_dir, Content, SpecEntry};
 
 fn vector(profile: &str, name: &str) -> serde_json::Value {
@@ -127,11 +127,9 @@ fn car_holds_the_whole_dag_root_first_in_depth_first_order() {
     while let Some(cid) = stack.pop() {
         if seen.insert(cid) {
             expected.push(cid);
-            let links = dag::links(
-                &cid,
-                by_cid.get(&cid).expect("every linked block is in the CAR"),
-            );
-            stack.extend(links.unwrap().into_iter().rev());
+            let block = by_cid.get(&cid).expect("every linked block is in the CAR");
+            let links = Node::decode(&cid, block.clone()).unwrap().links();
+            stack.extend(links.into_iter().map(|(cid, _)| cid).rev());
         }
     }
     let order: Vec<_> = blocks.iter().map(|(cid, _)| *cid).collect();

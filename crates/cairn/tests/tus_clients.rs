@@ -23,22 +23,12 @@ fn interop_dir() -> PathBuf {
     dir
 }
 
-fn run(command: &mut Command, what: &str) {
-    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        output.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 /// tus-js-client in `<interop>/node`, with our script beside it (ESM resolves from there).
 fn tus_js() -> PathBuf {
     let dir = interop_dir().join("node");
     std::fs::create_dir_all(&dir).unwrap();
     if !dir.join("node_modules/tus-js-client").exists() {
-        run(
+        pypi::run(
             Command::new("npm")
                 .args(["install", "--no-audit", "--no-fund", "--prefix"])
                 .arg(&dir)

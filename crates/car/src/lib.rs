@@ -4,19 +4,22 @@
 //!   importer can stream into it.
 //! - [`CarReader`]: reads a CAR from any `Read`, with limits on the header and block sizes
 //!   (CARs come from strangers), and verifies every block against its CID before returning it.
-//! - [`import_complete`]: imports a CAR as one complete DAG: a single root, every block
-//!   verified, every link present in the CAR or already stored.
+//! - [`import_complete`]: imports a CAR as one complete, well-formed UnixFS DAG: a single
+//!   root, every block verified, every link present in the CAR or already stored, and every
+//!   node keeping the UnixFS rules (`cairn_unixfs::node`), so what is stored is what a reader
+//!   will serve.
 //! - [`export_dfs`]: writes a DAG from a [`BlockSource`] in depth-first pre-order, each block
 //!   once, which is the order the trustless gateway and `ipfs-car unpack` stream best.
 //!
 //! The header is DAG-CBOR `{"roots": [CID...], "version": 1}`. It is encoded and parsed by hand:
 //! that one fixed shape does not justify a general CBOR dependency.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 
 use cairn_unixfs::block::{verify_block, BlockError};
-use cairn_unixfs::dag::{self, DagError};
+use cairn_unixfs::node::{ChildRule, Node, NodeError, NodeKind};
+use cairn_unixfs::read::{ReadError, ReadLimits, Reader, Repeats};
 use cairn_unixfs::{BlockBytes, BlockSink, BlockSource, Cid};
 
 /// Limits for reading untrusted CARs.
@@ -58,17 +61,6 @@ pub enum CarError {
     Io(#[from] io::Error),
 }
 
-/// Why a DAG cannot be exported.
-#[derive(Debug, thiserror::Error)]
-pub enum ExportError {
-    #[error("block {0} is missing from the store")]
-    Missing(Cid),
-    #[error(transparent)]
-    Dag(#[from] DagError),
-    #[error(transparent)]
-    Io(#[from] io::Error),
-}
-
 /// Why a CAR is not one complete DAG.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
@@ -82,42 +74,63 @@ pub enum ImportError {
     Incomplete { missing: String, parent: String },
     #[error("the CAR links to more than {0} distinct blocks")]
     TooManyLinks(usize),
+    /// Boxed, as below: a CID and a message would make every `Result` here large.
     #[error(transparent)]
-    Dag(#[from] DagError),
+    Node(Box<NodeError>),
+    #[error("{source} (it is linked from {parent})")]
+    Link {
+        parent: String,
+        source: Box<NodeError>,
+    },
+}
+
+impl From<NodeError> for ImportError {
+    fn from(e: NodeError) -> Self {
+        Self::Node(Box::new(e))
+    }
 }
 
 /// Most distinct link targets tracked while importing (bounds memory on hostile CARs).
 pub const MAX_IMPORT_LINKS: usize = 1_000_000;
 
 /// Import every block of `reader` into `sink` and check that the header's single root names a
-/// complete DAG. `stored` says whether a block missing from the CAR is already in storage.
-/// Returns the root. The sink may have received blocks when an error is returned: the caller
-/// discards them (a pack writer that is never sealed).
+/// complete DAG whose every node keeps the UnixFS rules, and fits what its parent says of it
+/// (a file's `blocksizes`, a HAMT's sub-shards). `stored` holds what storage already has: a
+/// block missing from the CAR must be there. Returns the root. The sink may have received
+/// blocks when an error is returned: the caller discards them (a pack writer never sealed).
 pub fn import_complete<R: Read>(
     mut reader: CarReader<R>,
     sink: &mut dyn BlockSink,
-    stored: &mut dyn FnMut(&Cid) -> io::Result<bool>,
+    stored: &mut dyn BlockSource,
 ) -> Result<Cid, ImportError> {
     let root = match reader.roots() {
         [root] => *root,
         roots => return Err(ImportError::RootCount(roots.len())),
     };
-    let mut present = HashSet::new();
+    // What each block of the CAR is, by multihash (a CID's version does not change a block).
+    let mut present: HashMap<Vec<u8>, NodeKind> = HashMap::new();
     // Link target -> one block that links to it, for the error message.
     let mut linked: HashMap<Cid, Cid> = HashMap::new();
+    // (child, parent, what the parent says the child is).
+    let mut rules: Vec<(Cid, Cid, ChildRule)> = Vec::new();
     while let Some((cid, block)) = reader.next_block()? {
         sink.put_block(&cid, BlockBytes::new(&block))
             .map_err(CarError::Io)?;
-        for link in dag::links(&cid, &block)? {
+        let node = Node::decode(&cid, block)?;
+        for (link, rule) in node.links() {
             linked.entry(link).or_insert(cid);
+            if let Some(rule) = rule {
+                rules.push((link, cid, rule));
+            }
         }
-        if linked.len() > MAX_IMPORT_LINKS {
+        if linked.len() + rules.len() > MAX_IMPORT_LINKS {
             return Err(ImportError::TooManyLinks(MAX_IMPORT_LINKS));
         }
-        present.insert(cid.hash().to_bytes());
+        present.insert(cid.hash().to_bytes(), node.kind());
     }
     let mut have = |cid: &Cid| -> Result<bool, ImportError> {
-        Ok(present.contains(&cid.hash().to_bytes()) || stored(cid).map_err(CarError::Io)?)
+        Ok(present.contains_key(&cid.hash().to_bytes())
+            || stored.has_block(cid).map_err(CarError::Io)?)
     };
     if !have(&root)? {
         return Err(ImportError::MissingRoot(root));
@@ -129,6 +142,27 @@ pub fn import_complete<R: Read>(
                 parent: parent.to_string(),
             });
         }
+    }
+    for (child, parent, rule) in rules {
+        let kind = match present.get(&child.hash().to_bytes()) {
+            Some(kind) => *kind,
+            // Already stored, so it kept the rules itself; what it is still has to fit here.
+            None => {
+                let block = stored
+                    .get_block(&child)
+                    .map_err(CarError::Io)?
+                    .ok_or_else(|| ImportError::Incomplete {
+                        missing: child.to_string(),
+                        parent: parent.to_string(),
+                    })?;
+                Node::decode(&child, block)?.kind()
+            }
+        };
+        rule.check(&child, kind)
+            .map_err(|source| ImportError::Link {
+                parent: parent.to_string(),
+                source: Box::new(source),
+            })?;
     }
     Ok(root)
 }
@@ -202,25 +236,17 @@ impl<W: Write> BlockSink for CarWriter<W> {
 }
 
 /// Write the DAG under `root` from `source` as a CAR, in depth-first pre-order, each distinct
-/// block once. Returns the number of blocks written.
+/// block once. Returns the number of blocks written. For DAGs the caller built: no budget.
 pub fn export_dfs<W: Write>(
     root: &Cid,
     source: &mut dyn BlockSource,
     out: &mut CarWriter<W>,
-) -> Result<u64, ExportError> {
-    let mut seen = HashSet::new();
-    let mut stack = vec![*root];
+) -> Result<u64, ReadError> {
     let mut written = 0;
-    while let Some(cid) = stack.pop() {
-        if !seen.insert(cid) {
-            continue;
-        }
-        let block = source.get_block(&cid)?.ok_or(ExportError::Missing(cid))?;
-        out.write_block(&cid, BlockBytes::new(&block))?;
+    Reader::new(source, ReadLimits::UNLIMITED).walk(root, Repeats::Skip, &mut |cid, block| {
         written += 1;
-        // Reversed, so the first link is visited next.
-        stack.extend(dag::links(&cid, &block)?.into_iter().rev());
-    }
+        out.write_block(cid, BlockBytes::new(block))
+    })?;
     Ok(written)
 }
 
@@ -476,7 +502,7 @@ fn read_exact_or_truncated(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cairn_unixfs::{FileImporter, MemoryBlocks, Profile};
+    use cairn_unixfs::{FileImporter, MemoryBlocks, NoBlocks, Profile};
 
     fn sample() -> (Cid, MemoryBlocks) {
         let profile = Profile {
@@ -561,7 +587,7 @@ mod tests {
         let car = car_of(&root, &mut blocks);
         let mut into = MemoryBlocks::default();
         let reader = CarReader::new(&car[..], CarLimits::default()).unwrap();
-        let imported = import_complete(reader, &mut into, &mut |_| Ok(false)).unwrap();
+        let imported = import_complete(reader, &mut into, &mut NoBlocks).unwrap();
         assert_eq!(imported, root);
         assert_eq!(into.len(), blocks.len());
 
@@ -577,12 +603,14 @@ mod tests {
         let partial = writer.into_inner();
         let missing = all.last().unwrap().0;
         let reader = CarReader::new(&partial[..], CarLimits::default()).unwrap();
-        match import_complete(reader, &mut MemoryBlocks::default(), &mut |_| Ok(false)) {
+        match import_complete(reader, &mut MemoryBlocks::default(), &mut NoBlocks) {
             Err(ImportError::Incomplete { missing: m, .. }) => assert_eq!(m, missing.to_string()),
             other => panic!("{other:?}"),
         }
         let reader = CarReader::new(&partial[..], CarLimits::default()).unwrap();
-        let mut already = |cid: &Cid| Ok(*cid == missing);
+        let mut already = MemoryBlocks::default();
+        let (_, last) = all.last().unwrap();
+        already.put_block(&missing, BlockBytes::new(last)).unwrap();
         assert_eq!(
             import_complete(reader, &mut MemoryBlocks::default(), &mut already).unwrap(),
             root
@@ -593,7 +621,7 @@ mod tests {
             .into_inner();
         let reader = CarReader::new(&two_roots[..], CarLimits::default()).unwrap();
         assert!(matches!(
-            import_complete(reader, &mut MemoryBlocks::default(), &mut |_| Ok(false)),
+            import_complete(reader, &mut MemoryBlocks::default(), &mut NoBlocks),
             Err(ImportError::RootCount(2))
         ));
     }

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::error::ApiError;
 use crate::gateway;
-use crate::routes::{account, operations, upload};
+use crate::routes::{account, node, operations, routing, upload};
 use crate::state::AppState;
 use crate::tus;
 
@@ -28,6 +28,8 @@ pub fn upload_app(state: AppState) -> Router {
         .route("/ipfs/{cid}", get(gateway::get))
         .route("/ipfs/{cid}/", get(gateway::get))
         .route("/ipfs/{cid}/{*path}", get(gateway::get))
+        .route("/routing/v1/providers/{cid}", get(routing::providers))
+        .route("/routing/v1/peers/{peer}", get(routing::peers))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/metrics", get(metrics))
         .with_state(state.clone())
@@ -35,6 +37,7 @@ pub fn upload_app(state: AppState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state, count_response))
         .layer(middleware::from_fn(cors))
+        .layer(middleware::from_fn(json_errors))
 }
 
 /// The response headers TUS clients in a browser must be allowed to read.
@@ -85,13 +88,15 @@ pub fn account_app(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state, count_response))
+        .layer(middleware::from_fn(json_errors))
 }
 
-/// Operations are readable on both hosts.
+/// Operations and the node are readable on both hosts.
 fn operation_routes() -> Router<AppState> {
     Router::new()
         .route("/api/operations", get(operations::list_operations))
         .route("/api/operations/{id}", get(operations::get_operation))
+        .route("/api/node", get(node::node))
 }
 
 async fn not_found(uri: Uri) -> ApiError {
@@ -100,6 +105,34 @@ async fn not_found(uri: Uri) -> ApiError {
 
 async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
     ApiError::MethodNotAllowed(format!("{method} is not allowed on {}", uri.path()))
+}
+
+/// Every error body is the contract's JSON, including the rejections of axum's extractors and
+/// layers, which answer in plain text: their text becomes the message, and the status and
+/// other headers stay.
+async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 16 * 1024)
+        .await
+        .unwrap_or_default();
+    let message = String::from_utf8_lossy(&text).into_owned();
+    let mut fixed = ApiError::for_status(status, message).into_response();
+    *fixed.status_mut() = status;
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            fixed.headers_mut().insert(name, value.clone());
+        }
+    }
+    fixed
 }
 
 async fn count_response(State(state): State<AppState>, request: Request, next: Next) -> Response {

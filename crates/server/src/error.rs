@@ -38,9 +38,22 @@ pub enum ApiError {
     #[error("{0}")]
     PayloadTooLarge(String),
     #[error("{0}")]
+    UriTooLong(String),
+    #[error("{0}")]
+    HeadersTooLarge(String),
+    #[error("{0}")]
     InvalidArchive(String),
     #[error("{0}")]
     QuotaExceeded(String),
+    /// Stored content breaks a UnixFS rule (found while reading it).
+    #[error("{0}")]
+    InvalidDag(String),
+    /// Reading the content would take more than one request may (depth, blocks, bytes).
+    #[error("{0}")]
+    DagTooLarge(String),
+    /// The disk (or another store) is full; what was stored before is intact.
+    #[error("{0}")]
+    InsufficientStorage(String),
     #[error("too many {} requests: at most {} per {} s; retry after {} s", .0.endpoint, .0.quota, .0.window_secs, .0.retry_after_secs)]
     RateLimited(crate::rate_limit::Exceeded),
     #[error("internal error")]
@@ -72,8 +85,18 @@ impl ApiError {
                 (StatusCode::RANGE_NOT_SATISFIABLE, "range_not_satisfiable")
             }
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Self::UriTooLong(_) => (StatusCode::URI_TOO_LONG, "uri_too_long"),
+            Self::HeadersTooLarge(_) => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "headers_too_large",
+            ),
             Self::InvalidArchive(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_archive"),
             Self::QuotaExceeded(_) => (StatusCode::FORBIDDEN, "quota_exceeded"),
+            Self::InvalidDag(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_dag"),
+            Self::DagTooLarge(_) => (StatusCode::UNPROCESSABLE_ENTITY, "dag_too_large"),
+            Self::InsufficientStorage(_) => {
+                (StatusCode::INSUFFICIENT_STORAGE, "insufficient_storage")
+            }
             Self::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
@@ -83,6 +106,56 @@ impl ApiError {
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         Self::Internal(cause.to_string())
     }
+
+    /// A failure of our own storage: a full disk (or quota) is worth telling the client,
+    /// which may retry once space is freed; anything else is internal.
+    pub fn storage(e: std::io::Error) -> Self {
+        if is_storage_full(&e) {
+            tracing::error!(error = %e, "storage is full");
+            Self::InsufficientStorage(STORAGE_FULL.into())
+        } else {
+            Self::internal(e)
+        }
+    }
+
+    /// The error for a status answered before or outside our handlers (by hyper's parser, an
+    /// extractor's rejection, a layer), so that its body is the contract's JSON too.
+    pub fn for_status(status: StatusCode, message: String) -> Self {
+        let message = if message.trim().is_empty() {
+            status
+                .canonical_reason()
+                .unwrap_or("the request failed")
+                .to_owned()
+        } else {
+            message
+        };
+        match status {
+            StatusCode::UNAUTHORIZED => Self::Unauthorized,
+            StatusCode::NOT_FOUND => Self::NotFound(message),
+            StatusCode::METHOD_NOT_ALLOWED => Self::MethodNotAllowed(message),
+            StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge(message),
+            StatusCode::URI_TOO_LONG => Self::UriTooLong(message),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMediaType(message),
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => Self::HeadersTooLarge(message),
+            StatusCode::SERVICE_UNAVAILABLE => Self::Unavailable(message),
+            status if status.is_client_error() => Self::BadRequest(message),
+            _ => Self::Internal(message),
+        }
+    }
+}
+
+const STORAGE_FULL: &str =
+    "the server's storage is full; nothing more was stored. Retry once space is freed";
+
+/// ENOSPC or EDQUOT, also when another error wraps it.
+pub fn is_storage_full(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    let full =
+        |e: &std::io::Error| matches!(e.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded);
+    full(e)
+        || e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<std::io::Error>())
+            .is_some_and(full)
 }
 
 /// 460, the status TUS's checksum extension uses for a mismatch (not an IANA status).
@@ -96,6 +169,17 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound(what) => Self::NotFound(format!("{what} not found")),
             StoreError::QuotaExceeded { .. } => Self::QuotaExceeded(e.to_string()),
             StoreError::Conflict(what) => Self::Conflict(format!("{what} is already set")),
+            // SQLITE_FULL (13) and PostgreSQL's disk_full (53100).
+            StoreError::Database(sqlx::Error::Database(ref db))
+                if matches!(db.code().as_deref(), Some("13" | "53100")) =>
+            {
+                tracing::error!(error = %e, "the metadata store's disk is full");
+                Self::InsufficientStorage(STORAGE_FULL.into())
+            }
+            StoreError::Database(sqlx::Error::Io(ref io)) if is_storage_full(io) => {
+                tracing::error!(error = %e, "the metadata store's disk is full");
+                Self::InsufficientStorage(STORAGE_FULL.into())
+            }
             // The database cannot be reached or is overloaded: worth retrying, not a bug.
             StoreError::Database(
                 sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),

@@ -3,6 +3,7 @@
 //! - [`app`]: the two routers, with JSON fallbacks for unknown routes and wrong methods.
 //! - [`routes`]: one module per resource (upload, operations, account).
 //! - [`gateway`]: the read path `/ipfs/{cid}[/{path}]`: trustless (raw, CAR) and plain.
+//! - [`blocks`]: the stored blocks as a verified block source (the gateway, CAR imports).
 //! - [`auth`]: the bearer-token extractor.
 //! - [`error`]: the one place statuses and error codes are decided.
 //! - [`listen`]: serving a router with a header-read timeout and a graceful shutdown.
@@ -18,6 +19,7 @@
 
 pub mod app;
 pub mod auth;
+pub mod blocks;
 pub mod detect;
 pub mod error;
 pub mod gateway;

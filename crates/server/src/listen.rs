@@ -1,20 +1,28 @@
 //! Serving a router on a listener, with the protections a public server needs that
 //! `axum::serve` does not expose: a timeout for reading request headers (slowloris, F5), and a
-//! graceful shutdown that lets in-flight requests finish.
+//! graceful shutdown that lets in-flight requests finish; and JSON bodies on the errors hyper
+//! answers by itself (`JsonParseErrors`).
 //!
 //! HTTP/1.1 only: protocol auto-detection would wait for a client's first bytes before any
 //! header timeout starts, so a silent connection could be held open forever. Cleartext HTTP/2
 //! is rare among upload clients; TLS (and HTTP/2 with it) belongs to the proxy in front.
 
 use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
+
+use crate::error::ApiError;
 
 /// Serve `app` until `shutdown` resolves, then wait for open requests to finish.
 pub async fn serve(
@@ -44,7 +52,8 @@ pub async fn serve(
             _ = &mut shutdown => break,
         };
         let service = TowerToHyperService::new(app.clone());
-        let connection = builder.serve_connection(TokioIo::new(stream), service);
+        let io = TokioIo::new(JsonParseErrors::new(stream));
+        let connection = builder.serve_connection(io, service);
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             // Errors here are the client's (reset, timeout, malformed request).
@@ -53,4 +62,161 @@ pub async fn serve(
     }
     graceful.shutdown().await;
     Ok(())
+}
+
+/// A connection whose automatic error responses carry the contract's JSON body.
+///
+/// hyper answers some requests before any handler sees them: `400` for a request it cannot
+/// parse, `414` for a URI over 64 KiB, `431` for headers over its buffer; it writes those
+/// with an empty body and closes the connection, and offers no hook to change them. They are
+/// recognised here as they are written (a response head with one of those statuses and no
+/// `Content-Type`: every response of ours has one, see `app::json_errors`) and replaced with
+/// the same status and a JSON body.
+struct JsonParseErrors<I> {
+    inner: I,
+    /// A replacement response still being written, and how much of it is out.
+    pending: Option<(Vec<u8>, usize)>,
+}
+
+impl<I> JsonParseErrors<I> {
+    fn new(inner: I) -> Self {
+        Self {
+            inner,
+            pending: None,
+        }
+    }
+}
+
+/// The replacement for `buf` if it starts with one of hyper's automatic error responses.
+fn json_parse_error(buf: &[u8]) -> Option<Vec<u8>> {
+    let status = match buf.get(..13)? {
+        b"HTTP/1.1 400 " => StatusCode::BAD_REQUEST,
+        b"HTTP/1.1 414 " => StatusCode::URI_TOO_LONG,
+        b"HTTP/1.1 431 " => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+        _ => return None,
+    };
+    let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+    if head.contains("\r\ncontent-type:") {
+        return None;
+    }
+    let message = match status {
+        StatusCode::URI_TOO_LONG => "the request URI is longer than this server accepts (64 KiB)",
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => {
+            "the request headers are larger than this server accepts"
+        }
+        _ => "the request is not valid HTTP/1.1",
+    };
+    let error = ApiError::for_status(status, message.to_owned());
+    let (_, code) = error.status_and_code();
+    let body = serde_json::json!({"error": code, "message": error.to_string()}).to_string();
+    let reason = status.canonical_reason().unwrap_or("");
+    let mut out = format!(
+        "HTTP/1.1 {} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n{body}",
+        status.as_u16(),
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(&buf[head_end..]);
+    Some(out)
+}
+
+impl<I: AsyncWrite + Unpin> JsonParseErrors<I> {
+    /// Write out what is pending; ready once nothing is.
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while let Some((bytes, written)) = &mut self.pending {
+            if *written == bytes.len() {
+                self.pending = None;
+                break;
+            }
+            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &bytes[*written..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            *written += n;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for JsonParseErrors<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for JsonParseErrors<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        ready!(self.poll_pending(cx))?;
+        if let Some(replacement) = json_parse_error(buf) {
+            // Taken whole: it goes out before anything written after it.
+            self.pending = Some((replacement, 0));
+            let _ = self.poll_pending(cx)?;
+            return Poll::Ready(Ok(buf.len()));
+        }
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    /// Vectored writes keep hyper from copying bodies into one buffer; its automatic
+    /// responses come as a head alone, in the first slice.
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        ready!(self.poll_pending(cx))?;
+        let first = bufs.iter().position(|b| !b.is_empty()).unwrap_or(0);
+        if let Some(mut replacement) = bufs.get(first).and_then(|b| json_parse_error(b)) {
+            for buf in &bufs[first + 1..] {
+                replacement.extend_from_slice(buf);
+            }
+            self.pending = Some((replacement, 0));
+            let _ = self.poll_pending(cx)?;
+            return Poll::Ready(Ok(bufs.iter().map(|b| b.len()).sum()));
+        }
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_pending(cx))?;
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_pending(cx))?;
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hypers_automatic_errors_get_a_json_body_and_ours_are_left_alone() {
+        let automatic = b"HTTP/1.1 414 URI Too Long\r\ncontent-length: 0\r\ndate: x\r\n\r\n";
+        let fixed = String::from_utf8(json_parse_error(automatic).unwrap()).unwrap();
+        let (head, body) = fixed.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 414 URI Too Long\r\n"), "{head}");
+        assert!(head.contains(&format!("content-length: {}", body.len())));
+        let json: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(json["error"], "uri_too_long");
+
+        let ours = b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n\r\n{}";
+        assert!(json_parse_error(ours).is_none());
+        assert!(json_parse_error(b"HTTP/1.1 200 OK\r\n\r\n").is_none());
+    }
 }

@@ -3,10 +3,12 @@
 use std::sync::Arc;
 
 use cairn_archive::Limits;
+use cairn_p2p::{Multiaddr, NodeHandle};
 use cairn_store::packs::Packs;
 use cairn_store::staging::Staging;
 use cairn_store::tus_bytes::TusBytes;
 use cairn_store::MetadataStore;
+use cairn_unixfs::read::ReadLimits;
 use cairn_unixfs::Profile;
 use tokio::sync::Notify;
 
@@ -26,6 +28,8 @@ pub struct AppState {
     pub queue: Arc<Notify>,
     pub tus_bytes: Arc<dyn TusBytes>,
     pub tus_locks: Arc<Locks>,
+    /// This process's IPFS node, unless it runs without one.
+    pub node: Option<NodeHandle>,
 }
 
 impl AppState {
@@ -55,6 +59,7 @@ impl AppState {
             store,
             packs,
             config: Arc::new(config),
+            node: None,
         }
     }
 }
@@ -69,6 +74,8 @@ pub struct ServerConfig {
     pub rate_limits: RateLimits,
     /// Limits on what an archive may expand to (the total is also capped by the quota).
     pub archive_limits: Limits,
+    /// How much one gateway request may read: depth, blocks and bytes (repeats counted).
+    pub read_limits: ReadLimits,
     /// How long a worker's claim holds without a progress report; after a crash, the
     /// operation waits this long before another worker takes it.
     pub worker_lease: std::time::Duration,
@@ -86,6 +93,8 @@ pub struct ServerConfig {
     /// Other nodes share the metadata and content stores: TUS uploads are locked with leases,
     /// and rate limits counted, in the metadata store rather than in this process.
     pub shared_store: bool,
+    /// The gateway's address as a multiaddr (`/ip4/.../tcp/.../http`), for provider records.
+    pub gateway_addr: Option<Multiaddr>,
     /// How long a TUS upload's lease outlives its holder's last renewal (shared store only):
     /// after a node dies, its uploads can be resumed elsewhere this much later.
     pub upload_lease: std::time::Duration,
@@ -98,6 +107,7 @@ impl Default for ServerConfig {
             multipart_overhead: 64 * 1024,
             rate_limits: RateLimits::default(),
             archive_limits: Limits::default(),
+            read_limits: ReadLimits::default(),
             worker_lease: std::time::Duration::from_secs(30),
             tus_max_size: 1 << 40,
             shared_store: false,
@@ -106,6 +116,7 @@ impl Default for ServerConfig {
             idle_timeout: std::time::Duration::from_secs(60),
             trust_forwarded_headers: false,
             header_timeout: std::time::Duration::from_secs(10),
+            gateway_addr: None,
         }
     }
 }

@@ -22,6 +22,7 @@ use cairn_unixfs::{Cid, FileImporter, Profile};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::blocks::StoredBlocks;
 use crate::detect::{self, ContentKind};
 use crate::state::AppState;
 
@@ -159,6 +160,12 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
                 .store
                 .fail_operation(op.id, worker, failure("quota_exceeded", message))
                 .await
+        }
+        // A full disk is not the upload's fault: the claim runs out and a later one retries,
+        // once space is freed.
+        Outcome::Failed(e) if crate::error::is_storage_full(&e) => {
+            tracing::warn!(operation = op.id, error = %e, "storage is full; will retry");
+            return;
         }
         Outcome::Failed(e) => {
             tracing::error!(operation = op.id, error = %e, "processing failed");
@@ -300,12 +307,12 @@ fn process_bytes(
             cairn_archive::extract(format, input, extractor).map(|root| root.cid)
         }
         ContentKind::Car => {
-            let stored = |cid: &Cid| {
-                runtime
-                    .block_on(state.store.has_block(&cid.hash().to_bytes()))
-                    .map_err(io::Error::other)
-            };
-            import_car(ProgressReader::new(input, &mut progress), &mut pack, stored)
+            let mut stored = StoredBlocks::new(state.store.clone(), state.packs.clone());
+            import_car(
+                ProgressReader::new(input, &mut progress),
+                &mut pack,
+                &mut stored,
+            )
         }
         _ => import_file(
             ProgressReader::new(input, &mut progress),
@@ -354,10 +361,10 @@ fn import_file(mut input: impl Read, profile: &Profile, pack: &mut PackWriter) -
 fn import_car(
     input: impl Read,
     pack: &mut PackWriter,
-    mut stored: impl FnMut(&Cid) -> io::Result<bool>,
+    stored: &mut StoredBlocks,
 ) -> Result<Cid, ArchiveError> {
     let reader = CarReader::new(input, CarLimits::default()).map_err(|e| car_error(e.into()))?;
-    cairn_car::import_complete(reader, pack, &mut stored).map_err(car_error)
+    cairn_car::import_complete(reader, pack, stored).map_err(car_error)
 }
 
 fn car_error(e: ImportError) -> ArchiveError {

@@ -11,8 +11,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteTransactionManager,
 };
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{Row, Sqlite, Transaction, TransactionManager};
 
 use crate::model::{
     Account, BlockLocation, LeaseAttempt, NewTusUpload, NewUpload, Operation, OperationError,
@@ -136,6 +137,16 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10));
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            // A COMMIT that fails with SQLITE_FULL is rolled back by SQLite itself, so the
+            // ROLLBACK sqlx sends next fails too and its connection still counts an open
+            // transaction: every later BEGIN on it would fail ("non-zero transaction depth").
+            // Such a connection is closed instead of going back to the pool, so the store
+            // works again as soon as the disk has room.
+            .after_release(|conn, _| {
+                let depth =
+                    <SqliteTransactionManager as TransactionManager>::get_transaction_depth(conn);
+                Box::pin(async move { Ok(depth == 0) })
+            })
             .connect_with(options)
             .await?;
         let store = Self { pool };

@@ -140,6 +140,11 @@ pub trait BlockSource {
     /// The block, or `None` when the source does not hold it.
     fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>>;
 
+    /// Whether the source holds the block; a source that can tell without reading it should.
+    fn has_block(&mut self, cid: &Cid) -> io::Result<bool> {
+        Ok(self.get_block(cid)?.is_some())
+    }
+
     /// A hint that these blocks are wanted next, so a source can look them up in one go.
     fn prefetch(&mut self, _cids: &[Cid]) -> io::Result<()> {
         Ok(())
@@ -149,6 +154,10 @@ pub trait BlockSource {
 impl<S: BlockSource + ?Sized> BlockSource for &mut S {
     fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
         (**self).get_block(cid)
+    }
+
+    fn has_block(&mut self, cid: &Cid) -> io::Result<bool> {
+        (**self).has_block(cid)
     }
 
     fn prefetch(&mut self, cids: &[Cid]) -> io::Result<()> {
@@ -207,6 +216,20 @@ impl BlockSink for MemoryBlocks {
 impl BlockSource for MemoryBlocks {
     fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
         Ok(self.blocks.get(cid).cloned())
+    }
+
+    fn has_block(&mut self, cid: &Cid) -> io::Result<bool> {
+        Ok(self.blocks.contains_key(cid))
+    }
+}
+
+/// Holds nothing: where nothing is stored yet (a CAR checked on its own).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoBlocks;
+
+impl BlockSource for NoBlocks {
+    fn get_block(&mut self, _: &Cid) -> io::Result<Option<Vec<u8>>> {
+        Ok(None)
     }
 }
 

@@ -13,7 +13,7 @@ use crate::pb::{self, DataType, UnixFsData};
 use crate::profile::Profile;
 
 /// Multihash code of murmur3-x64-64, recorded in every shard's `hashType`.
-const MURMUR3_X64_64: u64 = 0x22;
+pub(crate) const MURMUR3_X64_64: u64 = 0x22;
 
 /// An entry to place in a shard.
 pub(crate) struct ShardEntry {

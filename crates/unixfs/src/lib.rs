@@ -9,19 +9,20 @@
 //! - [`hamt`]: HAMT shard encoding.
 //! - [`pb`]: UnixFS `Data` and dag-pb node encodings.
 //! - [`block`]: blocks, CIDs, verification and sinks.
-//! - [`dag`]: the links of a block, for walks and completeness checks.
-//! - [`read`]: reading UnixFS back: nodes, paths (through HAMTs), listings, byte ranges.
+//! - [`node`]: what a block is as UnixFS, and the rules a well-formed DAG keeps.
+//! - [`read`]: reading UnixFS back within a budget: paths (through HAMTs), listings, byte
+//!   ranges, depth-first walks; no recursion, every node checked.
 
 pub mod block;
-pub mod dag;
 pub mod dir;
 pub mod file;
 pub mod hamt;
+pub mod node;
 pub mod pb;
 pub mod profile;
 pub mod read;
 
-pub use block::{BlockBytes, BlockSink, BlockSource, DiscardBlocks, Link, MemoryBlocks};
+pub use block::{BlockBytes, BlockSink, BlockSource, DiscardBlocks, Link, MemoryBlocks, NoBlocks};
 pub use cid::Cid;
 pub use dir::{DirError, DirectoryBuilder, ImportedDir};
 pub use file::{FileImporter, ImportedFile};

@@ -1,14 +1,20 @@
 //! Reproduces every CID in `shared/vectors/vectors.json`, for every profile.
 //!
 //! The vectors were computed by two independent JavaScript importers and, for CIDv0, by Kubo
-//! itself. A missing vectors file fails the test: it is never skipped.
+//! itself. A missing vectors file fails the test: it is never skipped. Every block produced is
+//! also checked against the UnixFS rules the reader and the CAR importer enforce, so those
+//! rules never refuse a DAG that real importers make.
 
 mod support;
 
+use std::collections::HashMap;
+use std::io;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
-use cairn_unixfs::{DirectoryBuilder, DiscardBlocks, FileImporter, Profile};
+use cairn_unixfs::block::RAW;
+use cairn_unixfs::node::{ChildRule, Node, NodeKind};
+use cairn_unixfs::{BlockBytes, BlockSink, Cid, DirectoryBuilder, FileImporter, Profile};
 use sha2::{Digest, Sha256};
 use support::{expand_dir, for_each_piece, hex, Content, SpecEntry};
 
@@ -23,6 +29,40 @@ fn vectors() -> Vec<serde_json::Value> {
     serde_json::from_str(&text).expect("vectors.json is JSON")
 }
 
+/// Decodes every block as the reader would, and checks every link against what its parent
+/// says of it once the import is done (children come before parents).
+#[derive(Default)]
+struct RuleCheck {
+    kinds: HashMap<Cid, NodeKind>,
+    rules: Vec<(Cid, ChildRule)>,
+}
+
+impl BlockSink for RuleCheck {
+    fn put_block(&mut self, cid: &Cid, block: BlockBytes<'_>) -> io::Result<()> {
+        // A raw leaf is a file of its own bytes: nothing to decode.
+        let kind = if cid.codec() == RAW {
+            NodeKind::File {
+                size: block.len() as u64,
+            }
+        } else {
+            let node = Node::decode(cid, block.to_vec()).map_err(io::Error::other)?;
+            self.rules
+                .extend(node.links().into_iter().filter_map(|(c, r)| Some((c, r?))));
+            node.kind()
+        };
+        self.kinds.insert(*cid, kind);
+        Ok(())
+    }
+}
+
+impl RuleCheck {
+    fn assert_all_kept(&self) {
+        for (child, rule) in &self.rules {
+            rule.check(child, self.kinds[child]).unwrap();
+        }
+    }
+}
+
 fn threads() -> NonZeroUsize {
     std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
 }
@@ -30,11 +70,14 @@ fn threads() -> NonZeroUsize {
 /// Stream a file spec through the importer in 1 MiB pieces; never holds the whole file.
 fn import_spec(profile: &Profile, spec: &serde_json::Value) -> cairn_unixfs::ImportedFile {
     let (mut content, size) = Content::of_spec(spec);
-    let mut importer = FileImporter::with_threads(profile, DiscardBlocks, threads());
+    let mut check = RuleCheck::default();
+    let mut importer = FileImporter::with_threads(profile, &mut check, threads());
     for_each_piece(&mut content, size, 1 << 20, |piece| {
         importer.push(piece).unwrap()
     });
-    importer.finish().unwrap()
+    let imported = importer.finish().unwrap();
+    check.assert_all_kept();
+    imported
 }
 
 fn content_sha256(spec: &serde_json::Value) -> String {
@@ -54,7 +97,10 @@ fn import_dir(profile: &Profile, spec: &serde_json::Value) -> String {
         }
         .unwrap();
     }
-    dir.finish(&mut DiscardBlocks).unwrap().cid.to_string()
+    let mut check = RuleCheck::default();
+    let cid = dir.finish(&mut check).unwrap().cid;
+    check.assert_all_kept();
+    cid.to_string()
 }
 
 fn check_profile(name: &str) {

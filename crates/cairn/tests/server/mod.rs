@@ -13,22 +13,44 @@ pub struct Running {
     pub lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
 }
 
+/// The binary, without its IPFS node unless the test asks for one (network tests run it in a
+/// namespace of their own; a `--p2p-listen` flag overrides this).
 pub fn cairn() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cairn"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    command.env("CAIRN_P2P_LISTEN", "none");
+    command
 }
 
 pub fn start(data_dir: &std::path::Path, extra: &[&str]) -> Running {
-    let mut child = cairn()
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--account-listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(extra)
+    let mut command = cairn();
+    command.args(serve_args(data_dir)).args(extra);
+    start_command(command)
+}
+
+/// `serve` on port 0 for both hosts, on `data_dir`.
+pub fn serve_args(data_dir: &std::path::Path) -> Vec<String> {
+    let data_dir = data_dir.display().to_string();
+    [
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--account-listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        &data_dir,
+    ]
+    .map(str::to_owned)
+    .into()
+}
+
+/// Start `command`, which runs `cairn serve` (perhaps through a wrapper such as `unshare`),
+/// and read the addresses and the first token it prints.
+pub fn start_command(mut command: Command) -> Running {
+    // As `cairn()` does, for a command that wraps the binary.
+    if !command.get_envs().any(|(k, _)| k == "CAIRN_P2P_LISTEN") {
+        command.env("CAIRN_P2P_LISTEN", "none");
+    }
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

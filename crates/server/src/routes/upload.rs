@@ -23,6 +23,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use crate::auth::Caller;
+use crate::blocks::StoredBlocks;
 use crate::detect::{self, ContentKind, HEAD_BYTES};
 use crate::error::ApiError;
 use crate::metrics::UploadKind;
@@ -364,7 +365,7 @@ async fn receive_file(
     let stored = match import.await.map_err(ApiError::internal)? {
         Ok(stored) => stored,
         Err(Failure::Invalid(message)) => return Err(ApiError::InvalidArchive(message)),
-        Err(Failure::Io(e)) => return Err(ApiError::internal(e)),
+        Err(Failure::Io(e)) => return Err(ApiError::storage(e)),
     };
     streamed?;
     Ok(Received {
@@ -399,11 +400,7 @@ fn store_part(
     let root = if kind == ContentKind::Car {
         let reader = CarReader::new(&mut input, CarLimits::default())
             .map_err(|e| car_failure(ImportError::Car(e)))?;
-        let mut stored = |cid: &cairn_unixfs::Cid| {
-            runtime
-                .block_on(store.has_block(&cid.hash().to_bytes()))
-                .map_err(io::Error::other)
-        };
+        let mut stored = StoredBlocks::new(store, packs.clone());
         cairn_car::import_complete(reader, &mut pack, &mut stored).map_err(car_failure)?
     } else {
         // Hash leaves on every core; the CID does not depend on it.

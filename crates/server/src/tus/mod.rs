@@ -248,7 +248,7 @@ async fn create(
         tokio::task::spawn_blocking(move || bytes.create(&new_id))
             .await
             .map_err(ApiError::internal)?
-            .map_err(ApiError::internal)?;
+            .map_err(ApiError::storage)?;
     }
     let upload = (concat != TusConcat::Partial).then(|| NewUpload {
         upload_id: id.clone(),
@@ -344,7 +344,7 @@ async fn concatenate(
     tokio::task::spawn_blocking(move || tus_bytes::concatenate(&*bytes, &id, &parts))
         .await
         .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)
+        .map_err(ApiError::storage)
 }
 
 /// The upload, if it is the caller's and still alive: unknown is `404`, terminated or expired
@@ -544,15 +544,30 @@ async fn delete(
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
     let _lock = state.tus_locks.acquire(&id).await?;
-    state
-        .store
-        .end_tus_upload(&id, TusState::Terminated)
-        .await?;
-    let bytes = state.tus_bytes.clone();
-    tokio::task::spawn_blocking(move || bytes.remove(&id))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?;
+    let remove = || {
+        let (bytes, id) = (state.tus_bytes.clone(), id.clone());
+        async move {
+            tokio::task::spawn_blocking(move || bytes.remove(&id))
+                .await
+                .map_err(ApiError::internal)?
+                .map_err(ApiError::internal)
+        }
+    };
+    // The record first, so a crash never leaves a live upload without its bytes; but when
+    // the disk is too full to record anything, the bytes its owner gave up are what frees it.
+    match state.store.end_tus_upload(&id, TusState::Terminated).await {
+        Err(e) => match ApiError::from(e) {
+            ApiError::InsufficientStorage(_) => {
+                remove().await?;
+                state
+                    .store
+                    .end_tus_upload(&id, TusState::Terminated)
+                    .await?;
+            }
+            other => return Err(other),
+        },
+        Ok(()) => remove().await?,
+    }
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -714,7 +729,7 @@ async fn receive(
         .map_err(|e| match e.kind() {
             // The bytes' store refused a write that another writer's commit had overtaken.
             std::io::ErrorKind::ResourceBusy => taken_over(),
-            _ => ApiError::internal(e),
+            _ => ApiError::storage(e),
         })?
         .ok_or_else(taken_over)?;
     Ok(Received {

@@ -133,6 +133,15 @@ impl TestServer {
     }
 }
 
+/// GET `path` on the upload host with `headers`, no token.
+pub async fn get(server: &TestServer, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = server.client.get(format!("{}{path}", server.upload));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap()
+}
+
 pub fn assert_error(body: &Value, code: &str) {
     assert_eq!(body["error"], code, "{body}");
     assert!(

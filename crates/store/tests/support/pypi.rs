@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-fn run(command: &mut Command, what: &str) {
+/// Run `command`, failing the test with its output if it fails.
+pub fn run(command: &mut Command, what: &str) {
     let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
         output.status.success(),

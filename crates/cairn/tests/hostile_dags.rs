@@ -1,0 +1,267 @@
+//! The real binary against hostile content and a hostile disk: `cairn get` refuses what would
+//! be too deep, too many or too big before it writes anything and leaves nothing behind; the
+//! server's memory stays bounded while it serves a self-repeating DAG; a full disk answers
+//! `507 insufficient_storage`, keeps what was stored, and works again once space is freed.
+
+mod server;
+
+#[path = "../../car/tests/support/hostile.rs"]
+mod hostile;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use reqwest::multipart::{Form, Part};
+use reqwest::StatusCode;
+use serde_json::Value;
+use server::{cairn, content, start, start_command, terminate, Running};
+
+async fn upload(running: &Running, bytes: Vec<u8>, name: &str) -> (StatusCode, Value) {
+    let form = Form::new().part("file", Part::bytes(bytes).file_name(name.to_owned()));
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/upload", running.upload))
+        .bearer_auth(&running.token)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    (response.status(), response.json().await.unwrap())
+}
+
+async fn upload_car(running: &Running, dag: &hostile::Dag) -> String {
+    let (status, body) = upload(running, dag.car(), "dag.car").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["cid"].as_str().unwrap().to_owned()
+}
+
+fn get(running: &Running, args: &[&str]) -> Output {
+    cairn()
+        .arg("get")
+        .args(args)
+        .env("CAIRN_URL", &running.upload)
+        .env("CAIRN_TOKEN", &running.token)
+        .output()
+        .unwrap()
+}
+
+/// Everything in `dir`, by name.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn assert_refused(output: &Output, says: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(says), "{stderr:?} should say {says:?}");
+}
+
+/// Peak resident memory of a process, from /proc.
+fn peak_rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+#[tokio::test]
+async fn cairn_get_refuses_hostile_dags_before_writing_and_leaves_nothing_behind() {
+    let data = tempfile::tempdir().unwrap();
+    // The gateway may walk deeper than the client: the client's own limit is what is tested.
+    let running = start(data.path(), &["--gateway-max-depth", "200000"]);
+    let laughing = upload_car(&running, &hostile::laughing_directory(16, 10)).await;
+    let deep = upload_car(&running, &hostile::deep_directory(5_000)).await;
+    let out = tempfile::tempdir().unwrap();
+
+    let started = Instant::now();
+    let target = out.path().join("laughing");
+    let refused = get(&running, &[&laughing, "-o", target.to_str().unwrap()]);
+    assert_refused(&refused, "more than 1000000 entries");
+    let target = out.path().join("deep");
+    let refused = get(&running, &[&deep, "-o", target.to_str().unwrap()]);
+    assert_refused(&refused, "deeper than 1024 levels");
+    // A file nested deeper than a gateway with the default limits walks: its CAR is cut, and
+    // `cairn get` says so and leaves nothing.
+    let other_data = tempfile::tempdir().unwrap();
+    let defaults = start(other_data.path(), &[]);
+    let deep_file = upload_car(&defaults, &hostile::deep_file(100_000)).await;
+    let target = out.path().join("deep-file");
+    let cut = get(&defaults, &[&deep_file, "-o", target.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&cut.stderr);
+    assert!(
+        !cut.status.success() && stderr.contains("receiving the CAR"),
+        "{stderr}"
+    );
+    terminate(defaults);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A real file over the byte limit, and over the free space of a small disk.
+    let (status, body) = upload(&running, content(3 << 20, 7), "big.bin").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let big = body["cid"].as_str().unwrap();
+    let target = out.path().join("big.bin");
+    let refused = get(
+        &running,
+        &[
+            big,
+            "-o",
+            target.to_str().unwrap(),
+            "--max-bytes",
+            "1000000",
+        ],
+    );
+    assert_refused(&refused, "more than 1000000 bytes");
+    if namespaces_allowed() {
+        let small_disk = out.path().join("small");
+        std::fs::create_dir(&small_disk).unwrap();
+        let script = format!(
+            "mount -t tmpfs -o size=1m tmpfs {disk} && exec \"$0\" get {big} -o {disk}/big.bin",
+            disk = small_disk.display()
+        );
+        let output = Command::new("unshare")
+            .args(["-m", "sh", "-c", &script, env!("CARGO_BIN_EXE_cairn")])
+            .env("CAIRN_URL", &running.upload)
+            .output()
+            .unwrap();
+        assert_refused(&output, "are free in");
+    }
+    assert_eq!(
+        names(out.path()),
+        ["small"][..(namespaces_allowed() as usize)]
+    );
+    terminate(running);
+}
+
+#[tokio::test]
+async fn serving_a_self_repeating_dag_keeps_the_server_small() {
+    let data = tempfile::tempdir().unwrap();
+    let running = start(data.path(), &[]);
+    let laughing = upload_car(&running, &hostile::laughing_directory(16, 10)).await;
+    let client = reqwest::Client::new();
+    let mut requests = Vec::new();
+    for _ in 0..4 {
+        let url = format!("{}/ipfs/{laughing}?format=car&car-dups=y", running.upload);
+        let request = client.get(url).send();
+        requests.push(tokio::spawn(async move {
+            let mut response = request.await.unwrap();
+            let mut received = 0usize;
+            while let Ok(Some(chunk)) = response.chunk().await {
+                received += chunk.len();
+            }
+            received
+        }));
+    }
+    for request in requests {
+        let received = request.await.unwrap();
+        assert!(received < 1 << 30, "{received} bytes");
+    }
+    let health = client
+        .get(format!("{}/healthz", running.upload))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    let peak = peak_rss_bytes(running.child.id());
+    assert!(peak < 200 << 20, "peak RSS {} MiB", peak >> 20);
+    terminate(running);
+}
+
+fn namespaces_allowed() -> bool {
+    let allowed = Command::new("unshare")
+        .args(["-m", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !allowed {
+        eprintln!("SKIPPED the parts that need a private mount namespace (unshare -m failed)");
+    }
+    allowed
+}
+
+#[tokio::test]
+async fn a_full_disk_answers_507_keeps_what_was_stored_and_recovers_when_space_is_freed() {
+    if !namespaces_allowed() {
+        return;
+    }
+    let data = tempfile::tempdir().unwrap();
+    // The data directory on a 24 MiB disk of its own, seen only by the server.
+    let script = format!(
+        "mount -t tmpfs -o size=24m tmpfs {} && exec \"$0\" \"$@\"",
+        data.path().display()
+    );
+    let mut command = Command::new("unshare");
+    command
+        .args(["-m", "sh", "-c", &script, env!("CARGO_BIN_EXE_cairn")])
+        .args(server::serve_args(data.path()));
+    let running = start_command(command);
+    let client = reqwest::Client::new();
+
+    let first = content(8 << 20, 1);
+    let (status, body) = upload(&running, first.clone(), "first.bin").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let first_cid = body["cid"].as_str().unwrap().to_owned();
+
+    // A POST that does not fit.
+    let (status, body) = upload(&running, content(20 << 20, 2), "second.bin").await;
+    assert_eq!(status, StatusCode::INSUFFICIENT_STORAGE, "{body}");
+    assert_eq!(body["error"], "insufficient_storage");
+    assert!(body["message"].as_str().unwrap().contains("full"), "{body}");
+
+    // A TUS upload that fills the disk: 507, and its bytes stay until it is terminated.
+    let created = client
+        .post(format!("{}/api/upload/tus", running.upload))
+        .bearer_auth(&running.token)
+        .header("Tus-Resumable", "1.0.0")
+        .header("Upload-Length", (20u64 << 20).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let location = created.headers()["location"].to_str().unwrap().to_owned();
+    let patch = client
+        .patch(&location)
+        .bearer_auth(&running.token)
+        .header("Tus-Resumable", "1.0.0")
+        .header("Upload-Offset", "0")
+        .header("Content-Type", "application/offset+octet-stream")
+        .body(content(20 << 20, 3))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(patch.status(), StatusCode::INSUFFICIENT_STORAGE);
+    let body: Value = patch.json().await.unwrap();
+    assert_eq!(body["error"], "insufficient_storage");
+
+    // What was stored is intact.
+    let back = client
+        .get(format!("{}/ipfs/{first_cid}", running.upload))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(back.status(), StatusCode::OK);
+    assert!(
+        back.bytes().await.unwrap() == first,
+        "the first upload changed"
+    );
+
+    // Freeing the space (terminating the TUS upload) is enough: no restart.
+    let terminated = client
+        .delete(&location)
+        .bearer_auth(&running.token)
+        .header("Tus-Resumable", "1.0.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(terminated.status(), StatusCode::NO_CONTENT);
+    let (status, body) = upload(&running, content(4 << 20, 4), "third.bin").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    terminate(running);
+}

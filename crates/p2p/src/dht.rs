@@ -1,0 +1,164 @@
+//! The Kademlia DHT, as Kubo runs it: a dual DHT. The WAN DHT (`/ipfs/kad/1.0.0`) holds
+//! peers at public addresses; the LAN DHT (`/ipfs/lan/kad/1.0.0`) peers at private and
+//! loopback ones. Peers enter a routing table only through Identify, with the addresses of
+//! the table's kind, and only if they speak its protocol.
+//!
+//! The LAN DHT always serves (as Kubo's does); the WAN DHT serves once the node has a
+//! confirmed public address (`--p2p-announce`), and is a client otherwise.
+//!
+//! What this node provides is kept in the metadata store, never here: Kademlia's own store
+//! would hold every provided key in memory and republish them itself (`MemoryStore` caps
+//! them at 1024 by default). [`ProviderRecords`] keeps only other peers' records, bounded;
+//! the provide queue (re)announces this node's from the database.
+
+use std::borrow::Cow;
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+use libp2p::kad::store::{self, MemoryStore, MemoryStoreConfig, RecordStore};
+use libp2p::kad::{self, ProviderRecord, Record, RecordKey};
+use libp2p::multiaddr::Protocol;
+use libp2p::{Multiaddr, PeerId, StreamProtocol};
+
+pub const WAN_PROTOCOL: StreamProtocol = StreamProtocol::new("/ipfs/kad/1.0.0");
+pub const LAN_PROTOCOL: StreamProtocol = StreamProtocol::new("/ipfs/lan/kad/1.0.0");
+
+/// How long other peers keep this node's provider records (Kubo's is 48 h); the queue
+/// reprovides every 22 h, well within it.
+pub const PROVIDER_RECORD_TTL: Duration = Duration::from_secs(48 * 3600);
+
+/// Keys of other peers' provider records held at once.
+const MAX_PROVIDER_KEYS: usize = 100_000;
+
+pub type Kademlia = kad::Behaviour<ProviderRecords>;
+
+/// One of the two DHTs.
+pub fn behaviour(local: PeerId, protocol: StreamProtocol, lan: bool) -> Kademlia {
+    let mut config = kad::Config::new(protocol);
+    config
+        .set_provider_publication_interval(None)
+        .set_provider_record_ttl(Some(PROVIDER_RECORD_TTL))
+        .set_query_timeout(Duration::from_secs(60))
+        .set_kbucket_inserts(kad::BucketInserts::Manual);
+    let mut dht = kad::Behaviour::with_config(local, ProviderRecords::new(local), config);
+    if lan {
+        dht.set_mode(Some(kad::Mode::Server));
+    }
+    dht
+}
+
+/// Whether an address belongs in the LAN DHT (loopback, private, link-local) rather than
+/// the WAN one.
+pub fn is_lan(addr: &Multiaddr) -> bool {
+    match addr.iter().next() {
+        Some(Protocol::Ip4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Some(Protocol::Ip6(ip)) => {
+            ip.is_loopback() || (ip.segments()[0] & 0xfe00) == 0xfc00 || ip.is_unicast_link_local()
+        }
+        // Names resolve to public addresses in practice.
+        _ => false,
+    }
+}
+
+/// The key under which a block is provided: its multihash, as Kubo announces it.
+pub fn provider_key(cid: &cairn_unixfs::Cid) -> RecordKey {
+    RecordKey::new(&cid.hash().to_bytes())
+}
+
+/// Kademlia's record store without this node's own provider records (which live in the
+/// metadata store), and bounded in the others it keeps.
+pub struct ProviderRecords {
+    local: PeerId,
+    inner: MemoryStore,
+}
+
+impl ProviderRecords {
+    fn new(local: PeerId) -> Self {
+        let config = MemoryStoreConfig {
+            max_provided_keys: MAX_PROVIDER_KEYS,
+            max_providers_per_key: NonZeroUsize::new(20).map_or(20, NonZeroUsize::get),
+            ..MemoryStoreConfig::default()
+        };
+        Self {
+            local,
+            inner: MemoryStore::with_config(local, config),
+        }
+    }
+}
+
+impl RecordStore for ProviderRecords {
+    type RecordsIter<'a> = <MemoryStore as RecordStore>::RecordsIter<'a>;
+    type ProvidedIter<'a> = std::iter::Empty<Cow<'a, ProviderRecord>>;
+
+    fn get(&self, key: &RecordKey) -> Option<Cow<'_, Record>> {
+        self.inner.get(key)
+    }
+
+    fn put(&mut self, record: Record) -> store::Result<()> {
+        self.inner.put(record)
+    }
+
+    fn remove(&mut self, key: &RecordKey) {
+        self.inner.remove(key)
+    }
+
+    fn records(&self) -> Self::RecordsIter<'_> {
+        self.inner.records()
+    }
+
+    fn add_provider(&mut self, record: ProviderRecord) -> store::Result<()> {
+        if record.provider == self.local {
+            return Ok(());
+        }
+        self.inner.add_provider(record)
+    }
+
+    fn providers(&self, key: &RecordKey) -> Vec<ProviderRecord> {
+        self.inner.providers(key)
+    }
+
+    fn provided(&self) -> Self::ProvidedIter<'_> {
+        std::iter::empty()
+    }
+
+    fn remove_provider(&mut self, key: &RecordKey, provider: &PeerId) {
+        self.inner.remove_provider(key, provider)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_sort_into_the_dht_of_their_kind() {
+        for (addr, lan) in [
+            ("/ip4/127.0.0.1/tcp/4001", true),
+            ("/ip4/10.1.2.3/tcp/4001", true),
+            ("/ip4/192.168.1.9/udp/4001/quic-v1", true),
+            ("/ip4/203.0.113.7/tcp/4001", false),
+            ("/ip6/::1/tcp/4001", true),
+            ("/ip6/fd00::1/tcp/4001", true),
+            ("/ip6/2001:db8::1/tcp/4001", false),
+            ("/dns/example.net/tcp/4001", false),
+        ] {
+            assert_eq!(is_lan(&addr.parse().unwrap()), lan, "{addr}");
+        }
+    }
+
+    #[test]
+    fn this_nodes_own_provider_records_are_not_kept_in_memory() {
+        let (local, other) = (PeerId::random(), PeerId::random());
+        let mut store = ProviderRecords::new(local);
+        let key = RecordKey::new(b"some multihash");
+        store
+            .add_provider(ProviderRecord::new(key.clone(), local, vec![]))
+            .unwrap();
+        store
+            .add_provider(ProviderRecord::new(key.clone(), other, vec![]))
+            .unwrap();
+        let providers: Vec<PeerId> = store.providers(&key).iter().map(|r| r.provider).collect();
+        assert_eq!(providers, [other]);
+        assert_eq!(store.provided().count(), 0);
+    }
+}

@@ -1,0 +1,22 @@
+//! Cairn on the IPFS network: a libp2p node that serves everything Cairn stores to any peer
+//! that asks, over Bitswap, and fetches DAGs from peers.
+//!
+//! - [`node`]: the node (transports, Identify, Ping, limits), one task owning the swarm,
+//!   and the [`NodeHandle`] the rest of Cairn holds.
+//! - [`bitswap`]: Bitswap 1.2.0/1.1.0/1.0.0, server and client.
+//! - [`dht`]: the dual Kademlia DHT (WAN and LAN) and its record store.
+//! - [`blocks`]: the [`Blockstore`] the node serves from: Cairn's verified stored blocks.
+//! - [`key`]: the node's Ed25519 identity, kept in the data directory.
+//!
+//! This crate knows nothing of HTTP; the server crate answers routing queries with what the
+//! handle reports.
+
+pub mod bitswap;
+pub mod blocks;
+pub mod dht;
+pub mod key;
+pub mod node;
+
+pub use blocks::{Blockstore, MemoryBlockstore, StoredBlockstore};
+pub use libp2p::{Multiaddr, PeerId};
+pub use node::{public_bootstrap, start, NodeConfig, NodeError, NodeHandle};

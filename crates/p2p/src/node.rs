@@ -1,0 +1,534 @@
+//! The libp2p node: one task owns the [`Swarm`] and all of its state; the rest of Cairn talks to
+//! it through a cloneable [`NodeHandle`] that sends commands over a bounded channel and gets
+//! answers on oneshot channels (rust-libp2p's file-sharing example is the pattern).
+//!
+//! Transports: TCP, QUIC (`/quic-v1`) and WebSocket (`/ws`, for browsers), with DNS for
+//! `/dnsaddr` bootstrap peers; Noise and Yamux; Identify and Ping. Peers may use RSA, Ed25519,
+//! secp256k1 or ECDSA keys. Nothing is dialled that the configuration does not name.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use libp2p::core::transport::ListenerId;
+use libp2p::identity::Keypair;
+use libp2p::swarm::dial_opts::DialOpts;
+use libp2p::swarm::{ConnectionId, NetworkBehaviour, SwarmEvent};
+use libp2p::{
+    allow_block_list, connection_limits, identify, noise, ping, tcp, yamux, Multiaddr, PeerId,
+    Swarm,
+};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use cairn_unixfs::Cid;
+use libp2p::kad::{self, QueryId};
+
+use crate::bitswap::{Bitswap, BitswapLimits};
+use crate::blocks::Blockstore;
+use crate::dht;
+
+/// How long a cut-off peer stays refused.
+const BLOCKED_FOR: Duration = Duration::from_secs(600);
+
+/// Everything the node is started with.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    pub listen: Vec<Multiaddr>,
+    /// Addresses to tell others instead of the listen ones (public addresses behind NAT).
+    pub announce: Vec<Multiaddr>,
+    /// Peers dialled at start (with their `/p2p/` id).
+    pub bootstrap: Vec<Multiaddr>,
+    pub max_connections: u32,
+    pub bitswap: BitswapLimits,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        Self {
+            listen: vec![
+                "/ip4/127.0.0.1/tcp/4001".parse().expect("valid multiaddr"),
+                "/ip4/127.0.0.1/udp/4001/quic-v1"
+                    .parse()
+                    .expect("valid multiaddr"),
+            ],
+            announce: Vec::new(),
+            bootstrap: Vec::new(),
+            max_connections: 1024,
+            bitswap: BitswapLimits::default(),
+        }
+    }
+}
+
+/// The well-known bootstrap peers of the public IPFS network (Kubo's default list).
+pub fn public_bootstrap() -> Vec<Multiaddr> {
+    [
+        "/dnsaddr/bootstrap.libp2p.io/p2p/QmNnooDu7bfjPFoTZYxMNLWUQJyrVwtbZg5gBMjTezGAJN",
+        "/dnsaddr/bootstrap.libp2p.io/p2p/QmQCU2EcMqAqQPR2i9bChDtGNJchTbq5TbXJJ16u19uLTa",
+        "/dnsaddr/bootstrap.libp2p.io/p2p/QmbLHAnMoJPWSCR5Zhtx6BHJX9KiKNN6tpvbUcqanj75Nb",
+        "/dnsaddr/bootstrap.libp2p.io/p2p/QmcZf59bWwK5XFi76CZX8cbJ4BhTzzA3gU1ZjYZcYW3dwt",
+        "/dnsaddr/va1.bootstrap.libp2p.io/p2p/12D3KooWKnDdG3iXw9eTFijk3EWSunZcFi54Zka4wmtqtt6rPxc8",
+        "/ip4/104.131.131.82/tcp/4001/p2p/QmaCpDMGvV2BGHeYERUEnRQAwe3N8SzbUtfsmvsqQLuvuJ",
+        "/ip4/104.131.131.82/udp/4001/quic-v1/p2p/QmaCpDMGvV2BGHeYERUEnRQAwe3N8SzbUtfsmvsqQLuvuJ",
+    ]
+    .iter()
+    .filter_map(|a| a.parse().ok())
+    .collect()
+}
+
+/// Why the node could not start or do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("cannot listen on {addr}: {reason}")]
+    Listen { addr: Multiaddr, reason: String },
+    #[error("building the libp2p transports: {0}")]
+    Transport(String),
+    #[error("cannot dial {addr}: {reason}")]
+    Dial { addr: Multiaddr, reason: String },
+    #[error("the node has stopped")]
+    Stopped,
+}
+
+#[derive(NetworkBehaviour)]
+struct Behaviour {
+    limits: connection_limits::Behaviour,
+    blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
+    identify: identify::Behaviour,
+    ping: ping::Behaviour,
+    stream: libp2p_stream::Behaviour,
+    wan: dht::Kademlia,
+    lan: dht::Kademlia,
+}
+
+enum Command {
+    Dial {
+        addr: Multiaddr,
+        reply: oneshot::Sender<Result<PeerId, NodeError>>,
+    },
+    ConnectedPeers(oneshot::Sender<Vec<PeerId>>),
+    /// Announce this node as a provider of a block in both DHTs; answers how many peers
+    /// took part (0: the routing tables are empty).
+    Provide {
+        cid: Cid,
+        reply: oneshot::Sender<usize>,
+    },
+    /// A cut-off peer may connect again.
+    Unblock(PeerId),
+    Shutdown,
+}
+
+/// A handle on the running node; cheap to clone.
+#[derive(Clone)]
+pub struct NodeHandle {
+    peer_id: PeerId,
+    commands: mpsc::Sender<Command>,
+    dht_peers: watch::Receiver<usize>,
+    bitswap: Bitswap,
+    listening: Vec<Multiaddr>,
+    announced: Vec<Multiaddr>,
+}
+
+impl NodeHandle {
+    pub fn peer_id(&self) -> PeerId {
+        self.peer_id
+    }
+
+    /// The addresses the node listens on, as bound (ports resolved).
+    pub fn listen_addrs(&self) -> &[Multiaddr] {
+        &self.listening
+    }
+
+    /// What the node tells others: the announce addresses, else the listen ones.
+    pub fn announced_addrs(&self) -> &[Multiaddr] {
+        &self.announced
+    }
+
+    pub fn bitswap(&self) -> &Bitswap {
+        &self.bitswap
+    }
+
+    pub async fn connected_peers(&self) -> Result<Vec<PeerId>, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::ConnectedPeers(reply)).await?;
+        answer.await.map_err(|_| NodeError::Stopped)
+    }
+
+    /// Connect to `addr` and wait until the connection is up; returns the peer's id.
+    pub async fn dial(&self, addr: Multiaddr) -> Result<PeerId, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Dial { addr, reply }).await?;
+        answer.await.map_err(|_| NodeError::Stopped)?
+    }
+
+    /// Announce this node as a provider of `cid` in the DHTs. `Ok(0)`: no DHT peer was known
+    /// (provide again once [`NodeHandle::dht_peers`] is not zero).
+    pub async fn provide(&self, cid: Cid) -> Result<usize, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Provide { cid, reply }).await?;
+        answer.await.map_err(|_| NodeError::Stopped)
+    }
+
+    /// Peers in the DHTs' routing tables (LAN and WAN), watched.
+    pub fn dht_peers(&self) -> watch::Receiver<usize> {
+        self.dht_peers.clone()
+    }
+
+    /// Stop the node (its connections close).
+    pub async fn shutdown(&self) {
+        let _ = self.commands.send(Command::Shutdown).await;
+    }
+
+    async fn send(&self, command: Command) -> Result<(), NodeError> {
+        self.commands
+            .send(command)
+            .await
+            .map_err(|_| NodeError::Stopped)
+    }
+}
+
+/// Start the node: bind every listen address (failing if any cannot be bound), dial the
+/// bootstrap peers, and serve Bitswap from `blocks`.
+pub async fn start(
+    key: Keypair,
+    config: NodeConfig,
+    blocks: std::sync::Arc<dyn Blockstore>,
+) -> Result<NodeHandle, NodeError> {
+    let peer_id = key.public().to_peer_id();
+    let stream = libp2p_stream::Behaviour::new();
+    let control = stream.new_control();
+    let transport = |e: &dyn std::fmt::Display| NodeError::Transport(e.to_string());
+    let identify = identify::Behaviour::new(
+        identify::Config::new("ipfs/0.1.0".into(), key.public())
+            .with_agent_version(format!("cairn/{}", env!("CARGO_PKG_VERSION")))
+            .with_push_listen_addr_updates(true),
+    );
+    let limits = connection_limits::ConnectionLimits::default()
+        .with_max_established(Some(config.max_connections))
+        .with_max_established_per_peer(Some(8))
+        .with_max_pending_incoming(Some(128));
+    let behaviour = Behaviour {
+        limits: connection_limits::Behaviour::new(limits),
+        blocked: allow_block_list::Behaviour::default(),
+        identify,
+        ping: ping::Behaviour::default(),
+        stream,
+        wan: dht::behaviour(peer_id, dht::WAN_PROTOCOL, false),
+        lan: dht::behaviour(peer_id, dht::LAN_PROTOCOL, true),
+    };
+    let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
+        .with_tokio()
+        .with_tcp(
+            tcp::Config::default().nodelay(true),
+            noise::Config::new,
+            yamux::Config::default,
+        )
+        .map_err(|e| transport(&e))?
+        .with_quic()
+        .with_dns()
+        .map_err(|e| transport(&e))?
+        .with_websocket(noise::Config::new, yamux::Config::default)
+        .await
+        .map_err(|e| transport(&e))?
+        .with_behaviour(|_| behaviour)
+        .map_err(|e| transport(&e))?
+        .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(120)))
+        .build();
+
+    let listening = listen(&mut swarm, &config.listen).await?;
+    let announced = if config.announce.is_empty() {
+        listening.clone()
+    } else {
+        config.announce.clone()
+    };
+    for addr in &config.announce {
+        swarm.add_external_address(addr.clone());
+    }
+    for addr in &config.bootstrap {
+        if let Err(e) = swarm.dial(addr.clone()) {
+            tracing::warn!(%addr, error = %e, "dialling a bootstrap peer failed");
+        }
+    }
+    let (commands, receiver) = mpsc::channel(64);
+    let (cut_off, cut_offs) = mpsc::unbounded_channel();
+    let (dht_peers_tx, dht_peers) = watch::channel(0);
+    let bitswap = Bitswap::start(control, blocks, config.bitswap.clone(), cut_off);
+    let task = Task {
+        swarm,
+        commands: receiver,
+        cut_offs,
+        own_commands: commands.clone(),
+        dht_peers: dht_peers_tx,
+        dials: HashMap::new(),
+        provides: HashMap::new(),
+    };
+    tokio::spawn(task.run());
+    Ok(NodeHandle {
+        peer_id,
+        commands,
+        dht_peers,
+        bitswap,
+        listening,
+        announced,
+    })
+}
+
+/// Listen on every address and wait until each is bound.
+async fn listen(
+    swarm: &mut Swarm<Behaviour>,
+    addrs: &[Multiaddr],
+) -> Result<Vec<Multiaddr>, NodeError> {
+    let mut waiting: HashMap<ListenerId, Multiaddr> = HashMap::new();
+    for addr in addrs {
+        let id = swarm
+            .listen_on(addr.clone())
+            .map_err(|e| NodeError::Listen {
+                addr: addr.clone(),
+                reason: e.to_string(),
+            })?;
+        waiting.insert(id, addr.clone());
+    }
+    let mut bound = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !waiting.is_empty() {
+        let event = tokio::time::timeout_at(deadline, swarm.select_next_some())
+            .await
+            .map_err(|_| NodeError::Listen {
+                addr: waiting
+                    .values()
+                    .next()
+                    .cloned()
+                    .unwrap_or_else(Multiaddr::empty),
+                reason: "no address was bound within 10 s".into(),
+            })?;
+        match event {
+            SwarmEvent::NewListenAddr {
+                listener_id,
+                address,
+            } => {
+                waiting.remove(&listener_id);
+                bound.push(address);
+            }
+            SwarmEvent::ListenerError { listener_id, error } => {
+                if let Some(addr) = waiting.remove(&listener_id) {
+                    return Err(NodeError::Listen {
+                        addr,
+                        reason: error.to_string(),
+                    });
+                }
+            }
+            SwarmEvent::ListenerClosed {
+                listener_id,
+                reason,
+                ..
+            } => {
+                if let Some(addr) = waiting.remove(&listener_id) {
+                    let reason = match reason {
+                        Ok(()) => "the listener closed".to_owned(),
+                        Err(e) => e.to_string(),
+                    };
+                    return Err(NodeError::Listen { addr, reason });
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(bound)
+}
+
+/// A provide under way: the two DHTs' queries, and the peers they reached.
+struct Providing {
+    reply: Option<oneshot::Sender<usize>>,
+    queries: Vec<QueryId>,
+    peers: usize,
+}
+
+/// The task that owns the swarm, and what it tracks.
+struct Task {
+    swarm: Swarm<Behaviour>,
+    commands: mpsc::Receiver<Command>,
+    cut_offs: mpsc::UnboundedReceiver<PeerId>,
+    own_commands: mpsc::Sender<Command>,
+    dht_peers: watch::Sender<usize>,
+    dials: HashMap<ConnectionId, (Multiaddr, oneshot::Sender<Result<PeerId, NodeError>>)>,
+    provides: HashMap<QueryId, usize>,
+}
+
+impl Task {
+    async fn run(mut self) {
+        let mut providing: Vec<Option<Providing>> = Vec::new();
+        loop {
+            tokio::select! {
+                command = self.commands.recv() => match command {
+                    None | Some(Command::Shutdown) => break,
+                    Some(command) => self.command(command, &mut providing),
+                },
+                // A peer that broke Bitswap's limits: disconnected and refused for a while.
+                Some(peer) = self.cut_offs.recv() => cut_off(&mut self.swarm, peer, &self.own_commands),
+                event = self.swarm.select_next_some() => self.event(event, &mut providing),
+            }
+        }
+        tracing::info!("the libp2p node stopped");
+    }
+
+    fn command(&mut self, command: Command, providing: &mut Vec<Option<Providing>>) {
+        match command {
+            Command::Dial { addr, reply } => {
+                let opts = DialOpts::unknown_peer_id().address(addr.clone()).build();
+                let id = opts.connection_id();
+                match self.swarm.dial(opts) {
+                    Ok(()) => {
+                        self.dials.insert(id, (addr, reply));
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(NodeError::Dial {
+                            addr,
+                            reason: e.to_string(),
+                        }));
+                    }
+                }
+            }
+            Command::ConnectedPeers(reply) => {
+                let _ = reply.send(self.swarm.connected_peers().copied().collect());
+            }
+            Command::Provide { cid, reply } => {
+                let key = dht::provider_key(&cid);
+                let behaviour = self.swarm.behaviour_mut();
+                let mut queries = Vec::new();
+                for dht in [&mut behaviour.lan, &mut behaviour.wan] {
+                    if routing_table_size(dht) > 0 {
+                        // Our own records are not stored (see `ProviderRecords`): this fails
+                        // only if the store refuses, which it does not for local records.
+                        if let Ok(query) = dht.start_providing(key.clone()) {
+                            queries.push(query);
+                        }
+                    }
+                }
+                if queries.is_empty() {
+                    let _ = reply.send(0);
+                    return;
+                }
+                let slot = providing.len();
+                for query in &queries {
+                    self.provides.insert(*query, slot);
+                }
+                providing.push(Some(Providing {
+                    reply: Some(reply),
+                    queries,
+                    peers: 0,
+                }));
+            }
+            Command::Unblock(peer) => {
+                self.swarm.behaviour_mut().blocked.unblock_peer(peer);
+            }
+            Command::Shutdown => {}
+        }
+    }
+
+    fn event(&mut self, event: SwarmEvent<BehaviourEvent>, providing: &mut Vec<Option<Providing>>) {
+        match event {
+            SwarmEvent::ConnectionEstablished {
+                peer_id,
+                connection_id,
+                ..
+            } => {
+                if let Some((_, reply)) = self.dials.remove(&connection_id) {
+                    let _ = reply.send(Ok(peer_id));
+                }
+            }
+            SwarmEvent::OutgoingConnectionError {
+                connection_id,
+                error,
+                ..
+            } => {
+                if let Some((addr, reply)) = self.dials.remove(&connection_id) {
+                    let _ = reply.send(Err(NodeError::Dial {
+                        addr,
+                        reason: error.to_string(),
+                    }));
+                }
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received {
+                peer_id,
+                info,
+                ..
+            })) => {
+                tracing::debug!(%peer_id, agent = %info.agent_version, "identified a peer");
+                let behaviour = self.swarm.behaviour_mut();
+                let speaks = |p: &libp2p::StreamProtocol| info.protocols.contains(p);
+                for addr in &info.listen_addrs {
+                    if dht::is_lan(addr) && speaks(&dht::LAN_PROTOCOL) {
+                        behaviour.lan.add_address(&peer_id, addr.clone());
+                    } else if !dht::is_lan(addr) && speaks(&dht::WAN_PROTOCOL) {
+                        behaviour.wan.add_address(&peer_id, addr.clone());
+                    }
+                }
+                self.count_dht_peers();
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Lan(event))
+            | SwarmEvent::Behaviour(BehaviourEvent::Wan(event)) => {
+                self.dht_event(event, providing);
+            }
+            _ => {}
+        }
+    }
+
+    fn dht_event(&mut self, event: kad::Event, providing: &mut Vec<Option<Providing>>) {
+        match event {
+            kad::Event::RoutingUpdated { .. } => self.count_dht_peers(),
+            kad::Event::OutboundQueryProgressed {
+                id,
+                result: kad::QueryResult::StartProviding(result),
+                stats,
+                step,
+            } if step.last => {
+                let Some(slot) = self.provides.remove(&id) else {
+                    return;
+                };
+                if let Err(e) = &result {
+                    tracing::debug!(error = %e, "a provide query ended without success");
+                }
+                let Some(Some(provide)) = providing.get_mut(slot) else {
+                    return;
+                };
+                provide.peers += stats.num_successes() as usize;
+                provide.queries.retain(|q| *q != id);
+                if provide.queries.is_empty() {
+                    if let Some(reply) = provide.reply.take() {
+                        let _ = reply.send(provide.peers);
+                    }
+                    providing[slot] = None;
+                    // Free the tail of finished slots.
+                    while matches!(providing.last(), Some(None)) {
+                        providing.pop();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn count_dht_peers(&mut self) {
+        let behaviour = self.swarm.behaviour_mut();
+        let peers = routing_table_size(&mut behaviour.lan) + routing_table_size(&mut behaviour.wan);
+        self.dht_peers.send_if_modified(|known| {
+            let changed = *known != peers;
+            *known = peers;
+            changed
+        });
+    }
+}
+
+fn routing_table_size(dht: &mut dht::Kademlia) -> usize {
+    dht.kbuckets().map(|bucket| bucket.num_entries()).sum()
+}
+
+fn cut_off(swarm: &mut Swarm<Behaviour>, peer: PeerId, commands: &mpsc::Sender<Command>) {
+    tracing::warn!(%peer, "cutting off a peer that broke the limits");
+    swarm.behaviour_mut().blocked.block_peer(peer);
+    let _ = swarm.disconnect_peer_id(peer);
+    // Refused for a while, not forever: peer ids are cheap, and a peer may have been buggy.
+    let commands = commands.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(BLOCKED_FOR).await;
+        let _ = commands.send(Command::Unblock(peer)).await;
+    });
+}

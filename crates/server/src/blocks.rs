@@ -1,0 +1,173 @@
+//! `StoredBlocks`: the blocks Cairn holds, as a [`BlockSource`] over the block index and the
+//! packs, each block verified against its CID before it is handed out. The gateway reads
+//! through it, and CAR imports ask it about blocks a CAR leaves out.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::sync::Arc;
+
+use cairn_store::model::BlockLocation;
+use cairn_store::packs::Packs;
+use cairn_store::MetadataStore;
+use cairn_unixfs::block::verify_block;
+use cairn_unixfs::{BlockSource, Cid};
+
+/// Bytes of recently read blocks kept per reader, so a DAG that reuses a block (zero-filled
+/// stretches of a file, the same file in many directories) reads and verifies it once.
+const RECENT_BYTES: usize = 4 << 20;
+
+/// Blocks from the packs, each verified against its CID before it is handed out. Runs on a
+/// blocking thread: index lookups block on the runtime it was created on.
+pub struct StoredBlocks {
+    store: Arc<dyn MetadataStore>,
+    packs: Packs,
+    runtime: tokio::runtime::Handle,
+    /// Locations looked up ahead by `prefetch`, by multihash.
+    located: HashMap<Vec<u8>, BlockLocation>,
+    /// The blocks `prefetch` announced, in the order they will be asked for.
+    upcoming: VecDeque<Vec<u8>>,
+    /// Blocks read ahead of being asked for, by multihash.
+    read_ahead: HashMap<Vec<u8>, Vec<u8>>,
+    /// Verified blocks recently handed out, within `RECENT_BYTES`, and their order (oldest
+    /// first) for eviction.
+    recent: HashMap<Cid, Vec<u8>>,
+    recent_order: VecDeque<Cid>,
+    recent_bytes: usize,
+}
+
+impl StoredBlocks {
+    /// Must be called within the runtime (its blocking threads included).
+    pub fn new(store: Arc<dyn MetadataStore>, packs: Packs) -> Self {
+        Self {
+            store,
+            packs,
+            runtime: tokio::runtime::Handle::current(),
+            located: HashMap::new(),
+            upcoming: VecDeque::new(),
+            read_ahead: HashMap::new(),
+            recent: HashMap::new(),
+            recent_order: VecDeque::new(),
+            recent_bytes: 0,
+        }
+    }
+
+    /// Read `multihash` and the announced blocks after it in the same pack, as many as the
+    /// pack store finds worth reading together (on S3, one request instead of one per block),
+    /// keeping the others for later; `None` if it was not announced.
+    fn read_with_followers(&mut self, multihash: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        let batch_bytes = self.packs.batch_bytes();
+        let Some(position) = self.upcoming.iter().position(|m| m == multihash) else {
+            return Ok(None);
+        };
+        // Blocks announced before this one were not asked for (a range skipped them).
+        self.upcoming.drain(..position);
+        let Some(first) = self.located.get(multihash) else {
+            return Ok(None);
+        };
+        let mut batch: Vec<Vec<u8>> = Vec::new();
+        let mut bytes = 0;
+        while let Some(next) = self.upcoming.front() {
+            let Some(location) = self.located.get(next) else {
+                break;
+            };
+            if location.pack != first.pack || (bytes > 0 && bytes + location.length > batch_bytes) {
+                break;
+            }
+            bytes += location.length;
+            if let Some(multihash) = self.upcoming.pop_front() {
+                batch.push(multihash);
+            }
+        }
+        let locations: Vec<&BlockLocation> = batch.iter().map(|m| &self.located[m]).collect();
+        let mut blocks = self.packs.read_many(&first.pack, &locations)?.into_iter();
+        let wanted = blocks.next();
+        for (multihash, block) in batch.iter().skip(1).zip(blocks) {
+            self.read_ahead.insert(multihash.clone(), block);
+        }
+        for multihash in &batch {
+            self.located.remove(multihash);
+        }
+        Ok(wanted)
+    }
+
+    fn read(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
+        let multihash = cid.hash().to_bytes();
+        if let Some(block) = self.read_ahead.remove(&multihash) {
+            return Ok(Some(block));
+        }
+        if let Some(block) = self.read_with_followers(&multihash)? {
+            return Ok(Some(block));
+        }
+        let location = match self.located.remove(&multihash) {
+            Some(location) => Some(location),
+            None => self
+                .runtime
+                .block_on(self.store.block_location(&multihash))
+                .map_err(io::Error::other)?,
+        };
+        location.map(|l| self.packs.read(&l)).transpose()
+    }
+
+    fn remember(&mut self, cid: &Cid, block: &[u8]) {
+        if block.len() > RECENT_BYTES / 4 || self.recent.contains_key(cid) {
+            return;
+        }
+        self.recent_bytes += block.len();
+        self.recent.insert(*cid, block.to_vec());
+        self.recent_order.push_back(*cid);
+        while self.recent_bytes > RECENT_BYTES {
+            let Some(oldest) = self.recent_order.pop_front() else {
+                break;
+            };
+            if let Some(old) = self.recent.remove(&oldest) {
+                self.recent_bytes -= old.len();
+            }
+        }
+    }
+}
+
+impl BlockSource for StoredBlocks {
+    fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
+        if let Some(block) = self.recent.get(cid) {
+            return Ok(Some(block.clone()));
+        }
+        let Some(block) = self.read(cid)? else {
+            return Ok(None);
+        };
+        // Storage could have rotted since it was written: never serve a block that lies.
+        verify_block(cid, &block).map_err(io::Error::other)?;
+        self.remember(cid, &block);
+        Ok(Some(block))
+    }
+
+    fn has_block(&mut self, cid: &Cid) -> io::Result<bool> {
+        self.runtime
+            .block_on(self.store.has_block(&cid.hash().to_bytes()))
+            .map_err(io::Error::other)
+    }
+
+    /// One index query for a node's children instead of one per block; their bytes are then
+    /// read in runs (see `read_with_followers`).
+    fn prefetch(&mut self, cids: &[Cid]) -> io::Result<()> {
+        // What is already at hand needs no lookup (a DAG that reuses blocks asks again).
+        let wanted: Vec<Vec<u8>> = cids
+            .iter()
+            .filter(|c| !self.recent.contains_key(c))
+            .map(|c| c.hash().to_bytes())
+            .filter(|m| !self.located.contains_key(m) && !self.read_ahead.contains_key(m))
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let found = self
+            .runtime
+            .block_on(self.store.block_locations(&wanted))
+            .map_err(io::Error::other)?;
+        self.located.extend(found);
+        // Only where reading together pays (see `BlobStore::batch_bytes`).
+        if self.packs.batch_bytes() > 0 {
+            self.upcoming.extend(wanted);
+        }
+        Ok(())
+    }
+}

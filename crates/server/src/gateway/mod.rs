@@ -1,0 +1,246 @@
+//! The read path: `GET/HEAD /ipfs/{cid}[/{path}]` on the upload host (CONTRACT "Read path").
+//!
+//! - [`resolve`]: the CID and path of a request, followed through directories and HAMTs.
+//! - [`car`]: trustless CAR responses (IPFS Trustless Gateway spec) with `dag-scope`,
+//!   `entity-bytes`, `car-version`/`car-order`/`car-dups`; raw blocks are here too.
+//! - [`file`]: plain files for browsers and curl, with `Range`, a content type from the name
+//!   or the bytes, `?filename=` and `?download=true`.
+//! - [`listing`]: directories: their `index.html`, or a listing (HTML, or JSON when asked).
+//!
+//! Every block is read from the packs through the block index and verified against its CID,
+//! and every node checked against the UnixFS rules, before it is used or sent. Each request
+//! reads through one [`Reader`] whose budget (`ServerConfig::read_limits`: depth, blocks and
+//! bytes, repeats counted) bounds its work. An error before the headers is a JSON error; an
+//! error after them cuts the connection, so a client sees an incomplete body, never a
+//! complete wrong one. Bodies stream from a blocking thread; nothing is held whole. Content
+//! addressing is public: no token is needed.
+
+mod car;
+mod file;
+mod listing;
+mod resolve;
+
+use std::io;
+
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use cairn_unixfs::node::NodeError;
+use cairn_unixfs::read::{Node, ReadError, Reader};
+use cairn_unixfs::Cid;
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use crate::blocks::StoredBlocks;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+const IMMUTABLE: &str = "public, max-age=29030400, immutable";
+
+/// One request's view of the stored blocks, within its budget.
+type StoredReader = Reader<StoredBlocks>;
+
+#[derive(Deserialize, Default)]
+pub struct GatewayParams {
+    format: Option<String>,
+    #[serde(rename = "dag-scope")]
+    dag_scope: Option<String>,
+    #[serde(rename = "entity-bytes")]
+    entity_bytes: Option<String>,
+    #[serde(rename = "car-version")]
+    car_version: Option<String>,
+    #[serde(rename = "car-order")]
+    car_order: Option<String>,
+    #[serde(rename = "car-dups")]
+    car_dups: Option<String>,
+    filename: Option<String>,
+    download: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Plain,
+    Raw,
+    Car,
+}
+
+fn negotiate(params: &GatewayParams, headers: &HeaderMap) -> Result<Format, ApiError> {
+    match params.format.as_deref() {
+        Some("raw") => return Ok(Format::Raw),
+        Some("car") => return Ok(Format::Car),
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!(
+                "format must be raw or car, not {other:?}"
+            )))
+        }
+        None => {}
+    }
+    let accept = accept(headers);
+    Ok(if accept.contains("application/vnd.ipld.car") {
+        Format::Car
+    } else if accept.contains("application/vnd.ipld.raw") {
+        Format::Raw
+    } else {
+        Format::Plain
+    })
+}
+
+fn accept(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
+/// What the response kinds need to know of the request.
+struct Request {
+    root: Cid,
+    /// The path's names, decoded.
+    path: Vec<String>,
+    query: GatewayParams,
+    headers: HeaderMap,
+    uri: Uri,
+    head_only: bool,
+}
+
+/// `GET /ipfs/{cid}` and `GET /ipfs/{cid}/{*path}` (HEAD too).
+pub async fn get(
+    State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+    Path(params): Path<Vec<(String, String)>>,
+    query: Result<Query<GatewayParams>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let (root, path) = resolve::parse(&params, state.config.read_limits.max_depth)?;
+    let format = negotiate(&query, &headers)?;
+    let request = Request {
+        root,
+        path,
+        query,
+        headers,
+        uri,
+        head_only: method == Method::HEAD,
+    };
+    let blocks = StoredBlocks::new(state.store.clone(), state.packs.clone());
+    let reader = Reader::new(blocks, state.config.read_limits);
+    let (reader, resolved) = resolve::resolve(reader, &request).await?;
+    let mut response = match format {
+        Format::Raw => car::raw(reader, &resolved, &request).await?,
+        Format::Car => car::car(reader, resolved, &request)?,
+        Format::Plain => match &resolved.node {
+            Node::File { size, .. } => {
+                let name =
+                    (request.query.filename.clone()).or_else(|| request.path.last().cloned());
+                file::file(reader, resolved.cid, *size, name, &request).await?
+            }
+            Node::Symlink { target } => {
+                let mut response = target.clone().into_response();
+                response
+                    .headers_mut()
+                    .insert(header::ETAG, etag(resolved.cid.to_string()));
+                response
+            }
+            _ => listing::directory(reader, resolved, &request).await?,
+        },
+    };
+    let out = response.headers_mut();
+    out.insert(header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE));
+    out.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&format!(
+        "/ipfs/{}/{}",
+        request.root,
+        request.path.join("/")
+    )) {
+        out.insert("x-ipfs-path", value);
+    }
+    // Conditional requests: the content behind an ETag never changes.
+    let etag = response.headers().get(header::ETAG).cloned();
+    if let (Some(etag), Some(asked)) = (etag, request.headers.get(header::IF_NONE_MATCH)) {
+        if asked == etag || asked == "*" {
+            let mut not_modified = StatusCode::NOT_MODIFIED.into_response();
+            not_modified.headers_mut().insert(header::ETAG, etag);
+            not_modified
+                .headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE));
+            return Ok(not_modified);
+        }
+    }
+    Ok(response)
+}
+
+fn etag(value: String) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{value}\"")).unwrap_or(HeaderValue::from_static("\"\""))
+}
+
+fn read_error(e: ReadError) -> ApiError {
+    match e {
+        ReadError::Missing(cid) => ApiError::NotFound(format!("no block {cid} is stored here")),
+        ReadError::NotFound { path } => ApiError::NotFound(format!("{path:?} does not exist")),
+        ReadError::NotADirectory { path } => {
+            ApiError::NotFound(format!("{path:?} is not a directory"))
+        }
+        ReadError::Node(e) => match *e {
+            NodeError::UnsupportedCodec { .. } => ApiError::BadRequest(e.to_string()),
+            _ => ApiError::InvalidDag(e.to_string()),
+        },
+        e @ (ReadError::TooDeep { .. } | ReadError::OverBudget { .. }) => {
+            ApiError::DagTooLarge(format!("{e}: this gateway's limit for one request"))
+        }
+        ReadError::Io(e) => ApiError::internal(e),
+    }
+}
+
+/// Run a reader's work off the async threads; the reader comes back with the result, so one
+/// budget covers every step of a request.
+async fn blocking<T: Send + 'static>(
+    mut reader: StoredReader,
+    work: impl FnOnce(&mut StoredReader) -> Result<T, ReadError> + Send + 'static,
+) -> Result<(StoredReader, T), ApiError> {
+    tokio::task::spawn_blocking(move || {
+        let result = work(&mut reader);
+        result.map(|value| (reader, value))
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map_err(read_error)
+}
+
+/// A body fed by a blocking producer through a bounded channel. A failure mid-body ends the
+/// stream with an error, which makes the server cut the connection: the client sees the
+/// body incomplete (a short `Content-Length`, or a chunked body without its last chunk).
+fn streamed(
+    mut reader: StoredReader,
+    produce: impl FnOnce(&mut StoredReader, &Sender) -> Result<(), ReadError> + Send + 'static,
+) -> Body {
+    let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(8);
+    tokio::task::spawn_blocking(move || {
+        let sender = Sender(tx);
+        if let Err(e) = produce(&mut reader, &sender) {
+            tracing::warn!(error = %e, "gateway response cut short");
+            let _ = sender.0.blocking_send(Err(io::Error::other(e.to_string())));
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    Body::from_stream(stream)
+}
+
+/// Where a streamed body's bytes go.
+struct Sender(mpsc::Sender<io::Result<Bytes>>);
+
+impl Sender {
+    fn send(&self, bytes: Bytes) -> io::Result<()> {
+        self.0
+            .blocking_send(Ok(bytes))
+            .map_err(|_| io::Error::other("the client went away"))
+    }
+}

@@ -1,0 +1,51 @@
+//! The CID and path a request names, and where the path leads.
+
+use cairn_unixfs::read::{ReadError, Resolved};
+use cairn_unixfs::Cid;
+
+use super::{blocking, Request, StoredReader};
+use crate::error::ApiError;
+
+/// The root CID and the path's names from the route's parameters. A path deeper than the
+/// reader may walk is refused here, before any block is read.
+pub(super) fn parse(
+    params: &[(String, String)],
+    max_depth: usize,
+) -> Result<(Cid, Vec<String>), ApiError> {
+    let param = |name: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let cid_text = param("cid").unwrap_or_default();
+    let root: Cid = cid_text
+        .parse()
+        .map_err(|e| ApiError::BadRequest(format!("{cid_text:?} is not a CID: {e}")))?;
+    let path: Vec<String> = param("path")
+        .unwrap_or_default()
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if path.len() > max_depth {
+        return Err(ApiError::DagTooLarge(format!(
+            "the path has {} segments; this gateway follows at most {max_depth}",
+            path.len()
+        )));
+    }
+    Ok((root, path))
+}
+
+/// Follow the request's path from its root.
+pub(super) async fn resolve(
+    reader: StoredReader,
+    request: &Request,
+) -> Result<(StoredReader, Resolved), ApiError> {
+    let (root, path) = (request.root, request.path.clone());
+    blocking(reader, move |reader| -> Result<Resolved, ReadError> {
+        let names: Vec<&str> = path.iter().map(String::as_str).collect();
+        reader.resolve(&root, &names)
+    })
+    .await
+}

@@ -1,0 +1,38 @@
+//! `GET /api/node` (both hosts, token required): this node on the IPFS network.
+
+use axum::extract::State;
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+pub async fn node(
+    State(state): State<AppState>,
+    Caller(_): Caller,
+) -> Result<Json<Value>, ApiError> {
+    let Some(node) = &state.node else {
+        return Err(ApiError::NotFound(
+            "this server runs without its IPFS node (--p2p-listen none)".into(),
+        ));
+    };
+    let with_id = |addrs: &[cairn_p2p::Multiaddr]| -> Vec<String> {
+        addrs
+            .iter()
+            .map(|a| format!("{a}/p2p/{}", node.peer_id()))
+            .collect()
+    };
+    let connected = node
+        .connected_peers()
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    Ok(Json(json!({
+        "peerId": node.peer_id().to_string(),
+        "addrs": with_id(node.listen_addrs()),
+        "announced": with_id(node.announced_addrs()),
+        "connectedPeers": connected.len(),
+        "provideQueue": 0,
+        "lastReprovideAt": null,
+    })))
+}
