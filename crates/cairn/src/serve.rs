@@ -108,6 +108,11 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     };
     let mut state = AppState::new(store, packs, staging, tus_bytes, server_config);
     state.node = node.clone();
+    state
+        .nodes
+        .refresh(&state)
+        .await
+        .context("announcing this node in the metadata store")?;
     // Before anything is printed: a signal sent as soon as the addresses appear must stop the
     // service gracefully, not kill it.
     let shutdown = shutdown_signal().context("installing signal handlers")?;
@@ -146,6 +151,14 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     };
     let workers = cairn_server::worker::spawn(state.clone(), config.workers, stop_rx.clone());
     tokio::spawn(sweep_expired_uploads(state.clone(), stop_rx.clone()));
+    let announcing = tokio::spawn(cairn_server::nodes::keep_announcing(
+        state.clone(),
+        stop_rx.clone(),
+    ));
+    tokio::spawn(cairn_server::provide::keep_providing(
+        state.clone(),
+        stop_rx.clone(),
+    ));
     if config.store.is_some() {
         // Other nodes may crash while this one runs.
         tokio::spawn(sweep_orphans_hourly(state.clone(), stop_rx.clone()));
@@ -171,6 +184,8 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     for worker in workers {
         let _ = worker.await;
     }
+    // Withdrawn before it stops answering, so the others stop naming it.
+    let _ = announcing.await;
     if let Some(node) = node {
         node.shutdown().await;
     }

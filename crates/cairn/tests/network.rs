@@ -6,11 +6,17 @@
 mod peers;
 mod server;
 
+#[path = "../../store/tests/support/moto.rs"]
+mod moto;
+// moto installs itself through `super::pypi`: the harness's.
+use peers::pypi;
+
 use std::path::Path;
 use std::time::Duration;
 
-use peers::{netns, tree, Broker, Helia, Kubo, Source};
-use server::{client, start, terminate, Running};
+use moto::Moto;
+use peers::{eventually, netns, tree, Broker, Helia, Kubo, Source};
+use server::{client, start, terminate, Running, TestDatabase};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -214,6 +220,137 @@ fn cairn_get_fetches_over_bitswap_by_websocket_and_through_the_router() {
                 client(&running, &running.token, work, &command);
                 assert_eq!(tree(&out), tree(&work.join("site")), "{name}");
             }
+            terminate(running);
+        },
+    );
+}
+
+/// The peer ids `GET /routing/v1/providers/{cid}` names on `running`.
+fn providers_named_by(running: &Running, cid: &str) -> Vec<String> {
+    let url = format!("{}/routing/v1/providers/{cid}", running.upload);
+    let answer: serde_json::Value = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async { reqwest::get(url).await.unwrap().json().await.unwrap() });
+    let mut ids: Vec<String> = answer["Providers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|p| p["ID"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn two_nodes_on_a_shared_store_name_each_other_and_either_serves_kubo() {
+    peers::install();
+    Moto::install();
+    netns::isolated(
+        "two_nodes_on_a_shared_store_name_each_other_and_either_serves_kubo",
+        || {
+            let moto = Moto::start();
+            let store = moto.bucket("network");
+            let database = TestDatabase::create_over_socket("network");
+            let work = tempfile::tempdir().unwrap();
+            let work = work.path();
+            let shared = [
+                "--database-url",
+                &database.url,
+                "--store",
+                &store,
+                "--p2p-listen",
+                "/ip4/127.0.0.1/tcp/0",
+            ];
+            let mut a = start(&work.join("a"), &shared);
+            let node_a = Node::read(&mut a, 1);
+            let mut b = start(&work.join("b"), &shared);
+            let node_b = Node::read(&mut b, 1);
+            assert_ne!(node_a.peer_id, node_b.peer_id, "each node has its own key");
+
+            let data = server::content(3 << 20, 5);
+            std::fs::write(work.join("data.bin"), &data).unwrap();
+            let cid = upload(&a, work, &work.join("data.bin"));
+            let mut both = vec![node_a.peer_id.clone(), node_b.peer_id.clone()];
+            both.sort();
+            // B started after A announced itself; A learns of B on its next refresh.
+            assert_eq!(providers_named_by(&b, &cid), both, "B names both");
+            eventually("A names both", Duration::from_secs(20), || {
+                (providers_named_by(&a, &cid) == both).then_some(())
+            });
+
+            // Kubo, connected to B only, fetches what was uploaded through A.
+            let mut kubo = Kubo::start(&work.join("kubo"));
+            kubo.connect(&node_b.addr("/tcp/")).unwrap();
+            let out = work.join("fetched.bin");
+            kubo.get(&cid, &out, TIMEOUT).unwrap();
+            assert!(std::fs::read(&out).unwrap() == data, "the bytes differ");
+
+            // A node that stops is withdrawn: B names only itself.
+            assert!(terminate(a).0.success());
+            eventually("B names only itself", Duration::from_secs(20), || {
+                (providers_named_by(&b, &cid) == [node_b.peer_id.clone()]).then_some(())
+            });
+            terminate(b);
+        },
+    );
+}
+
+#[test]
+fn kubo_finds_cairn_through_the_dht_knowing_only_another_kubo() {
+    peers::install();
+    netns::isolated(
+        "kubo_finds_cairn_through_the_dht_knowing_only_another_kubo",
+        || {
+            let work = tempfile::tempdir().unwrap();
+            let work = work.path();
+            let mut running = start(
+                &work.join("cairn"),
+                &["--p2p-listen", "/ip4/127.0.0.1/tcp/0"],
+            );
+            let node = Node::read(&mut running, 1);
+            // Stored while Cairn has no DHT peer: provided once it has one.
+            let early = server::content(300_000, 21);
+            std::fs::write(work.join("early.bin"), &early).unwrap();
+            let early_cid = upload(&running, work, &work.join("early.bin"));
+
+            let mut kubo_a = Kubo::start(&work.join("kubo-a"));
+            kubo_a.connect(&node.addr("/tcp/")).unwrap();
+            let late = server::content(300_000, 22);
+            std::fs::write(work.join("late.bin"), &late).unwrap();
+            let late_cid = upload(&running, work, &work.join("late.bin"));
+
+            // B knows only A: it finds Cairn as the provider through A's DHT records.
+            let mut kubo_b = Kubo::start(&work.join("kubo-b"));
+            kubo_b.connect(&kubo_a.tcp_addr()).unwrap();
+            for (name, cid, bytes) in [("early", &early_cid, &early), ("late", &late_cid, &late)] {
+                let out = work.join(format!("{name}.back"));
+                kubo_b.get(cid, &out, Duration::from_secs(90)).unwrap();
+                assert!(
+                    std::fs::read(&out).unwrap() == *bytes,
+                    "{name}: the bytes differ"
+                );
+            }
+            let connected = kubo_b.peers().unwrap();
+            assert!(
+                connected.iter().any(|c| c.peer_id == node.peer_id),
+                "B fetched from Cairn, which it found by the CID: {connected:?}"
+            );
+
+            // Nothing is left to provide, as /api/node tells it.
+            let url = format!("{}/api/node", running.upload);
+            let node_status = || -> serde_json::Value {
+                let request = reqwest::Client::new()
+                    .get(&url)
+                    .bearer_auth(&running.token)
+                    .send();
+                tokio::runtime::Runtime::new()
+                    .unwrap()
+                    .block_on(async { request.await.unwrap().json().await.unwrap() })
+            };
+            eventually("the provide queue empties", Duration::from_secs(30), || {
+                let status = node_status();
+                (status["provideQueue"] == 0).then_some(())
+            });
             terminate(running);
         },
     );

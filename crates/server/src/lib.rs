@@ -10,6 +10,9 @@
 //! - [`detect`]: what an upload is, from its first bytes.
 //! - [`rate_limit`]: per-account, per-endpoint token buckets.
 //! - [`metrics`]: counters and the Prometheus text exposition.
+//! - [`nodes`]: the service's live IPFS nodes, announced to each other through the metadata
+//!   store, which delegated routing names as providers.
+//! - [`provide`]: announcing stored roots to the DHT from the provide log, and reproviding.
 //! - [`state`]: what handlers share.
 //! - [`tus`]: TUS 1.0.0 resumable uploads (protocol, header parsing, per-upload locks).
 //! - [`worker`]: operation workers (archive extraction from the durable queue).
@@ -25,6 +28,8 @@ pub mod error;
 pub mod gateway;
 pub mod listen;
 pub mod metrics;
+pub mod nodes;
+pub mod provide;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;

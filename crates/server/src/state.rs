@@ -13,6 +13,8 @@ use cairn_unixfs::Profile;
 use tokio::sync::Notify;
 
 use crate::metrics::Metrics;
+use crate::nodes::NodeDirectory;
+use crate::provide::ProvideStats;
 use crate::rate_limit::{RateLimiter, RateLimits};
 use crate::tus::lock::Locks;
 
@@ -30,6 +32,10 @@ pub struct AppState {
     pub tus_locks: Arc<Locks>,
     /// This process's IPFS node, unless it runs without one.
     pub node: Option<NodeHandle>,
+    /// The service's live nodes, which delegated routing names as providers.
+    pub nodes: Arc<NodeDirectory>,
+    /// How far this node has provided what is stored to the DHT.
+    pub provides: Arc<ProvideStats>,
 }
 
 impl AppState {
@@ -60,6 +66,8 @@ impl AppState {
             packs,
             config: Arc::new(config),
             node: None,
+            nodes: Arc::default(),
+            provides: Arc::default(),
         }
     }
 }

@@ -32,8 +32,9 @@ pub use rows::now_ms;
 use async_trait::async_trait;
 
 use model::{
-    Account, BlockLocation, LeaseAttempt, NewTusUpload, NewUpload, Operation, OperationError,
-    OperationFilter, OperationRef, OperationStatus, TokenInfo, TusState, TusUpload,
+    Account, BlockLocation, LeaseAttempt, NewTusUpload, NewUpload, NodeRecord, Operation,
+    OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, RootKey,
+    TokenInfo, TusState, TusUpload,
 };
 use packs::SealedPack;
 
@@ -227,4 +228,28 @@ pub trait MetadataStore: Send + Sync {
         account_id: i64,
         filter: &OperationFilter,
     ) -> Result<Vec<Operation>, StoreError>;
+
+    /// Record (or refresh) a running node's addresses; nodes do this every few seconds.
+    async fn announce_node(&self, node: &NodeRecord) -> Result<(), StoreError>;
+    /// The nodes seen alive since `seen_since_ms`, by peer id.
+    async fn live_nodes(&self, seen_since_ms: i64) -> Result<Vec<NodeRecord>, StoreError>;
+    /// A node that stops cleanly is no longer named at once.
+    async fn forget_node(&self, peer_id: &str) -> Result<(), StoreError>;
+
+    /// The provide log: root CIDs of completed uploads after `after`, in completion order.
+    async fn completed_roots(
+        &self,
+        after: RootKey,
+        limit: u32,
+    ) -> Result<Vec<(RootKey, String)>, StoreError>;
+    /// How many completed uploads the provide log holds after `after`.
+    async fn count_completed_roots(&self, after: RootKey) -> Result<u64, StoreError>;
+    /// Every distinct root CID greater than `after`, in CID order: a reprovide sweep's pages.
+    async fn distinct_roots(&self, after: &str, limit: u32) -> Result<Vec<String>, StoreError>;
+    async fn provide_progress(&self, peer_id: &str) -> Result<Option<ProvideProgress>, StoreError>;
+    async fn save_provide_progress(
+        &self,
+        peer_id: &str,
+        progress: &ProvideProgress,
+    ) -> Result<(), StoreError>;
 }

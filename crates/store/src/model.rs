@@ -275,3 +275,33 @@ pub enum LeaseAttempt {
         until_ms: i64,
     },
 }
+
+/// A running IPFS node of this service, as it announces itself to the others that share the
+/// metadata store: delegated routing names every live node as a provider.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRecord {
+    pub peer_id: String,
+    /// Its libp2p multiaddrs (with no `/p2p/` suffix).
+    pub addrs: Vec<String>,
+    /// Its trustless gateway as a multiaddr (`/dns/host/tcp/443/tls/http`), if it has one.
+    pub gateway: Option<String>,
+    /// When it last said it was alive (milliseconds since the epoch).
+    pub seen_at_ms: i64,
+}
+
+/// A place in the provide log: completed uploads in the order they completed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RootKey {
+    pub completed_at_ms: i64,
+    pub operation_id: i64,
+}
+
+/// How far one node has provided (announced to the DHT) what is stored, kept in the metadata
+/// store so that a restart resumes where it stopped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProvideProgress {
+    /// Every root completed up to here has been provided.
+    pub through: RootKey,
+    /// When the last full reprovide sweep started, if one ever ran to its end.
+    pub last_sweep_at_ms: Option<i64>,
+}

@@ -8,7 +8,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sqlx::Row;
 
 use crate::model::{
-    Account, Operation, OperationError, OperationStatus, TokenInfo, TusConcat, TusUpload,
+    Account, NodeRecord, Operation, OperationError, OperationStatus, TokenInfo, TusConcat,
+    TusUpload,
 };
 use crate::StoreError;
 
@@ -132,4 +133,13 @@ pub(crate) fn tus_from(row: &impl ModelRow) -> Result<TusUpload, StoreError> {
         created_at_ms: row.int("created_at"),
         expires_at_ms: row.int("expires_at"),
     })
+}
+
+pub(crate) fn node_from(row: &impl ModelRow) -> NodeRecord {
+    NodeRecord {
+        peer_id: row.text("peer_id"),
+        addrs: row.text("addrs").lines().map(str::to_owned).collect(),
+        gateway: row.maybe_text("gateway"),
+        seen_at_ms: row.int("seen_at"),
+    }
 }

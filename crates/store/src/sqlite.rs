@@ -16,11 +16,14 @@ use sqlx::sqlite::{
 use sqlx::{Row, Sqlite, Transaction, TransactionManager};
 
 use crate::model::{
-    Account, BlockLocation, LeaseAttempt, NewTusUpload, NewUpload, Operation, OperationError,
-    OperationFilter, OperationRef, OperationStatus, TokenInfo, TusConcat, TusState, TusUpload,
+    Account, BlockLocation, LeaseAttempt, NewTusUpload, NewUpload, NodeRecord, Operation,
+    OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, RootKey,
+    TokenInfo, TusConcat, TusState, TusUpload,
 };
 use crate::packs::SealedPack;
-use crate::rows::{account_from, now_ms, operation_from, token_from, tus_from, unique_violation};
+use crate::rows::{
+    account_from, node_from, now_ms, operation_from, token_from, tus_from, unique_violation,
+};
 use crate::{AccountLimits, MetadataStore, StoreError};
 
 /// Schema versions, applied in order. Never edit a released entry: add a new one.
@@ -117,6 +120,29 @@ CREATE TABLE rate_buckets (
     refilled_ms INTEGER NOT NULL,
     granted INTEGER NOT NULL,
     PRIMARY KEY (account_id, endpoint)
+);
+"#,
+    r#"
+-- The IPFS nodes of this service, each refreshing its row while it runs, so that delegated
+-- routing on any node names them all as providers.
+CREATE TABLE nodes (
+    peer_id TEXT PRIMARY KEY,
+    addrs TEXT NOT NULL,
+    gateway TEXT,
+    seen_at INTEGER NOT NULL
+);
+"#,
+    r#"
+-- The provide log is the completed uploads in completion order; each node keeps how far it
+-- has provided them, and when its last reprovide sweep (over distinct roots) started.
+CREATE INDEX operations_completed ON operations(completed_at, id)
+    WHERE status = 'completed' AND cid IS NOT NULL;
+CREATE INDEX operations_roots ON operations(cid) WHERE status = 'completed';
+CREATE TABLE provide_progress (
+    peer_id TEXT PRIMARY KEY,
+    completed_at INTEGER NOT NULL,
+    operation_id INTEGER NOT NULL,
+    last_sweep_at INTEGER
 );
 "#,
 ];
@@ -970,5 +996,125 @@ impl MetadataStore for SqliteStore {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(operation_from).collect()
+    }
+
+    async fn announce_node(&self, node: &NodeRecord) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO nodes (peer_id, addrs, gateway, seen_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (peer_id) DO UPDATE SET
+                addrs = excluded.addrs, gateway = excluded.gateway, seen_at = excluded.seen_at",
+        )
+        .bind(&node.peer_id)
+        .bind(node.addrs.join("\n"))
+        .bind(node.gateway.as_deref())
+        .bind(node.seen_at_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn live_nodes(&self, seen_since_ms: i64) -> Result<Vec<NodeRecord>, StoreError> {
+        let rows = sqlx::query("SELECT * FROM nodes WHERE seen_at >= ? ORDER BY peer_id")
+            .bind(seen_since_ms)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(node_from).collect())
+    }
+
+    async fn forget_node(&self, peer_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM nodes WHERE peer_id = ?")
+            .bind(peer_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn completed_roots(
+        &self,
+        after: RootKey,
+        limit: u32,
+    ) -> Result<Vec<(RootKey, String)>, StoreError> {
+        let rows: Vec<(i64, i64, String)> = sqlx::query_as(
+            "SELECT completed_at, id, cid FROM operations
+             WHERE status = 'completed' AND cid IS NOT NULL AND (completed_at, id) > (?, ?)
+             ORDER BY completed_at, id LIMIT ?",
+        )
+        .bind(after.completed_at_ms)
+        .bind(after.operation_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(completed_at_ms, operation_id, cid)| {
+                let key = RootKey {
+                    completed_at_ms,
+                    operation_id,
+                };
+                (key, cid)
+            })
+            .collect())
+    }
+
+    async fn count_completed_roots(&self, after: RootKey) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM operations
+             WHERE status = 'completed' AND cid IS NOT NULL AND (completed_at, id) > (?, ?)",
+        )
+        .bind(after.completed_at_ms)
+        .bind(after.operation_id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(count as u64)
+    }
+
+    async fn distinct_roots(&self, after: &str, limit: u32) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT DISTINCT cid FROM operations
+             WHERE status = 'completed' AND cid > ? ORDER BY cid LIMIT ?",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn provide_progress(&self, peer_id: &str) -> Result<Option<ProvideProgress>, StoreError> {
+        let row: Option<(i64, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT completed_at, operation_id, last_sweep_at FROM provide_progress
+             WHERE peer_id = ?",
+        )
+        .bind(peer_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(
+            |(completed_at_ms, operation_id, last_sweep_at_ms)| ProvideProgress {
+                through: RootKey {
+                    completed_at_ms,
+                    operation_id,
+                },
+                last_sweep_at_ms,
+            },
+        ))
+    }
+
+    async fn save_provide_progress(
+        &self,
+        peer_id: &str,
+        progress: &ProvideProgress,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO provide_progress (peer_id, completed_at, operation_id, last_sweep_at)
+             VALUES (?, ?, ?, ?)
+             ON CONFLICT (peer_id) DO UPDATE SET completed_at = excluded.completed_at,
+                operation_id = excluded.operation_id, last_sweep_at = excluded.last_sweep_at",
+        )
+        .bind(peer_id)
+        .bind(progress.through.completed_at_ms)
+        .bind(progress.through.operation_id)
+        .bind(progress.last_sweep_at_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 }

@@ -62,6 +62,8 @@ pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     tus_uploads_become_claimable_only_when_complete(store).await;
     an_upload_lease_has_one_holder_who_can_be_asked_to_stop(store).await;
     rate_buckets_refill_over_time_and_are_kept_apart(store).await;
+    nodes_are_named_while_they_announce_themselves(store).await;
+    the_provide_log_lists_completed_roots_in_completion_order(store).await;
 }
 
 async fn tus_uploads_become_claimable_only_when_complete(store: &dyn MetadataStore) {
@@ -589,4 +591,120 @@ async fn rate_buckets_refill_over_time_and_are_kept_apart(store: &dyn MetadataSt
     assert!(!take(1, "upload", 400).await.unwrap().0);
     // Never above the burst.
     assert_eq!(take(1, "upload", 100_000).await.unwrap(), (true, 1.0));
+}
+
+async fn nodes_are_named_while_they_announce_themselves(store: &dyn MetadataStore) {
+    use crate::model::NodeRecord;
+    let node = |peer_id: &str, seen_at_ms: i64| NodeRecord {
+        peer_id: peer_id.to_owned(),
+        addrs: vec![
+            "/ip4/10.0.0.1/tcp/4001".to_owned(),
+            "/ip4/10.0.0.1/udp/4001/quic-v1".to_owned(),
+        ],
+        gateway: Some("/dns/up.example/tcp/443/tls/http".to_owned()),
+        seen_at_ms,
+    };
+    store
+        .announce_node(&node("12D3KooWA", 1_000))
+        .await
+        .unwrap();
+    store
+        .announce_node(&node("12D3KooWB", 1_500))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.live_nodes(0).await.unwrap(),
+        vec![node("12D3KooWA", 1_000), node("12D3KooWB", 1_500)]
+    );
+    // A node that stops announcing drops out; one that announces again is refreshed in place.
+    let mut moved = node("12D3KooWA", 2_000);
+    moved.addrs = vec!["/ip4/10.0.0.2/tcp/4001".to_owned()];
+    moved.gateway = None;
+    store.announce_node(&moved).await.unwrap();
+    assert_eq!(store.live_nodes(1_800).await.unwrap(), vec![moved]);
+    store.forget_node("12D3KooWA").await.unwrap();
+    store.forget_node("12D3KooWB").await.unwrap();
+    assert!(store.live_nodes(0).await.unwrap().is_empty());
+}
+
+async fn the_provide_log_lists_completed_roots_in_completion_order(store: &dyn MetadataStore) {
+    use crate::model::{ProvideProgress, RootKey};
+    let start = RootKey::default();
+    let before = store.completed_roots(start, 10_000).await.unwrap();
+    let end = before.last().map_or(start, |(key, _)| *key);
+    assert_eq!(
+        store.count_completed_roots(start).await.unwrap(),
+        before.len() as u64
+    );
+
+    let gina = store
+        .create_account("gina", AccountLimits::default())
+        .await
+        .unwrap();
+    let pending = store
+        .record_upload(upload("log-pending", gina.id), None)
+        .await
+        .unwrap();
+    for (id, cid) in [
+        ("log-1", "bafylogb"),
+        ("log-2", "bafyloga"),
+        ("log-3", "bafylogb"),
+    ] {
+        store
+            .commit_completed_upload(upload(id, gina.id), None, cid)
+            .await
+            .unwrap();
+    }
+    let new = store.completed_roots(end, 10).await.unwrap();
+    let cids: Vec<&str> = new.iter().map(|(_, cid)| cid.as_str()).collect();
+    assert_eq!(
+        cids,
+        ["bafylogb", "bafyloga", "bafylogb"],
+        "pending work is not in it"
+    );
+    assert!(new.iter().all(|(key, _)| key.operation_id != pending.id));
+    assert!(new.windows(2).all(|w| w[0].0 < w[1].0), "in order");
+    assert_eq!(store.count_completed_roots(end).await.unwrap(), 3);
+    // Paged: from the first one on.
+    let rest = store.completed_roots(new[0].0, 1).await.unwrap();
+    assert_eq!(rest, new[1..2]);
+
+    // A sweep pages through each root once.
+    let mut swept = Vec::new();
+    let mut after = String::new();
+    loop {
+        let page = store.distinct_roots(&after, 2).await.unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.clone();
+        swept.extend(page);
+    }
+    assert!(swept.windows(2).all(|w| w[0] < w[1]), "distinct, in order");
+    assert!(swept.contains(&"bafyloga".to_owned()) && swept.contains(&"bafylogb".to_owned()));
+
+    // Each node's progress is its own.
+    assert_eq!(store.provide_progress("12D3KooWA").await.unwrap(), None);
+    let progress = ProvideProgress {
+        through: new[2].0,
+        last_sweep_at_ms: Some(1_000),
+    };
+    store
+        .save_provide_progress("12D3KooWA", &progress)
+        .await
+        .unwrap();
+    let moved = ProvideProgress {
+        last_sweep_at_ms: None,
+        ..progress
+    };
+    store
+        .save_provide_progress("12D3KooWB", &moved)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.provide_progress("12D3KooWA").await.unwrap(),
+        Some(progress)
+    );
+    assert_eq!(
+        store.provide_progress("12D3KooWB").await.unwrap(),
+        Some(moved)
+    );
 }

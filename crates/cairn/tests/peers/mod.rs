@@ -54,7 +54,7 @@
 pub mod netns;
 
 #[path = "../../../store/tests/support/pypi.rs"]
-mod pypi;
+pub mod pypi;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};

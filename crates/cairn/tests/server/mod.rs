@@ -50,9 +50,15 @@ pub fn start_command(mut command: Command) -> Running {
     if !command.get_envs().any(|(k, _)| k == "CAIRN_P2P_LISTEN") {
         command.env("CAIRN_P2P_LISTEN", "none");
     }
+    // CAIRN_TEST_SERVE_LOG=1 shows the servers' logs (with RUST_LOG) among the tests' output.
+    let stderr = if std::env::var_os("CAIRN_TEST_SERVE_LOG").is_some() {
+        Stdio::inherit()
+    } else {
+        Stdio::null()
+    };
     let mut child = command
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("start cairn serve");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -120,12 +126,25 @@ impl TestDatabase {
     pub fn create(tag: &str) -> Self {
         let server_url = std::env::var("CAIRN_TEST_POSTGRES_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+        let base = server_url.rsplit_once('/').unwrap().0.to_owned();
+        Self::create_with(tag, server_url, |name| format!("{base}/{name}"))
+    }
+
+    /// A database reached over the machine's PostgreSQL socket, which a test inside a network
+    /// namespace (with a loopback of its own) can still reach.
+    pub fn create_over_socket(tag: &str) -> Self {
+        const SOCKET: &str = "host=/var/run/postgresql&user=postgres";
+        Self::create_with(tag, format!("postgres:///postgres?{SOCKET}"), |name| {
+            format!("postgres:///{name}?{SOCKET}")
+        })
+    }
+
+    fn create_with(tag: &str, server_url: String, url: impl FnOnce(&str) -> String) -> Self {
         let name = format!("cairn_test_{tag}_{}", std::process::id());
         psql(&server_url, &format!("DROP DATABASE IF EXISTS {name}"));
         psql(&server_url, &format!("CREATE DATABASE {name}"));
-        let base = server_url.rsplit_once('/').unwrap().0;
         Self {
-            url: format!("{base}/{name}"),
+            url: url(&name),
             server_url,
             name,
         }

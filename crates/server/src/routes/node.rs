@@ -1,5 +1,7 @@
 //! `GET /api/node` (both hosts, token required): this node on the IPFS network.
 
+use std::sync::atomic::Ordering;
+
 use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
@@ -27,12 +29,17 @@ pub async fn node(
         .connected_peers()
         .await
         .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    let provide_queue = crate::provide::queued(&state).await?;
+    let last_reprovide_at = match state.provides.last_sweep_at_ms.load(Ordering::Relaxed) {
+        0 => None,
+        ms => Some(crate::routes::rfc3339(ms)),
+    };
     Ok(Json(json!({
         "peerId": node.peer_id().to_string(),
         "addrs": with_id(node.listen_addrs()),
         "announced": with_id(node.announced_addrs()),
         "connectedPeers": connected.len(),
-        "provideQueue": 0,
-        "lastReprovideAt": null,
+        "provideQueue": provide_queue,
+        "lastReprovideAt": last_reprovide_at,
     })))
 }

@@ -6,6 +6,7 @@ use axum::Json;
 use cairn_store::model::{Operation, OperationFilter, OperationRef, OperationStatus};
 use serde::{Deserialize, Serialize};
 
+use super::rfc3339;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
@@ -13,11 +14,6 @@ use crate::state::AppState;
 
 /// Largest page of the operation list.
 const MAX_PAGE: u32 = 1000;
-
-fn rfc3339(ms: i64) -> String {
-    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_millis(time).to_string()
-}
 
 /// The operation record (CONTRACT "Operation record").
 #[derive(Serialize)]

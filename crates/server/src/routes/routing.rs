@@ -2,11 +2,12 @@
 //! that knows only Cairn's URL finds where to fetch what Cairn stores:
 //!
 //! - `GET /routing/v1/providers/{cid}`: for any block Cairn stores (roots and inner blocks
-//!   alike, from the block index: Helia asks about each block), the node as a provider, with
-//!   its libp2p addresses (`transport-bitswap`) and its gateway's `/http` address
+//!   alike, from the block index: Helia asks about each block), every live node of the
+//!   service as a provider (they share the content store; see [`crate::nodes`]), with its
+//!   libp2p addresses (`transport-bitswap`) and its gateway's `/http` address
 //!   (`transport-ipfs-gateway-http`); `404` for a block it does not store. JSON, or
 //!   `application/x-ndjson` when asked; `filter-addrs` and `filter-protocols` (IPIP-484).
-//! - `GET /routing/v1/peers/{peer-id}`: the node's own record.
+//! - `GET /routing/v1/peers/{peer-id}`: the record of any of the service's nodes.
 
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -45,7 +46,7 @@ pub async fn providers(
             "no provider is known for {cid}: it is not stored here"
         )));
     }
-    let records: Vec<Value> = own_record(&state)
+    let records: Vec<Value> = node_records(&state)
         .into_iter()
         .filter_map(|record| record.filtered(&filters))
         .map(|record| record.to_json())
@@ -68,7 +69,7 @@ pub async fn peers(
     let peer: PeerId = peer
         .parse()
         .map_err(|e| ApiError::BadRequest(format!("{peer:?} is not a peer id: {e}")))?;
-    let records: Vec<Value> = own_record(&state)
+    let records: Vec<Value> = node_records(&state)
         .into_iter()
         .filter(|record| record.id == peer)
         .filter_map(|record| record.filtered(&filters))
@@ -109,20 +110,26 @@ struct Record {
     protocols: Vec<&'static str>,
 }
 
-/// This node: its announced libp2p addresses, and its gateway's address.
-fn own_record(state: &AppState) -> Option<Record> {
-    let node = state.node.as_ref()?;
-    let mut addrs: Vec<Multiaddr> = node.announced_addrs().to_vec();
-    let mut protocols = vec![BITSWAP];
-    if let Some(gateway) = &state.config.gateway_addr {
-        addrs.push(gateway.clone());
-        protocols.push(GATEWAY_HTTP);
-    }
-    Some(Record {
-        id: node.peer_id(),
-        addrs,
-        protocols,
-    })
+/// Every live node of the service, each with its libp2p addresses and its gateway's.
+fn node_records(state: &AppState) -> Vec<Record> {
+    state
+        .nodes
+        .providers(state)
+        .into_iter()
+        .map(|provider| {
+            let mut addrs = provider.addrs;
+            let mut protocols = vec![BITSWAP];
+            if let Some(gateway) = provider.gateway {
+                addrs.push(gateway);
+                protocols.push(GATEWAY_HTTP);
+            }
+            Record {
+                id: provider.id,
+                addrs,
+                protocols,
+            }
+        })
+        .collect()
 }
 
 impl Record {

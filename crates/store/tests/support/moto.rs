@@ -15,8 +15,14 @@ pub struct Moto {
 }
 
 impl Moto {
+    /// Install moto (once per test binary), where the test may not reach PyPI later: before
+    /// it enters a network namespace.
+    pub fn install() -> PathBuf {
+        super::pypi::venv_with("moto-venv", MOTO)
+    }
+
     pub fn start() -> Self {
-        let bin = super::pypi::venv_with("moto-venv", MOTO);
+        let bin = Self::install();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

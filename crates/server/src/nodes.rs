@@ -1,0 +1,124 @@
+//! The service's IPFS nodes as delegated routing names them. Any node can serve any block
+//! (they share the content store), so every node is a provider of everything stored. Each
+//! node announces its own addresses in the metadata store every few seconds and reads the
+//! others' back; a node that stops announcing drops out within a minute, and one that stops
+//! cleanly at once.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use cairn_p2p::{Multiaddr, PeerId};
+use cairn_store::model::NodeRecord;
+use cairn_store::{now_ms, StoreError};
+use tokio::sync::watch;
+
+use crate::state::AppState;
+
+/// How often a node refreshes its own row and its view of the others.
+const ANNOUNCE_EVERY: Duration = Duration::from_secs(10);
+/// A node not heard from for this long is taken for dead (six missed announcements).
+const PRESUMED_DEAD_AFTER: Duration = Duration::from_secs(60);
+
+/// One node as a provider: where to reach it over libp2p and over HTTP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Provider {
+    pub id: PeerId,
+    pub addrs: Vec<Multiaddr>,
+    pub gateway: Option<Multiaddr>,
+}
+
+/// The live nodes, as last read from the metadata store.
+#[derive(Default)]
+pub struct NodeDirectory {
+    others: RwLock<Arc<Vec<Provider>>>,
+}
+
+impl NodeDirectory {
+    /// Every live node, this one first. This node is always named, even while the metadata
+    /// store cannot be read.
+    pub fn providers(&self, state: &AppState) -> Vec<Provider> {
+        let Some(own) = own_provider(state) else {
+            return Vec::new();
+        };
+        let others = self.others.read().expect("node directory lock").clone();
+        std::iter::once(own.clone())
+            .chain(others.iter().filter(|p| p.id != own.id).cloned())
+            .collect()
+    }
+
+    /// Announce this node and read the others back.
+    pub async fn refresh(&self, state: &AppState) -> Result<(), StoreError> {
+        let Some(own) = own_provider(state) else {
+            return Ok(());
+        };
+        let now = now_ms();
+        state
+            .store
+            .announce_node(&NodeRecord {
+                peer_id: own.id.to_string(),
+                addrs: own.addrs.iter().map(ToString::to_string).collect(),
+                gateway: own.gateway.as_ref().map(ToString::to_string),
+                seen_at_ms: now,
+            })
+            .await?;
+        let live = state
+            .store
+            .live_nodes(now - PRESUMED_DEAD_AFTER.as_millis() as i64)
+            .await?;
+        let others = live.iter().filter_map(parse).collect();
+        *self.others.write().expect("node directory lock") = Arc::new(others);
+        Ok(())
+    }
+}
+
+/// Keep announcing this node until `stop`, then withdraw it.
+pub async fn keep_announcing(state: AppState, mut stop: watch::Receiver<bool>) {
+    let Some(node) = state.node.clone() else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = stop.wait_for(|stop| *stop) => break,
+            () = tokio::time::sleep(ANNOUNCE_EVERY) => {}
+        }
+        if let Err(e) = state.nodes.refresh(&state).await {
+            tracing::warn!("announcing this node to the others failed: {e}");
+        }
+    }
+    if let Err(e) = state.store.forget_node(&node.peer_id().to_string()).await {
+        tracing::warn!("withdrawing this node failed (it drops out within a minute): {e}");
+    }
+}
+
+fn own_provider(state: &AppState) -> Option<Provider> {
+    let node = state.node.as_ref()?;
+    Some(Provider {
+        id: node.peer_id(),
+        addrs: node.announced_addrs().to_vec(),
+        gateway: state.config.gateway_addr.clone(),
+    })
+}
+
+/// A stored row as a provider; rows another version wrote that this one cannot read are
+/// skipped rather than failing every routing answer.
+fn parse(record: &NodeRecord) -> Option<Provider> {
+    let parsed = (|| {
+        Some(Provider {
+            id: record.peer_id.parse().ok()?,
+            addrs: record
+                .addrs
+                .iter()
+                .map(|a| a.parse())
+                .collect::<Result<_, _>>()
+                .ok()?,
+            gateway: match &record.gateway {
+                Some(gateway) => Some(gateway.parse().ok()?),
+                None => None,
+            },
+        })
+    })();
+    if parsed.is_none() {
+        tracing::warn!("skipping the unreadable node record {record:?}");
+    }
+    parsed
+}

@@ -1,0 +1,311 @@
+//! Providing: announcing to the DHT that this node has what the service stores, so that any
+//! IPFS node finds it by the CID alone.
+//!
+//! The queue is the metadata store's provide log (completed uploads in completion order), so
+//! an upload never waits for it and nothing is held in memory but a page. Each node provides
+//! every root (any node serves any block) and keeps its own place in the log, and:
+//! - follows the log for new roots ([`follow_the_log`]), a few provides at a time;
+//! - sweeps every distinct root again every [`REPROVIDE_EVERY`] ([`sweep_when_due`]), as
+//!   provider records expire on the DHT after 48 hours;
+//! - when a provide finds no DHT peer (content stored before the node joined), waits for peers
+//!   and provides again, instead of leaving it to the next sweep.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use cairn_p2p::NodeHandle;
+use cairn_store::model::{ProvideProgress, RootKey};
+use cairn_store::{now_ms, StoreError};
+use cairn_unixfs::Cid;
+use futures_util::StreamExt;
+use tokio::sync::watch;
+
+use crate::state::AppState;
+
+/// How often every stored root is provided again (Kubo's interval: records live 48 h).
+pub const REPROVIDE_EVERY: Duration = Duration::from_secs(22 * 3600);
+/// How often the log is read for new roots.
+const POLL_EVERY: Duration = Duration::from_secs(1);
+/// Roots read from the store at once.
+const PAGE: u32 = 256;
+/// Provides under way at once; each is a DHT query that takes a while on the public network.
+const CONCURRENT_PROVIDES: usize = 8;
+/// Uploads may become visible out of order (transactions commit in their own time, nodes'
+/// clocks differ): the log is read again this far back, skipping what was already provided.
+const LOOK_BACK_MS: i64 = 30_000;
+
+/// What `/metrics` and `/api/node` show of providing.
+#[derive(Debug, Default)]
+pub struct ProvideStats {
+    pub provided: AtomicU64,
+    /// Provides that reached no DHT peer and wait for peers to be done again.
+    pub waiting_for_peers: AtomicU64,
+    pub sweeps: AtomicU64,
+    pub last_sweep_seconds: AtomicU64,
+    /// Milliseconds since the epoch; 0 before the first sweep.
+    pub last_sweep_at_ms: AtomicI64,
+    /// The place in the log this node has provided through (its `completed_at`, `id`).
+    through_completed_at_ms: AtomicI64,
+    through_operation_id: AtomicI64,
+}
+
+impl ProvideStats {
+    /// How far this node has provided the log.
+    pub fn through(&self) -> RootKey {
+        RootKey {
+            completed_at_ms: self.through_completed_at_ms.load(Ordering::Relaxed),
+            operation_id: self.through_operation_id.load(Ordering::Relaxed),
+        }
+    }
+
+    fn set_through(&self, key: RootKey) {
+        self.through_completed_at_ms
+            .store(key.completed_at_ms, Ordering::Relaxed);
+        self.through_operation_id
+            .store(key.operation_id, Ordering::Relaxed);
+    }
+}
+
+/// Roots completed and not yet provided by this node.
+pub async fn queued(state: &AppState) -> Result<u64, StoreError> {
+    state
+        .store
+        .count_completed_roots(state.provides.through())
+        .await
+}
+
+/// Provide what the service stores until `stop`.
+pub async fn keep_providing(state: AppState, stop: watch::Receiver<bool>) {
+    let Some(node) = state.node.clone() else {
+        return;
+    };
+    let peer_id = node.peer_id().to_string();
+    let progress = loop {
+        match state.store.provide_progress(&peer_id).await {
+            // A new node has provided nothing: the first sweep covers what is stored, and the
+            // log is followed from now on.
+            Ok(progress) => {
+                break progress.unwrap_or(ProvideProgress {
+                    through: RootKey {
+                        completed_at_ms: now_ms() - LOOK_BACK_MS,
+                        operation_id: 0,
+                    },
+                    last_sweep_at_ms: None,
+                })
+            }
+            Err(e) => {
+                tracing::warn!("reading this node's provide progress failed: {e}");
+                if wait(&stop, Duration::from_secs(5)).await {
+                    return;
+                }
+            }
+        }
+    };
+    state.provides.set_through(progress.through);
+    state
+        .provides
+        .last_sweep_at_ms
+        .store(progress.last_sweep_at_ms.unwrap_or(0), Ordering::Relaxed);
+    tokio::join!(
+        follow_the_log(&state, &node, &peer_id, stop.clone()),
+        sweep_when_due(&state, &node, &peer_id, stop),
+    );
+}
+
+/// Provide each root as it completes.
+async fn follow_the_log(
+    state: &AppState,
+    node: &NodeHandle,
+    peer_id: &str,
+    stop: watch::Receiver<bool>,
+) {
+    // What was provided within the look-back, by its place in the log.
+    let mut recent: BTreeSet<RootKey> = BTreeSet::new();
+    loop {
+        if wait(&stop, POLL_EVERY).await {
+            return;
+        }
+        let through = state.provides.through();
+        let mut after = RootKey {
+            completed_at_ms: through.completed_at_ms - LOOK_BACK_MS,
+            operation_id: 0,
+        };
+        loop {
+            let page = match state.store.completed_roots(after, PAGE).await {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::warn!("reading the provide log failed: {e}");
+                    break;
+                }
+            };
+            let Some((last, _)) = page.last() else { break };
+            after = *last;
+            let fresh: Vec<(RootKey, String)> = page
+                .into_iter()
+                .filter(|(key, _)| *key > through || !recent.contains(key))
+                .collect();
+            let keys: Vec<RootKey> = fresh.iter().map(|(key, _)| *key).collect();
+            if !provide_all(state, node, fresh.into_iter().map(|(_, cid)| cid), &stop).await {
+                return;
+            }
+            recent.extend(keys);
+            if after > state.provides.through() {
+                state.provides.set_through(after);
+                let progress = ProvideProgress {
+                    through: after,
+                    last_sweep_at_ms: last_sweep(state),
+                };
+                if let Err(e) = state.store.save_provide_progress(peer_id, &progress).await {
+                    tracing::warn!("saving this node's provide progress failed: {e}");
+                }
+            }
+        }
+        let horizon = RootKey {
+            completed_at_ms: state.provides.through().completed_at_ms - LOOK_BACK_MS,
+            operation_id: 0,
+        };
+        recent = recent.split_off(&horizon);
+    }
+}
+
+/// Provide every distinct root again when the last sweep is older than [`REPROVIDE_EVERY`].
+async fn sweep_when_due(
+    state: &AppState,
+    node: &NodeHandle,
+    peer_id: &str,
+    stop: watch::Receiver<bool>,
+) {
+    loop {
+        let due_in = last_sweep(state).map_or(Duration::ZERO, |at| {
+            let age = Duration::from_millis(now_ms().saturating_sub(at).max(0) as u64);
+            REPROVIDE_EVERY.saturating_sub(age)
+        });
+        if wait(&stop, due_in).await {
+            return;
+        }
+        let started_at_ms = now_ms();
+        let started = Instant::now();
+        let mut after = String::new();
+        loop {
+            let page = match state.store.distinct_roots(&after, PAGE).await {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::warn!("reading stored roots for a reprovide failed: {e}");
+                    if wait(&stop, Duration::from_secs(5)).await {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let Some(last) = page.last() else { break };
+            after = last.clone();
+            if !provide_all(state, node, page.into_iter(), &stop).await {
+                return;
+            }
+        }
+        let stats = &state.provides;
+        stats.sweeps.fetch_add(1, Ordering::Relaxed);
+        stats
+            .last_sweep_seconds
+            .store(started.elapsed().as_secs(), Ordering::Relaxed);
+        stats
+            .last_sweep_at_ms
+            .store(started_at_ms, Ordering::Relaxed);
+        let progress = ProvideProgress {
+            through: stats.through(),
+            last_sweep_at_ms: Some(started_at_ms),
+        };
+        if let Err(e) = state.store.save_provide_progress(peer_id, &progress).await {
+            tracing::warn!("saving this node's provide progress failed: {e}");
+        }
+    }
+}
+
+/// Provide `cids`, a few at a time; a provide that reached no peer is done again once the DHT
+/// has peers. `false` if stopped first.
+async fn provide_all(
+    state: &AppState,
+    node: &NodeHandle,
+    cids: impl Iterator<Item = String>,
+    stop: &watch::Receiver<bool>,
+) -> bool {
+    let cids: Vec<Cid> = cids
+        .filter_map(|text| match text.parse::<Cid>() {
+            Ok(cid) => Some(cid),
+            Err(e) => {
+                tracing::warn!("not providing the stored root {text:?}: {e}");
+                None
+            }
+        })
+        .collect();
+    let mut pending = cids;
+    let mut failures_with_peers = 0;
+    while !pending.is_empty() {
+        let results: Vec<(Cid, bool)> = futures_util::stream::iter(pending)
+            .map(|cid| async move {
+                let started = Instant::now();
+                let reached = node.provide(cid).await.unwrap_or(0);
+                tracing::debug!(%cid, reached, elapsed = ?started.elapsed(), "provided");
+                (cid, reached > 0)
+            })
+            .buffer_unordered(CONCURRENT_PROVIDES)
+            .collect()
+            .await;
+        let stats = &state.provides;
+        pending = results
+            .into_iter()
+            .filter_map(|(cid, reached)| {
+                if reached {
+                    stats.provided.fetch_add(1, Ordering::Relaxed);
+                }
+                (!reached).then_some(cid)
+            })
+            .collect();
+        if pending.is_empty() {
+            break;
+        }
+        let mut peers = node.dht_peers();
+        if *peers.borrow() > 0 {
+            // Peers are known but none took the record: try a few times, then leave it to
+            // the next sweep rather than hold up the log.
+            failures_with_peers += 1;
+            if failures_with_peers >= 3 {
+                tracing::warn!(
+                    "{} provides reached no DHT peer three times; the next sweep retries",
+                    pending.len()
+                );
+                break;
+            }
+        }
+        stats
+            .waiting_for_peers
+            .store(pending.len() as u64, Ordering::Relaxed);
+        let mut stopped = stop.clone();
+        tokio::select! {
+            _ = stopped.wait_for(|stop| *stop) => return false,
+            _ = peers.wait_for(|n| *n > 0) => {}
+        }
+        // Let the routing table fill a little before asking it.
+        if wait(stop, Duration::from_secs(2)).await {
+            return false;
+        }
+        stats.waiting_for_peers.store(0, Ordering::Relaxed);
+    }
+    true
+}
+
+fn last_sweep(state: &AppState) -> Option<i64> {
+    let at = state.provides.last_sweep_at_ms.load(Ordering::Relaxed);
+    (at > 0).then_some(at)
+}
+
+/// Sleep for `duration`; `true` if `stop` came first.
+async fn wait(stop: &watch::Receiver<bool>, duration: Duration) -> bool {
+    let mut stop = stop.clone();
+    let stopped = tokio::select! {
+        _ = stop.wait_for(|stop| *stop) => true,
+        () = tokio::time::sleep(duration) => false,
+    };
+    stopped || *stop.borrow()
+}
