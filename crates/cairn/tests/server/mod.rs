@@ -50,11 +50,15 @@ pub fn start_command(mut command: Command) -> Running {
     if !command.get_envs().any(|(k, _)| k == "CAIRN_P2P_LISTEN") {
         command.env("CAIRN_P2P_LISTEN", "none");
     }
-    // CAIRN_TEST_SERVE_LOG=1 shows the servers' logs (with RUST_LOG) among the tests' output.
-    let stderr = if std::env::var_os("CAIRN_TEST_SERVE_LOG").is_some() {
-        Stdio::inherit()
-    } else {
-        Stdio::null()
+    // CAIRN_TEST_SERVE_LOG=FILE appends the servers' logs (filtered by RUST_LOG) to FILE.
+    let stderr = match std::env::var_os("CAIRN_TEST_SERVE_LOG") {
+        Some(path) => std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .expect("open CAIRN_TEST_SERVE_LOG")
+            .into(),
+        None => Stdio::null(),
     };
     let mut child = command
         .stdout(Stdio::piped())
