@@ -55,11 +55,20 @@ pub enum ApiError {
     #[error("{0}")]
     InsufficientStorage(String),
     #[error("too many {} requests: at most {} per {} s; retry after {} s", .0.endpoint, .0.quota, .0.window_secs, .0.retry_after_secs)]
-    RateLimited(crate::rate_limit::Exceeded),
+    RateLimited(RateLimitExceeded),
     #[error("internal error")]
     Internal(String),
     #[error("{0}")]
     Unavailable(String),
+}
+
+/// The details a 429 response carries (`rate_limit.rs` decides them).
+#[derive(Debug, Clone)]
+pub struct RateLimitExceeded {
+    pub endpoint: &'static str,
+    pub quota: u32,
+    pub window_secs: u64,
+    pub retry_after_secs: u64,
 }
 
 impl ApiError {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use cairn_store::{now_ms, MetadataStore};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, RateLimitExceeded};
 
 /// Endpoint classes, each with its own policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -93,15 +93,6 @@ enum Buckets {
 #[derive(Default)]
 struct InMemory(Mutex<HashMap<(i64, Endpoint), Bucket>>);
 
-/// The details a 429 response carries.
-#[derive(Debug, Clone)]
-pub struct Exceeded {
-    pub endpoint: &'static str,
-    pub quota: u32,
-    pub window_secs: u64,
-    pub retry_after_secs: u64,
-}
-
 impl RateLimiter {
     /// Buckets in this process.
     pub fn new(limits: RateLimits) -> Self {
@@ -169,7 +160,7 @@ impl InMemory {
 fn exceeded(endpoint: Endpoint, policy: Policy, tokens: f64) -> ApiError {
     let per_second = f64::from(policy.quota) / policy.window.as_secs_f64();
     let wait = (1.0 - tokens) / per_second;
-    ApiError::RateLimited(Exceeded {
+    ApiError::RateLimited(RateLimitExceeded {
         endpoint: endpoint.name(),
         quota: policy.quota,
         window_secs: policy.window.as_secs(),

@@ -7,6 +7,11 @@ use std::time::Duration;
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::{suite, MetadataStore};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use sqlx::{ConnectOptions, Connection};
+
+#[path = "support/released.rs"]
+mod released;
 
 #[tokio::test]
 async fn sqlite_store_passes_the_metadata_suite() {
@@ -40,6 +45,81 @@ async fn schema_survives_reopening() {
     }
     let store = SqliteStore::open(&path).await.unwrap();
     assert!(store.account_by_name("kept").await.unwrap().is_some());
+}
+
+/// The schema of the database at `path`: each table's and index's SQL with its spacing and
+/// quoting normalised, and the version.
+async fn sqlite_schema(path: &std::path::Path) -> Vec<String> {
+    let mut conn = SqliteConnectOptions::new()
+        .filename(path)
+        .connect()
+        .await
+        .unwrap();
+    let mut schema: Vec<String> = sqlx::query_scalar(
+        "SELECT type || ' ' || name || ' ' || sql FROM sqlite_master
+          WHERE name NOT LIKE 'sqlite_%' ORDER BY name",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    for line in &mut schema {
+        *line = line
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace('"', "");
+    }
+    let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    schema.push(format!("user_version {version}"));
+    conn.close().await.unwrap();
+    schema
+}
+
+/// A data directory of the previous release, at every schema version it may have been left
+/// at, opens, migrates to the schema a new database gets, and works; its rows are kept.
+#[tokio::test]
+async fn a_database_of_the_previous_release_opens_and_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dir.path().join("fresh.db");
+    SqliteStore::open(&fresh).await.unwrap().close().await;
+    let expected = sqlite_schema(&fresh).await;
+    for version in 0..=released::SQLITE.len() {
+        let path = dir.path().join(format!("v{version}.db"));
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true);
+        let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
+        for (index, script) in released::SQLITE[..version].iter().enumerate() {
+            sqlx::raw_sql(script).execute(&mut conn).await.unwrap();
+            sqlx::raw_sql(&format!("PRAGMA user_version = {}", index + 1))
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        let with_rows = version == released::SQLITE.len();
+        if with_rows {
+            sqlx::raw_sql(released::SQLITE_ROWS)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        conn.close().await.unwrap();
+        let store = SqliteStore::open(&path).await.unwrap();
+        if with_rows {
+            released::check_rows(&store).await;
+            let packs = Packs::open(dir.path().join("packs")).unwrap();
+            suite::run(&store, &packs).await;
+        }
+        store.close().await;
+        assert_eq!(
+            sqlite_schema(&path).await,
+            expected,
+            "from version {version}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -7,6 +7,9 @@ use cairn_store::postgres::PostgresStore;
 use cairn_store::{suite, MetadataStore};
 use sqlx::Connection;
 
+#[path = "support/released.rs"]
+mod released;
+
 fn server_url() -> String {
     std::env::var("CAIRN_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
@@ -91,4 +94,75 @@ async fn nodes_opening_one_database_together_migrate_it_once() {
     a.close().await;
     b.close().await;
     database.drop_now().await;
+}
+
+/// The schema of the database at `url`: columns, indexes, constraints and recorded versions.
+async fn postgres_schema(url: &str) -> Vec<String> {
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    let mut schema = Vec::new();
+    for sql in [
+        "SELECT concat_ws(' ', table_name, ordinal_position, column_name, data_type, is_nullable,
+                column_default, is_identity)
+           FROM information_schema.columns WHERE table_schema = 'public'
+          ORDER BY table_name, ordinal_position",
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname",
+        "SELECT conrelid::regclass || ' ' || conname || ' ' || pg_get_constraintdef(oid)
+           FROM pg_constraint WHERE connamespace = 'public'::regnamespace ORDER BY 1",
+        "SELECT 'version ' || version FROM cairn_schema ORDER BY version",
+    ] {
+        let lines: Vec<String> = sqlx::query_scalar(sql).fetch_all(&mut conn).await.unwrap();
+        schema.extend(lines);
+    }
+    conn.close().await.unwrap();
+    schema
+}
+
+/// A database of the previous release, at every schema version it may have been left at,
+/// opens, migrates to the schema a new database gets, and works; its rows are kept.
+#[tokio::test]
+async fn a_database_of_the_previous_release_opens_and_works() {
+    let fresh = FreshDatabase::create("fresh").await;
+    PostgresStore::open(&fresh.url).await.unwrap().close().await;
+    let expected = postgres_schema(&fresh.url).await;
+    fresh.drop_now().await;
+    for version in 0..=released::POSTGRES.len() {
+        let database = FreshDatabase::create(&format!("released{version}")).await;
+        let mut conn = sqlx::PgConnection::connect(&database.url).await.unwrap();
+        if version > 0 {
+            sqlx::raw_sql("CREATE TABLE cairn_schema (version BIGINT NOT NULL)")
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        for (index, script) in released::POSTGRES[..version].iter().enumerate() {
+            sqlx::raw_sql(script).execute(&mut conn).await.unwrap();
+            sqlx::query("INSERT INTO cairn_schema (version) VALUES ($1)")
+                .bind(index as i64 + 1)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        let with_rows = version == released::POSTGRES.len();
+        if with_rows {
+            sqlx::raw_sql(released::POSTGRES_ROWS)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        conn.close().await.unwrap();
+        let store = PostgresStore::open(&database.url).await.unwrap();
+        if with_rows {
+            released::check_rows(&store).await;
+            let dir = tempfile::tempdir().unwrap();
+            let packs = Packs::open(dir.path().join("packs")).unwrap();
+            suite::run(&store, &packs).await;
+        }
+        store.close().await;
+        assert_eq!(
+            postgres_schema(&database.url).await,
+            expected,
+            "from version {version}"
+        );
+        database.drop_now().await;
+    }
 }

@@ -1,0 +1,8 @@
+-- postgres migration 2 as released (commit 985a14e, crates/store/src/postgres.rs).
+-- One writer per TUS upload across nodes: a lease, renewed while held (see server tus/lock.rs).
+CREATE TABLE upload_leases (
+    upload_id TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    until_ms BIGINT NOT NULL,
+    stop_requested BIGINT NOT NULL
+);
