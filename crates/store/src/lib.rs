@@ -1,8 +1,9 @@
-//! Storage behind the service, as traits at the backend boundary plus their embedded
-//! implementations: SQLite for metadata, local files for content.
+//! Storage behind the service, as traits at the backend boundary plus their implementations:
+//! SQLite or PostgreSQL for metadata, local files or S3 for content.
 //!
 //! - [`model`]: the records (accounts, tokens, uploads and operations, block locations).
-//! - [`MetadataStore`]: the metadata trait; [`sqlite::SqliteStore`] implements it.
+//! - [`MetadataStore`]: the metadata trait; [`sql::SqlStore`] implements it once for both
+//!   databases ([`sqlite::SqliteStore`], [`postgres::PostgresStore`]).
 //! - [`blobs`]: the `BlobStore` trait (named, write-once objects; the one place a write becomes
 //!   durable) and its file implementation, with a conformance suite.
 //! - [`packs`]: pack files (content, written once, durable before they are referenced).
@@ -18,16 +19,15 @@
 pub mod blobs;
 pub mod model;
 pub mod packs;
-pub mod postgres;
-mod rows;
 pub mod s3;
-pub mod sqlite;
+pub mod sql;
 pub mod staging;
 pub mod suite;
 pub mod tokens;
 pub mod tus_bytes;
 
-pub use rows::now_ms;
+pub use sql::rows::now_ms;
+pub use sql::{postgres, sqlite};
 
 use async_trait::async_trait;
 

@@ -10,3 +10,7 @@ INSERT INTO operations (upload_id, account_id, kind, status, status_message, pro
     'text/plain', 'unixfs-v1-2025', 4, 4, 4);
 INSERT INTO rate_buckets (account_id, endpoint, tokens, refilled_ms, granted)
     VALUES (1, 'released', 2.5, 5, 1);
+INSERT INTO nodes (peer_id, addrs, gateway, seen_at)
+    VALUES ('12D3released', '/ip4/10.0.0.1/tcp/4001', NULL, 8);
+INSERT INTO provide_progress (peer_id, completed_at, operation_id, last_sweep_at)
+    VALUES ('12D3released', 4, 1, NULL);

@@ -1,29 +1,34 @@
-//! Databases as the last release before the SQL backends were folded into one left them: the
-//! migrations exactly as released (`tests/released/*.sql`, copied from commit 985a14e), and a
-//! few rows written into that schema. A store opened on such a database must migrate it and
+//! Databases as the code before the SQL backends were folded into one left them: the
+//! migrations exactly as they were (`tests/released/*.sql`: the last release's, from commit
+//! 985a14e, and the two steps added after it, from 4f5433b), and a few rows written into that
+//! schema. A store opened on such a database must migrate it and
 //! keep working, with the rows readable.
 
 // Each test binary uses one database's half.
 #![allow(dead_code)]
 
-use cairn_store::model::{OperationFilter, OperationStatus};
+use cairn_store::model::{OperationFilter, OperationStatus, RootKey};
 use cairn_store::MetadataStore;
 
 /// SQLite's released migrations, tracked by `PRAGMA user_version`.
-pub const SQLITE: [&str; 5] = [
+pub const SQLITE: [&str; 7] = [
     include_str!("../released/sqlite-1.sql"),
     include_str!("../released/sqlite-2.sql"),
     include_str!("../released/sqlite-3.sql"),
     include_str!("../released/sqlite-4.sql"),
     include_str!("../released/sqlite-5.sql"),
+    include_str!("../released/sqlite-6.sql"),
+    include_str!("../released/sqlite-7.sql"),
 ];
 pub const SQLITE_ROWS: &str = include_str!("../released/sqlite-data.sql");
 
 /// PostgreSQL's released migrations, tracked as rows of `cairn_schema`.
-pub const POSTGRES: [&str; 3] = [
+pub const POSTGRES: [&str; 5] = [
     include_str!("../released/postgres-1.sql"),
     include_str!("../released/postgres-2.sql"),
     include_str!("../released/postgres-3.sql"),
+    include_str!("../released/postgres-4.sql"),
+    include_str!("../released/postgres-5.sql"),
 ];
 pub const POSTGRES_ROWS: &str = include_str!("../released/postgres-data.sql");
 
@@ -62,6 +67,23 @@ pub async fn check_rows(store: &dyn MetadataStore) {
         .await
         .unwrap();
     assert!(granted && left < 1.0, "2.5 tokens were left: {left}");
+    let nodes = store.live_nodes(0).await.unwrap();
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0].addrs, ["/ip4/10.0.0.1/tcp/4001"]);
+    // Gone again, so the suite that runs next finds no node it did not announce.
+    store.forget_node("12D3released").await.unwrap();
+    let progress = store
+        .provide_progress("12D3released")
+        .await
+        .unwrap()
+        .unwrap();
+    let key = RootKey {
+        completed_at_ms: 4,
+        operation_id: operations[0].id,
+    };
+    assert_eq!(progress.through, key);
+    let roots = store.completed_roots(RootKey::default(), 10).await.unwrap();
+    assert_eq!(roots, [(key, "bafyreleased".to_owned())]);
     store
         .create_account("after-upgrade", Default::default())
         .await

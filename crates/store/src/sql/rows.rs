@@ -1,6 +1,4 @@
-//! What the SQL backends share: turning rows into the model, the clock, and the one way a
-//! unique-key violation is recognised. The SQL itself differs by dialect and stays with each
-//! backend.
+//! Rows into the model, the clock, and the one way a unique-key violation is recognised.
 
 use std::str::FromStr;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -26,12 +24,13 @@ pub(crate) fn unique_violation(e: &sqlx::Error) -> bool {
 }
 
 /// The column types the model uses, read the same way from any backend's rows.
-pub(crate) trait ModelRow {
+pub trait ModelRow {
     fn int(&self, column: &str) -> i64;
     fn maybe_int(&self, column: &str) -> Option<i64>;
     fn text(&self, column: &str) -> String;
     fn maybe_text(&self, column: &str) -> Option<String>;
     fn real(&self, column: &str) -> f64;
+    fn blob(&self, column: &str) -> Vec<u8>;
 }
 
 macro_rules! model_row {
@@ -50,6 +49,9 @@ macro_rules! model_row {
                 self.get(column)
             }
             fn real(&self, column: &str) -> f64 {
+                self.get(column)
+            }
+            fn blob(&self, column: &str) -> Vec<u8> {
                 self.get(column)
             }
         }

@@ -1,0 +1,214 @@
+//! The metadata store over SQL: one implementation of [`MetadataStore`](crate::MetadataStore)
+//! for SQLite and PostgreSQL through sqlx, generic over the database.
+//!
+//! - `mod.rs`: [`SqlStore`], the [`Backend`] trait (everything that differs between the two
+//!   databases, named in one place), and `Statement`, a query either backend runs.
+//! - `queries.rs`: the `MetadataStore` implementation, written once.
+//! - `rows.rs`: rows into the model, the clock, unique violations.
+//! - `schema.rs`: the numbered migrations, written once with the column types that differ.
+//! - [`sqlite`] and [`postgres`]: each backend: opening and tuning the connections, how its
+//!   migrations are tracked, and its dialect.
+//!
+//! Why generic rather than `sqlx::Any`: `Any` copies every row into its own value type, has no
+//! arrays (PostgreSQL looks up a batch of blocks with one array parameter), cannot tune an
+//! SQLite connection (WAL, `synchronous=FULL`) and hides the connection type that the SQLite
+//! pool's release check needs. Generic code pays nothing for either backend.
+
+mod commit;
+pub mod postgres;
+mod queries;
+pub mod rows;
+mod schema;
+pub mod sqlite;
+
+use sqlx::error::BoxDynError;
+use std::ops::DerefMut;
+
+use sqlx::pool::PoolConnection;
+use sqlx::{Arguments, Database, Encode, Executor, IntoArguments, Pool, Transaction, Type};
+
+use rows::ModelRow;
+
+/// One database's side of the store: what the shared code cannot write once.
+///
+/// Connection setup and migrations are each backend's own (`SqliteStore::open`,
+/// `PostgresStore::open`); this trait holds what the shared queries need.
+pub trait Backend: Database<Row: ModelRow> {
+    /// A statement's arguments.
+    type Args<'q>: Bind<'q> + IntoArguments<'q, Self>;
+
+    /// Starts a transaction that will write. SQLite: `BEGIN IMMEDIATE` takes the write lock up
+    /// front, because a deferred transaction that reads and then writes fails with
+    /// `SQLITE_BUSY` (which the busy timeout does not retry) when another connection committed
+    /// in between. PostgreSQL: a plain `BEGIN`; rows that a decision reads are locked with
+    /// [`Self::FOR_UPDATE`].
+    const BEGIN_WRITE: &'static str;
+    /// Appended to a `SELECT` whose rows a write transaction decides on. PostgreSQL locks them,
+    /// so a concurrent commit on another node waits and then sees this one's effect; SQLite has
+    /// no row locks and needs none (`BEGIN IMMEDIATE` already holds the database's one write
+    /// lock).
+    const FOR_UPDATE: &'static str;
+    /// Appended to the queue's choice of the next operation. PostgreSQL: `FOR UPDATE SKIP
+    /// LOCKED`, so nodes claiming at once neither wait on nor take the same row. SQLite: nothing,
+    /// as its single writer makes the claiming `UPDATE` atomic.
+    const SKIP_LOCKED: &'static str;
+    /// The larger and smaller of two values: SQLite's scalar `MAX`/`MIN`, PostgreSQL's
+    /// `GREATEST`/`LEAST` (the same names are aggregates in the other dialect).
+    const GREATEST: &'static str;
+    const LEAST: &'static str;
+    /// How many multihashes one block lookup binds.
+    const LOOKUP_BATCH: usize;
+
+    /// The connection as sqlx's executor. sqlx implements `Executor` for each database's
+    /// connection separately, and generic code could only ask for it with a higher-ranked
+    /// bound that every caller would have to repeat; each backend simply returns it.
+    fn exec<'c>(conn: &'c mut Self::Connection) -> impl Executor<'c, Database = Self> + 'c;
+    fn rows_affected(result: &Self::QueryResult) -> u64;
+    /// `multihash IN` a batch, parameters from `$1`: SQLite has no arrays and takes a list of
+    /// parameters; PostgreSQL takes the batch as one array (one statement for every size).
+    fn multihash_in(batch: usize) -> String;
+    fn bind_multihashes<'q>(
+        statement: Statement<'q, Self>,
+        batch: &'q [Vec<u8>],
+    ) -> Statement<'q, Self>;
+
+    fn query(sql: &str) -> Statement<'_, Self> {
+        Statement {
+            sql,
+            args: Ok(Self::Args::default()),
+        }
+    }
+}
+
+/// The values the store binds, for any backend's arguments.
+pub trait Bind<'q>: Arguments<'q> {
+    fn int(&mut self, value: Option<i64>) -> Result<(), BoxDynError>;
+    fn real(&mut self, value: f64) -> Result<(), BoxDynError>;
+    fn text(&mut self, value: Option<&'q str>) -> Result<(), BoxDynError>;
+    fn blob(&mut self, value: &'q [u8]) -> Result<(), BoxDynError>;
+}
+
+impl<'q, A> Bind<'q> for A
+where
+    A: Arguments<'q>,
+    Option<i64>: Encode<'q, A::Database> + Type<A::Database>,
+    f64: Encode<'q, A::Database> + Type<A::Database>,
+    Option<&'q str>: Encode<'q, A::Database> + Type<A::Database>,
+    &'q [u8]: Encode<'q, A::Database> + Type<A::Database>,
+{
+    fn int(&mut self, value: Option<i64>) -> Result<(), BoxDynError> {
+        self.add(value)
+    }
+    fn real(&mut self, value: f64) -> Result<(), BoxDynError> {
+        self.add(value)
+    }
+    fn text(&mut self, value: Option<&'q str>) -> Result<(), BoxDynError> {
+        self.add(value)
+    }
+    fn blob(&mut self, value: &'q [u8]) -> Result<(), BoxDynError> {
+        self.add(value)
+    }
+}
+
+/// A value a statement binds.
+pub trait Param<'q> {
+    fn push(self, args: &mut impl Bind<'q>) -> Result<(), BoxDynError>;
+}
+
+macro_rules! params {
+    ($($ty:ty => |$v:ident| $method:ident($e:expr);)*) => {$(
+        impl<'q> Param<'q> for $ty {
+            fn push(self, args: &mut impl Bind<'q>) -> Result<(), BoxDynError> {
+                let $v = self;
+                args.$method($e)
+            }
+        }
+    )*};
+}
+
+params! {
+    i64 => |v| int(Some(v));
+    Option<i64> => |v| int(v);
+    f64 => |v| real(v);
+    &'q str => |v| text(Some(v));
+    &'q String => |v| text(Some(v.as_str()));
+    Option<&'q str> => |v| text(v);
+    &'q [u8] => |v| blob(v);
+    &'q Vec<u8> => |v| blob(v.as_slice());
+}
+
+/// A connection to run a statement on: from the pool, or a transaction.
+pub trait Conn<B: Backend>: DerefMut<Target = B::Connection> + Send {}
+
+impl<B: Backend, C: DerefMut<Target = B::Connection> + Send> Conn<B> for C {}
+
+/// A query and its arguments; a value that does not encode fails the query when it runs.
+pub struct Statement<'q, B: Backend> {
+    sql: &'q str,
+    args: Result<B::Args<'q>, BoxDynError>,
+}
+
+impl<'q, B: Backend> Statement<'q, B> {
+    pub fn bind(self, value: impl Param<'q>) -> Self {
+        self.push(|args| value.push(args))
+    }
+
+    /// Binds through the backend's own arguments (what only one backend has, like arrays).
+    pub fn push(mut self, add: impl FnOnce(&mut B::Args<'q>) -> Result<(), BoxDynError>) -> Self {
+        if let Ok(args) = &mut self.args {
+            if let Err(e) = add(args) {
+                self.args = Err(e);
+            }
+        }
+        self
+    }
+
+    fn query(self) -> Result<sqlx::query::Query<'q, B, B::Args<'q>>, sqlx::Error> {
+        Ok(sqlx::query_with(
+            self.sql,
+            self.args.map_err(sqlx::Error::Encode)?,
+        ))
+    }
+
+    /// Runs it; how many rows it changed.
+    pub async fn execute(self, conn: &mut impl Conn<B>) -> Result<u64, sqlx::Error> {
+        let done = self.query()?.execute(B::exec(&mut **conn)).await?;
+        Ok(B::rows_affected(&done))
+    }
+
+    pub async fn fetch_one(self, conn: &mut impl Conn<B>) -> Result<B::Row, sqlx::Error> {
+        self.query()?.fetch_one(B::exec(&mut **conn)).await
+    }
+
+    pub async fn fetch_optional(
+        self,
+        conn: &mut impl Conn<B>,
+    ) -> Result<Option<B::Row>, sqlx::Error> {
+        self.query()?.fetch_optional(B::exec(&mut **conn)).await
+    }
+
+    pub async fn fetch_all(self, conn: &mut impl Conn<B>) -> Result<Vec<B::Row>, sqlx::Error> {
+        self.query()?.fetch_all(B::exec(&mut **conn)).await
+    }
+}
+
+/// The metadata store on either database: [`sqlite::SqliteStore`] or
+/// [`postgres::PostgresStore`].
+pub struct SqlStore<B: Backend> {
+    pool: Pool<B>,
+}
+
+impl<B: Backend> SqlStore<B> {
+    /// Close every connection; later calls fail as a store that is down would.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn conn(&self) -> Result<PoolConnection<B>, sqlx::Error> {
+        self.pool.acquire().await
+    }
+
+    async fn write(&self) -> Result<Transaction<'static, B>, sqlx::Error> {
+        self.pool.begin_with(B::BEGIN_WRITE).await
+    }
+}

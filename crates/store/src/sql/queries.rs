@@ -1,0 +1,829 @@
+//! `MetadataStore` on [`SqlStore`], written once for both databases. Statements use `$1`
+//! parameters (which SQLite takes too); the few words that differ come from [`Backend`].
+//!
+//! Longer than most files (about 850 lines) because it is one `impl` block, which Rust cannot
+//! split across files, with one method for each of the trait's: splitting it would only add a
+//! forwarding layer. What commits write is in `commit.rs`.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::rows::{
+    account_from, node_from, now_ms, operation_from, token_from, tus_from, unique_violation,
+    ModelRow,
+};
+use super::{Backend, Param, SqlStore};
+use crate::model::{
+    Account, BlockLocation, LeaseAttempt, NewTusUpload, NewUpload, NodeRecord, Operation,
+    OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, RootKey,
+    TokenInfo, TusConcat, TusState, TusUpload,
+};
+use crate::packs::SealedPack;
+use crate::{AccountLimits, MetadataStore, StoreError};
+
+impl<B: Backend> SqlStore<B> {
+    async fn account_where<'q>(
+        &self,
+        sql: &'q str,
+        key: impl Param<'q> + Send,
+    ) -> Result<Option<Account>, StoreError> {
+        let row = B::query(sql)
+            .bind(key)
+            .fetch_optional(&mut self.conn().await?)
+            .await?;
+        Ok(row.as_ref().map(account_from))
+    }
+
+    async fn operation_by_id(&self, id: i64) -> Result<Operation, StoreError> {
+        let row = B::query("SELECT * FROM operations WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut self.conn().await?)
+            .await?;
+        operation_from(&row)
+    }
+}
+
+/// The location columns of `blocks JOIN packs`, as `SELECT`ed by the block lookups.
+fn location(row: &impl ModelRow) -> BlockLocation {
+    BlockLocation {
+        pack: row.text("name"),
+        offset: row.int("offset") as u64,
+        length: row.int("length") as u64,
+    }
+}
+
+const LOCATION: &str = "SELECT blocks.multihash, packs.name, blocks.\"offset\", blocks.length
+    FROM blocks JOIN packs ON packs.id = blocks.pack_id WHERE multihash";
+
+#[async_trait]
+impl<B: Backend> MetadataStore for SqlStore<B> {
+    async fn create_account(
+        &self,
+        name: &str,
+        limits: AccountLimits,
+    ) -> Result<Account, StoreError> {
+        let result = B::query(
+            "INSERT INTO accounts (name, upload_limit, quota, created_at) VALUES ($1, $2, $3, $4)
+             RETURNING *",
+        )
+        .bind(name)
+        .bind(limits.upload_limit as i64)
+        .bind(limits.quota.map(|q| q as i64))
+        .bind(now_ms())
+        .fetch_one(&mut self.conn().await?)
+        .await;
+        match result {
+            Ok(row) => Ok(account_from(&row)),
+            Err(e) if unique_violation(&e) => {
+                Err(StoreError::Conflict(format!("account {name:?}")))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn account_by_name(&self, name: &str) -> Result<Option<Account>, StoreError> {
+        self.account_where("SELECT * FROM accounts WHERE name = $1", name)
+            .await
+    }
+
+    async fn list_accounts(&self) -> Result<Vec<Account>, StoreError> {
+        let rows = B::query("SELECT * FROM accounts ORDER BY id")
+            .fetch_all(&mut self.conn().await?)
+            .await?;
+        Ok(rows.iter().map(account_from).collect())
+    }
+
+    async fn set_account_limits(
+        &self,
+        name: &str,
+        upload_limit: Option<u64>,
+        quota: Option<Option<u64>>,
+    ) -> Result<Account, StoreError> {
+        let mut tx = self.write().await?;
+        if let Some(limit) = upload_limit {
+            B::query("UPDATE accounts SET upload_limit = $1 WHERE name = $2")
+                .bind(limit as i64)
+                .bind(name)
+                .execute(&mut tx)
+                .await?;
+        }
+        if let Some(quota) = quota {
+            B::query("UPDATE accounts SET quota = $1 WHERE name = $2")
+                .bind(quota.map(|q| q as i64))
+                .bind(name)
+                .execute(&mut tx)
+                .await?;
+        }
+        tx.commit().await?;
+        self.account_by_name(name)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("account {name:?}")))
+    }
+
+    async fn add_token(
+        &self,
+        account_id: i64,
+        hash: &[u8; 32],
+        prefix: &str,
+    ) -> Result<TokenInfo, StoreError> {
+        let row = B::query(
+            "INSERT INTO tokens (account_id, prefix, hash, created_at) VALUES ($1, $2, $3, $4)
+             RETURNING *",
+        )
+        .bind(account_id)
+        .bind(prefix)
+        .bind(&hash[..])
+        .bind(now_ms())
+        .fetch_one(&mut self.conn().await?)
+        .await?;
+        Ok(token_from(&row))
+    }
+
+    async fn revoke_token(&self, prefix_or_id: &str) -> Result<TokenInfo, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows = match prefix_or_id.parse::<i64>() {
+            Ok(id) => B::query("SELECT * FROM tokens WHERE id = $1").bind(id),
+            // Either string may be the longer one: a full token, or a few characters of one.
+            // Exact comparisons, not LIKE, so `%` and `_` typed by an admin match literally.
+            Err(_) => B::query(
+                "SELECT * FROM tokens WHERE substr($1, 1, length(prefix)) = prefix
+                    OR substr(prefix, 1, length($1)) = $1",
+            )
+            .bind(prefix_or_id),
+        }
+        .fetch_all(&mut conn)
+        .await?;
+        let token = match rows.as_slice() {
+            [row] => token_from(row),
+            [] => return Err(StoreError::NotFound(format!("token {prefix_or_id:?}"))),
+            _ => {
+                return Err(StoreError::Conflict(format!(
+                    "more than one token matching {prefix_or_id:?}"
+                )))
+            }
+        };
+        B::query("UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+            .bind(now_ms())
+            .bind(token.id)
+            .execute(&mut conn)
+            .await?;
+        Ok(TokenInfo {
+            revoked: true,
+            ..token
+        })
+    }
+
+    async fn account_for_token(&self, hash: &[u8; 32]) -> Result<Option<Account>, StoreError> {
+        self.account_where(
+            "SELECT * FROM accounts
+              WHERE id = (SELECT account_id FROM tokens WHERE hash = $1 AND revoked_at IS NULL)",
+            &hash[..],
+        )
+        .await
+    }
+
+    async fn has_block(&self, multihash: &[u8]) -> Result<bool, StoreError> {
+        Ok(
+            B::query("SELECT 1 AS found FROM blocks WHERE multihash = $1")
+                .bind(multihash)
+                .fetch_optional(&mut self.conn().await?)
+                .await?
+                .is_some(),
+        )
+    }
+
+    async fn block_location(&self, multihash: &[u8]) -> Result<Option<BlockLocation>, StoreError> {
+        let sql = format!("{LOCATION} = $1");
+        let row = B::query(&sql)
+            .bind(multihash)
+            .fetch_optional(&mut self.conn().await?)
+            .await?;
+        Ok(row.as_ref().map(location))
+    }
+
+    async fn block_locations(
+        &self,
+        multihashes: &[Vec<u8>],
+    ) -> Result<Vec<(Vec<u8>, BlockLocation)>, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut found = Vec::with_capacity(multihashes.len());
+        for batch in multihashes.chunks(B::LOOKUP_BATCH) {
+            let sql = format!("{LOCATION} {}", B::multihash_in(batch.len()));
+            let rows = B::bind_multihashes(B::query(&sql), batch)
+                .fetch_all(&mut conn)
+                .await?;
+            found.extend(
+                rows.iter()
+                    .map(|row| (row.blob("multihash"), location(row))),
+            );
+        }
+        Ok(found)
+    }
+
+    async fn unfinished_upload_ids(&self) -> Result<Vec<String>, StoreError> {
+        let rows =
+            B::query("SELECT upload_id FROM operations WHERE status IN ('pending', 'processing')")
+                .fetch_all(&mut self.conn().await?)
+                .await?;
+        Ok(rows.iter().map(|row| row.text("upload_id")).collect())
+    }
+
+    async fn pack_names(&self) -> Result<Vec<String>, StoreError> {
+        let rows = B::query("SELECT name FROM packs")
+            .fetch_all(&mut self.conn().await?)
+            .await?;
+        Ok(rows.iter().map(|row| row.text("name")).collect())
+    }
+
+    async fn commit_completed_upload(
+        &self,
+        upload: NewUpload,
+        pack: Option<SealedPack>,
+        cid: &str,
+    ) -> Result<Operation, StoreError> {
+        let mut tx = self.write().await?;
+        Self::store_pack(&mut tx, upload.account_id, pack.as_ref()).await?;
+        let id = Self::insert_operation(
+            &mut tx,
+            &upload,
+            OperationStatus::Completed,
+            "stored",
+            Some(cid),
+            None,
+        )
+        .await?;
+        tx.commit().await?;
+        self.operation_by_id(id).await
+    }
+
+    async fn record_upload(
+        &self,
+        upload: NewUpload,
+        failure: Option<OperationError>,
+    ) -> Result<Operation, StoreError> {
+        let mut tx = self.write().await?;
+        let (status, message) = match &failure {
+            Some(f) => (OperationStatus::Failed, f.message.clone()),
+            None => (
+                OperationStatus::Pending,
+                "waiting to be processed".to_owned(),
+            ),
+        };
+        let id = Self::insert_operation(&mut tx, &upload, status, &message, None, failure.as_ref())
+            .await?;
+        tx.commit().await?;
+        self.operation_by_id(id).await
+    }
+
+    async fn account_by_id(&self, id: i64) -> Result<Option<Account>, StoreError> {
+        self.account_where("SELECT * FROM accounts WHERE id = $1", id)
+            .await
+    }
+
+    async fn claim_next(
+        &self,
+        worker: &str,
+        lease: Duration,
+    ) -> Result<Option<Operation>, StoreError> {
+        let now = now_ms();
+        let sql = format!(
+            "UPDATE operations
+                SET status = 'processing', status_message = 'processing',
+                    claimed_by = $1, claimed_until = $2, updated_at = $3
+              WHERE id = (SELECT id FROM operations
+                           WHERE (status = 'pending' AND ready = 1)
+                              OR (status = 'processing' AND claimed_until < $4)
+                           ORDER BY id LIMIT 1{})
+              RETURNING *",
+            B::SKIP_LOCKED
+        );
+        let row = B::query(&sql)
+            .bind(worker)
+            .bind(now + lease.as_millis() as i64)
+            .bind(now)
+            .bind(now)
+            .fetch_optional(&mut self.conn().await?)
+            .await?;
+        row.as_ref().map(operation_from).transpose()
+    }
+
+    async fn report_progress(
+        &self,
+        id: i64,
+        worker: &str,
+        percent: f64,
+        message: &str,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let sql = format!(
+            "UPDATE operations
+                SET progress = {}(progress, $1), status_message = $2, claimed_until = $3,
+                    updated_at = $4
+              WHERE id = $5 AND claimed_by = $6 AND status = 'processing'",
+            B::GREATEST
+        );
+        let updated = B::query(&sql)
+            .bind(percent.clamp(0.0, 99.0))
+            .bind(message)
+            .bind(now + lease.as_millis() as i64)
+            .bind(now)
+            .bind(id)
+            .bind(worker)
+            .execute(&mut self.conn().await?)
+            .await?;
+        Ok(updated == 1)
+    }
+
+    async fn complete_operation(
+        &self,
+        id: i64,
+        worker: &str,
+        pack: Option<SealedPack>,
+        cid: &str,
+    ) -> Result<Operation, StoreError> {
+        let mut tx = self.write().await?;
+        let sql = format!(
+            "SELECT * FROM operations WHERE id = $1 AND claimed_by = $2 AND status = 'processing'{}",
+            B::FOR_UPDATE
+        );
+        let op = B::query(&sql)
+            .bind(id)
+            .bind(worker)
+            .fetch_optional(&mut tx)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("operation {id} claimed by {worker}")))?;
+        let op = operation_from(&op)?;
+        Self::store_pack(&mut tx, op.account_id, pack.as_ref()).await?;
+        let now = now_ms();
+        B::query(
+            "UPDATE operations SET status = 'completed', status_message = 'stored', progress = 100,
+                cid = $1, updated_at = $2, completed_at = $3 WHERE id = $4",
+        )
+        .bind(cid)
+        .bind(now)
+        .bind(now)
+        .bind(id)
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        self.operation_by_id(id).await
+    }
+
+    async fn fail_operation(
+        &self,
+        id: i64,
+        worker: &str,
+        failure: OperationError,
+    ) -> Result<Operation, StoreError> {
+        let now = now_ms();
+        let updated = B::query(
+            "UPDATE operations SET status = 'failed', status_message = $1, error_code = $2,
+                error_message = $3, updated_at = $4, completed_at = $5
+              WHERE id = $6 AND claimed_by = $7 AND status = 'processing'",
+        )
+        .bind(&failure.message)
+        .bind(&failure.code)
+        .bind(&failure.message)
+        .bind(now)
+        .bind(now)
+        .bind(id)
+        .bind(worker)
+        .execute(&mut self.conn().await?)
+        .await?;
+        if updated == 0 {
+            return Err(StoreError::NotFound(format!(
+                "operation {id} claimed by {worker}"
+            )));
+        }
+        self.operation_by_id(id).await
+    }
+
+    async fn create_tus_upload(&self, new: NewTusUpload) -> Result<TusUpload, StoreError> {
+        let mut tx = self.write().await?;
+        let operation_id = match &new.upload {
+            Some(upload) => {
+                let message = "receiving bytes";
+                let status = OperationStatus::Pending;
+                let id =
+                    Self::insert_operation(&mut tx, upload, status, message, None, None).await?;
+                B::query("UPDATE operations SET ready = 0 WHERE id = $1")
+                    .bind(id)
+                    .execute(&mut tx)
+                    .await?;
+                Some(id)
+            }
+            None => None,
+        };
+        let (concat, parts) = match &new.concat {
+            TusConcat::None => (None, None),
+            TusConcat::Partial => (Some("partial"), None),
+            TusConcat::Final(parts) => (Some("final"), Some(parts.join(" "))),
+        };
+        B::query(
+            "INSERT INTO tus_uploads (id, account_id, operation_id, length, metadata, concat, parts,
+                state, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'receiving', $8, $9)",
+        )
+        .bind(&new.id)
+        .bind(new.account_id)
+        .bind(operation_id)
+        .bind(new.length.map(|l| l as i64))
+        .bind(&new.metadata)
+        .bind(concat)
+        .bind(parts.as_deref())
+        .bind(now_ms())
+        .bind(new.expires_at_ms)
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        self.tus_upload(new.account_id, &new.id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("TUS upload {}", new.id)))
+    }
+
+    async fn tus_upload(&self, account_id: i64, id: &str) -> Result<Option<TusUpload>, StoreError> {
+        let row = B::query("SELECT * FROM tus_uploads WHERE id = $1 AND account_id = $2")
+            .bind(id)
+            .bind(account_id)
+            .fetch_optional(&mut self.conn().await?)
+            .await?;
+        row.as_ref().map(tus_from).transpose()
+    }
+
+    async fn set_tus_length(&self, id: &str, length: u64) -> Result<(), StoreError> {
+        let updated =
+            B::query("UPDATE tus_uploads SET length = $1 WHERE id = $2 AND length IS NULL")
+                .bind(length as i64)
+                .bind(id)
+                .execute(&mut self.conn().await?)
+                .await?;
+        if updated == 0 {
+            return Err(StoreError::Conflict(format!(
+                "the length of TUS upload {id}"
+            )));
+        }
+        Ok(())
+    }
+
+    async fn complete_tus_upload(&self, id: &str, size: u64) -> Result<Option<i64>, StoreError> {
+        let mut tx = self.write().await?;
+        let operation_id = B::query("SELECT operation_id FROM tus_uploads WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut tx)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("TUS upload {id}")))?
+            .maybe_int("operation_id");
+        B::query("UPDATE tus_uploads SET state = 'complete' WHERE id = $1 AND state = 'receiving'")
+            .bind(id)
+            .execute(&mut tx)
+            .await?;
+        if let Some(operation_id) = operation_id {
+            B::query(
+                "UPDATE operations SET ready = 1, size = $1,
+                    status_message = 'waiting to be processed', updated_at = $2
+                  WHERE id = $3 AND status = 'pending'",
+            )
+            .bind(size as i64)
+            .bind(now_ms())
+            .bind(operation_id)
+            .execute(&mut tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(operation_id)
+    }
+
+    async fn end_tus_upload(&self, id: &str, state: TusState) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        let operation_id = B::query(
+            "UPDATE tus_uploads SET state = $1 WHERE id = $2 AND state = 'receiving'
+             RETURNING operation_id",
+        )
+        .bind(state.as_str())
+        .bind(id)
+        .fetch_optional(&mut tx)
+        .await?
+        .and_then(|row| row.maybe_int("operation_id"));
+        if let Some(operation_id) = operation_id {
+            let now = now_ms();
+            let message = match state {
+                TusState::Expired => "the upload expired before it was complete",
+                _ => "the upload was terminated before it was complete",
+            };
+            B::query(
+                "UPDATE operations SET status = 'failed', status_message = $1, error_code = 'gone',
+                    error_message = $2, updated_at = $3, completed_at = $4
+                  WHERE id = $5 AND status IN ('pending', 'processing')",
+            )
+            .bind(message)
+            .bind(message)
+            .bind(now)
+            .bind(now)
+            .bind(operation_id)
+            .execute(&mut tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn expired_tus_uploads(&self, now_ms: i64) -> Result<Vec<TusUpload>, StoreError> {
+        let rows = B::query(
+            "SELECT * FROM tus_uploads WHERE state = 'receiving' AND expires_at < $1
+             ORDER BY expires_at",
+        )
+        .bind(now_ms)
+        .fetch_all(&mut self.conn().await?)
+        .await?;
+        rows.iter().map(tus_from).collect()
+    }
+
+    async fn take_upload_lease(
+        &self,
+        id: &str,
+        holder: &str,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> Result<LeaseAttempt, StoreError> {
+        let mut conn = self.conn().await?;
+        // The holder may let go between the two statements: then try again.
+        loop {
+            let taken = B::query(
+                "INSERT INTO upload_leases (upload_id, holder, until_ms, stop_requested)
+                 VALUES ($1, $2, $3, 0)
+                 ON CONFLICT (upload_id) DO UPDATE
+                    SET holder = excluded.holder, until_ms = excluded.until_ms, stop_requested = 0
+                  WHERE upload_leases.until_ms < $4 OR upload_leases.holder = excluded.holder
+                 RETURNING holder",
+            )
+            .bind(id)
+            .bind(holder)
+            .bind(until_ms)
+            .bind(now_ms)
+            .fetch_optional(&mut conn)
+            .await?;
+            if taken.is_some() {
+                return Ok(LeaseAttempt::Taken);
+            }
+            let held = B::query("SELECT until_ms FROM upload_leases WHERE upload_id = $1")
+                .bind(id)
+                .fetch_optional(&mut conn)
+                .await?;
+            if let Some(row) = held {
+                return Ok(LeaseAttempt::Held {
+                    until_ms: row.int("until_ms"),
+                });
+            }
+        }
+    }
+
+    async fn renew_upload_lease(
+        &self,
+        id: &str,
+        holder: &str,
+        until_ms: i64,
+    ) -> Result<Option<bool>, StoreError> {
+        let row = B::query(
+            "UPDATE upload_leases SET until_ms = $1 WHERE upload_id = $2 AND holder = $3
+             RETURNING stop_requested",
+        )
+        .bind(until_ms)
+        .bind(id)
+        .bind(holder)
+        .fetch_optional(&mut self.conn().await?)
+        .await?;
+        Ok(row.map(|row| row.int("stop_requested") != 0))
+    }
+
+    async fn ask_upload_holder_to_stop(&self, id: &str) -> Result<(), StoreError> {
+        B::query("UPDATE upload_leases SET stop_requested = 1 WHERE upload_id = $1")
+            .bind(id)
+            .execute(&mut self.conn().await?)
+            .await?;
+        Ok(())
+    }
+
+    async fn release_upload_lease(&self, id: &str, holder: &str) -> Result<(), StoreError> {
+        B::query("DELETE FROM upload_leases WHERE upload_id = $1 AND holder = $2")
+            .bind(id)
+            .bind(holder)
+            .execute(&mut self.conn().await?)
+            .await?;
+        Ok(())
+    }
+
+    async fn take_rate_token(
+        &self,
+        account_id: i64,
+        endpoint: &str,
+        quota: u32,
+        per_ms: f64,
+        now_ms: i64,
+    ) -> Result<(bool, f64), StoreError> {
+        // SET expressions all read the row as it was: the refill is computed once per column.
+        let (greatest, least) = (B::GREATEST, B::LEAST);
+        let refilled = format!(
+            "{least}($3, rate_buckets.tokens + {greatest}(0, $4 - rate_buckets.refilled_ms) * $5)"
+        );
+        let sql = format!(
+            "INSERT INTO rate_buckets (account_id, endpoint, tokens, refilled_ms, granted)
+             VALUES ($1, $2, $3 - 1, $4, 1)
+             ON CONFLICT (account_id, endpoint) DO UPDATE SET
+                tokens = CASE WHEN {refilled} >= 1 THEN {refilled} - 1 ELSE {refilled} END,
+                granted = CASE WHEN {refilled} >= 1 THEN 1 ELSE 0 END,
+                refilled_ms = {greatest}($4, rate_buckets.refilled_ms)
+             RETURNING tokens, granted"
+        );
+        let row = B::query(&sql)
+            .bind(account_id)
+            .bind(endpoint)
+            .bind(f64::from(quota))
+            .bind(now_ms)
+            .bind(per_ms)
+            .fetch_one(&mut self.conn().await?)
+            .await?;
+        Ok((row.int("granted") != 0, row.real("tokens")))
+    }
+
+    async fn operation(
+        &self,
+        account_id: i64,
+        id: &OperationRef,
+    ) -> Result<Option<Operation>, StoreError> {
+        let query = match id {
+            OperationRef::Id(id) => {
+                B::query("SELECT * FROM operations WHERE id = $1 AND account_id = $2").bind(*id)
+            }
+            OperationRef::UploadId(upload) => {
+                B::query("SELECT * FROM operations WHERE upload_id = $1 AND account_id = $2")
+                    .bind(upload.as_str())
+            }
+        };
+        let row = query
+            .bind(account_id)
+            .fetch_optional(&mut self.conn().await?)
+            .await?;
+        row.as_ref().map(operation_from).transpose()
+    }
+
+    async fn operation_counts(&self) -> Result<Vec<(OperationStatus, u64)>, StoreError> {
+        let rows = B::query("SELECT status, COUNT(*) AS n FROM operations GROUP BY status")
+            .fetch_all(&mut self.conn().await?)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let status = OperationStatus::from_str(&row.text("status"))
+                    .map_err(|e| StoreError::Database(sqlx::Error::Decode(e.into())))?;
+                Ok((status, row.int("n") as u64))
+            })
+            .collect()
+    }
+
+    async fn list_operations(
+        &self,
+        account_id: i64,
+        filter: &OperationFilter,
+    ) -> Result<Vec<Operation>, StoreError> {
+        let status = filter.status.map(|s| s.as_str());
+        let rows = B::query(
+            "SELECT * FROM operations WHERE account_id = $1
+               AND ($2 IS NULL OR status = $3) AND ($4 IS NULL OR cid = $5)
+               AND ($6 IS NULL OR id < $7)
+             ORDER BY id DESC LIMIT $8",
+        )
+        .bind(account_id)
+        .bind(status)
+        .bind(status)
+        .bind(filter.cid.as_deref())
+        .bind(filter.cid.as_deref())
+        .bind(filter.before_id)
+        .bind(filter.before_id)
+        .bind(i64::from(filter.limit))
+        .fetch_all(&mut self.conn().await?)
+        .await?;
+        rows.iter().map(operation_from).collect()
+    }
+
+    async fn announce_node(&self, node: &NodeRecord) -> Result<(), StoreError> {
+        let addrs = node.addrs.join("\n");
+        B::query(
+            "INSERT INTO nodes (peer_id, addrs, gateway, seen_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (peer_id) DO UPDATE SET
+                addrs = excluded.addrs, gateway = excluded.gateway, seen_at = excluded.seen_at",
+        )
+        .bind(&node.peer_id)
+        .bind(&addrs)
+        .bind(node.gateway.as_deref())
+        .bind(node.seen_at_ms)
+        .execute(&mut self.conn().await?)
+        .await?;
+        Ok(())
+    }
+
+    async fn live_nodes(&self, seen_since_ms: i64) -> Result<Vec<NodeRecord>, StoreError> {
+        let rows = B::query("SELECT * FROM nodes WHERE seen_at >= $1 ORDER BY peer_id")
+            .bind(seen_since_ms)
+            .fetch_all(&mut self.conn().await?)
+            .await?;
+        Ok(rows.iter().map(node_from).collect())
+    }
+
+    async fn forget_node(&self, peer_id: &str) -> Result<(), StoreError> {
+        B::query("DELETE FROM nodes WHERE peer_id = $1")
+            .bind(peer_id)
+            .execute(&mut self.conn().await?)
+            .await?;
+        Ok(())
+    }
+
+    async fn completed_roots(
+        &self,
+        after: RootKey,
+        limit: u32,
+    ) -> Result<Vec<(RootKey, String)>, StoreError> {
+        let rows = B::query(
+            "SELECT completed_at, id, cid FROM operations
+             WHERE status = 'completed' AND cid IS NOT NULL AND (completed_at, id) > ($1, $2)
+             ORDER BY completed_at, id LIMIT $3",
+        )
+        .bind(after.completed_at_ms)
+        .bind(after.operation_id)
+        .bind(i64::from(limit))
+        .fetch_all(&mut self.conn().await?)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let key = RootKey {
+                    completed_at_ms: row.int("completed_at"),
+                    operation_id: row.int("id"),
+                };
+                (key, row.text("cid"))
+            })
+            .collect())
+    }
+
+    async fn count_completed_roots(&self, after: RootKey) -> Result<u64, StoreError> {
+        let row = B::query(
+            "SELECT COUNT(*) AS n FROM operations
+             WHERE status = 'completed' AND cid IS NOT NULL AND (completed_at, id) > ($1, $2)",
+        )
+        .bind(after.completed_at_ms)
+        .bind(after.operation_id)
+        .fetch_one(&mut self.conn().await?)
+        .await?;
+        Ok(row.int("n") as u64)
+    }
+
+    async fn distinct_roots(&self, after: &str, limit: u32) -> Result<Vec<String>, StoreError> {
+        let rows = B::query(
+            "SELECT DISTINCT cid FROM operations
+             WHERE status = 'completed' AND cid > $1 ORDER BY cid LIMIT $2",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&mut self.conn().await?)
+        .await?;
+        Ok(rows.iter().map(|row| row.text("cid")).collect())
+    }
+
+    async fn provide_progress(&self, peer_id: &str) -> Result<Option<ProvideProgress>, StoreError> {
+        let row = B::query(
+            "SELECT completed_at, operation_id, last_sweep_at FROM provide_progress
+             WHERE peer_id = $1",
+        )
+        .bind(peer_id)
+        .fetch_optional(&mut self.conn().await?)
+        .await?;
+        Ok(row.map(|row| ProvideProgress {
+            through: RootKey {
+                completed_at_ms: row.int("completed_at"),
+                operation_id: row.int("operation_id"),
+            },
+            last_sweep_at_ms: row.maybe_int("last_sweep_at"),
+        }))
+    }
+
+    async fn save_provide_progress(
+        &self,
+        peer_id: &str,
+        progress: &ProvideProgress,
+    ) -> Result<(), StoreError> {
+        B::query(
+            "INSERT INTO provide_progress (peer_id, completed_at, operation_id, last_sweep_at)
+             VALUES ($1, $2, $3, $4)
+             ON CONFLICT (peer_id) DO UPDATE SET completed_at = excluded.completed_at,
+                operation_id = excluded.operation_id, last_sweep_at = excluded.last_sweep_at",
+        )
+        .bind(peer_id)
+        .bind(progress.through.completed_at_ms)
+        .bind(progress.through.operation_id)
+        .bind(progress.last_sweep_at_ms)
+        .execute(&mut self.conn().await?)
+        .await?;
+        Ok(())
+    }
+}

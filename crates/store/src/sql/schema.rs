@@ -1,0 +1,154 @@
+//! The schema as numbered steps, written once for both databases. Never edit a released step:
+//! add a new one at the end.
+//!
+//! The words that differ are placeholders, filled in by each backend's [`Ddl`]. How a backend
+//! records which steps a database has (SQLite's `PRAGMA user_version`, PostgreSQL's
+//! `cairn_schema` table) is its own; see `sqlite.rs` and `postgres.rs`.
+
+/// The column types and table options that differ between the databases.
+pub struct Ddl {
+    /// An `id` column numbered by the database.
+    pub id: &'static str,
+    /// A 64-bit integer.
+    pub int: &'static str,
+    /// A 64-bit float.
+    pub real: &'static str,
+    /// Bytes.
+    pub blob: &'static str,
+    /// After the block index's table: SQLite stores it by its key alone (`WITHOUT ROWID`).
+    pub keyed_by_primary_key: &'static str,
+}
+
+const STEPS: &[&str] = &[
+    r#"
+CREATE TABLE accounts (
+    id {id},
+    name TEXT NOT NULL UNIQUE,
+    upload_limit {int} NOT NULL,
+    quota {int},
+    stored_bytes {int} NOT NULL DEFAULT 0,
+    created_at {int} NOT NULL
+);
+CREATE TABLE tokens (
+    id {id},
+    account_id {int} NOT NULL REFERENCES accounts(id),
+    prefix TEXT NOT NULL,
+    hash {blob} NOT NULL UNIQUE,
+    created_at {int} NOT NULL,
+    revoked_at {int}
+);
+CREATE TABLE operations (
+    id {id},
+    upload_id TEXT NOT NULL UNIQUE,
+    account_id {int} NOT NULL REFERENCES accounts(id),
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    status_message TEXT NOT NULL,
+    progress {real} NOT NULL,
+    cid TEXT,
+    error_code TEXT,
+    error_message TEXT,
+    name TEXT NOT NULL,
+    size {int} NOT NULL,
+    mime_type TEXT NOT NULL,
+    archive_mode TEXT,
+    profile TEXT NOT NULL,
+    created_at {int} NOT NULL,
+    updated_at {int} NOT NULL,
+    completed_at {int}
+);
+CREATE INDEX operations_by_account ON operations(account_id, id DESC);
+CREATE TABLE packs (
+    id {id},
+    name TEXT NOT NULL UNIQUE,
+    size {int} NOT NULL,
+    created_at {int} NOT NULL
+);
+CREATE TABLE blocks (
+    multihash {blob} PRIMARY KEY,
+    pack_id {int} NOT NULL REFERENCES packs(id),
+    "offset" {int} NOT NULL,
+    length {int} NOT NULL
+){keyed_by_primary_key};
+"#,
+    r#"
+ALTER TABLE operations ADD COLUMN claimed_by TEXT;
+ALTER TABLE operations ADD COLUMN claimed_until {int};
+CREATE INDEX operations_queue ON operations(status, id);
+"#,
+    r#"
+-- An operation is claimable once its bytes are all there (TUS uploads fill in over time).
+ALTER TABLE operations ADD COLUMN ready {int} NOT NULL DEFAULT 1;
+CREATE TABLE tus_uploads (
+    id TEXT PRIMARY KEY,
+    account_id {int} NOT NULL REFERENCES accounts(id),
+    operation_id {int} REFERENCES operations(id),
+    length {int},
+    metadata TEXT NOT NULL,
+    concat TEXT,
+    parts TEXT,
+    state TEXT NOT NULL,
+    created_at {int} NOT NULL,
+    expires_at {int} NOT NULL
+);
+CREATE INDEX tus_uploads_expiry ON tus_uploads(state, expires_at);
+"#,
+    r#"
+-- One writer per TUS upload across nodes: a lease, renewed while held (see server tus/lock.rs).
+CREATE TABLE upload_leases (
+    upload_id TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    until_ms {int} NOT NULL,
+    stop_requested {int} NOT NULL
+);
+"#,
+    r#"
+-- Rate limits that nodes sharing the database count together: one token bucket per
+-- (account, endpoint class).
+CREATE TABLE rate_buckets (
+    account_id {int} NOT NULL,
+    endpoint TEXT NOT NULL,
+    tokens {real} NOT NULL,
+    refilled_ms {int} NOT NULL,
+    granted {int} NOT NULL,
+    PRIMARY KEY (account_id, endpoint)
+);
+"#,
+    r#"
+-- The IPFS nodes of this service, each refreshing its row while it runs, so that delegated
+-- routing on any node names them all as providers.
+CREATE TABLE nodes (
+    peer_id TEXT PRIMARY KEY,
+    addrs TEXT NOT NULL,
+    gateway TEXT,
+    seen_at {int} NOT NULL
+);
+"#,
+    r#"
+-- The provide log is the completed uploads in completion order; each node keeps how far it
+-- has provided them, and when its last reprovide sweep (over distinct roots) started.
+CREATE INDEX operations_completed ON operations(completed_at, id)
+    WHERE status = 'completed' AND cid IS NOT NULL;
+CREATE INDEX operations_roots ON operations(cid) WHERE status = 'completed';
+CREATE TABLE provide_progress (
+    peer_id TEXT PRIMARY KEY,
+    completed_at {int} NOT NULL,
+    operation_id {int} NOT NULL,
+    last_sweep_at {int}
+);
+"#,
+];
+
+/// Every step, in order, in one database's words.
+pub fn steps(ddl: &Ddl) -> Vec<String> {
+    STEPS
+        .iter()
+        .map(|step| {
+            step.replace("{id}", ddl.id)
+                .replace("{int}", ddl.int)
+                .replace("{real}", ddl.real)
+                .replace("{blob}", ddl.blob)
+                .replace("{keyed_by_primary_key}", ddl.keyed_by_primary_key)
+        })
+        .collect()
+}

@@ -1,0 +1,112 @@
+//! The embedded metadata store: SQLite in WAL mode.
+//!
+//! `synchronous=FULL` makes every commit durable before it returns, which is what lets a
+//! response be sent right after a commit. Migrations are tracked with `PRAGMA user_version`
+//! (the number of steps applied); each step runs in its own transaction.
+
+use std::path::Path;
+use std::time::Duration;
+
+use sqlx::sqlite::{
+    SqliteArguments, SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions,
+    SqliteQueryResult, SqliteSynchronous, SqliteTransactionManager,
+};
+use sqlx::{Executor, Sqlite, TransactionManager};
+
+use super::rows::ModelRow;
+use super::schema::{self, Ddl};
+use super::{Backend, SqlStore, Statement};
+use crate::StoreError;
+
+/// The embedded store.
+pub type SqliteStore = SqlStore<Sqlite>;
+
+const DDL: Ddl = Ddl {
+    // AUTOINCREMENT: an id is never reused, even after the newest row is deleted.
+    id: "INTEGER PRIMARY KEY AUTOINCREMENT",
+    int: "INTEGER",
+    real: "REAL",
+    blob: "BLOB",
+    keyed_by_primary_key: " WITHOUT ROWID",
+};
+
+impl Backend for Sqlite {
+    type Args<'q> = SqliteArguments<'q>;
+
+    const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
+    const FOR_UPDATE: &'static str = "";
+    const SKIP_LOCKED: &'static str = "";
+    const GREATEST: &'static str = "MAX";
+    const LEAST: &'static str = "MIN";
+    // Well under SQLite's limit on bound parameters per statement.
+    const LOOKUP_BATCH: usize = 500;
+
+    fn exec<'c>(conn: &'c mut SqliteConnection) -> impl Executor<'c, Database = Self> + 'c {
+        conn
+    }
+
+    fn rows_affected(result: &SqliteQueryResult) -> u64 {
+        result.rows_affected()
+    }
+
+    fn multihash_in(batch: usize) -> String {
+        let list: Vec<String> = (1..=batch).map(|i| format!("${i}")).collect();
+        format!("IN ({})", list.join(","))
+    }
+
+    fn bind_multihashes<'q>(
+        statement: Statement<'q, Self>,
+        batch: &'q [Vec<u8>],
+    ) -> Statement<'q, Self> {
+        batch.iter().fold(statement, Statement::bind)
+    }
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) the database at `path` and bring its schema up to date.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            // A COMMIT that fails with SQLITE_FULL is rolled back by SQLite itself, so the
+            // ROLLBACK sqlx sends next fails too and its connection still counts an open
+            // transaction: every later BEGIN on it would fail ("non-zero transaction depth").
+            // Such a connection is closed instead of going back to the pool, so the store
+            // works again as soon as the disk has room.
+            .after_release(|conn, _| {
+                let depth =
+                    <SqliteTransactionManager as TransactionManager>::get_transaction_depth(conn);
+                Box::pin(async move { Ok(depth == 0) })
+            })
+            .connect_with(options)
+            .await?;
+        let store = Self { pool };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let current = Sqlite::query("PRAGMA user_version")
+            .fetch_one(&mut self.conn().await?)
+            .await?
+            .int("user_version");
+        for (index, step) in schema::steps(&DDL).iter().enumerate() {
+            if index < current as usize {
+                continue;
+            }
+            let mut tx = self.write().await?;
+            sqlx::raw_sql(step).execute(&mut *tx).await?;
+            sqlx::raw_sql(&format!("PRAGMA user_version = {}", index + 1))
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+}
