@@ -90,7 +90,10 @@ impl<B: Backend> SqlStore<B> {
                 }
             }
         }
-        let sql = format!("SELECT * FROM accounts WHERE id = $1{}", B::FOR_UPDATE);
+        let sql = format!(
+            "SELECT * FROM accounts WHERE id = $1{}",
+            B::DIALECT.for_update()
+        );
         let account = B::query(&sql).bind(account_id).fetch_one(tx).await?;
         if let Some(remaining) = account_from(&account).remaining_quota() {
             if added > remaining {

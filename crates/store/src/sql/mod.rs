@@ -15,6 +15,7 @@
 //! pool's release check needs. Generic code pays nothing for either backend.
 
 mod commit;
+pub mod dialect;
 pub mod postgres;
 mod queries;
 pub mod rows;
@@ -27,50 +28,17 @@ use std::ops::DerefMut;
 use sqlx::pool::PoolConnection;
 use sqlx::{Arguments, Database, Encode, Executor, IntoArguments, Pool, Transaction, Type};
 
+use dialect::{BindMultihashes, Dialect};
 use rows::ModelRow;
 
-/// One database's side of the store: what the shared code cannot write once.
-///
-/// Connection setup and migrations are each backend's own (`SqliteStore::open`,
-/// `PostgresStore::open`); this trait holds what the shared queries need.
-pub trait Backend: Database<Row: ModelRow> {
+/// One database's side of the store, as the shared queries see it: its dialect and its sqlx
+/// types. Connection setup and migrations are each backend's own (`sqlite.rs`, `postgres.rs`).
+pub trait Backend:
+    Database<Row: ModelRow, Connection: RunOn<Self>, QueryResult: RowsAffected>
+{
     /// A statement's arguments.
-    type Args<'q>: Bind<'q> + IntoArguments<'q, Self>;
-
-    /// Starts a transaction that will write. SQLite: `BEGIN IMMEDIATE` takes the write lock up
-    /// front, because a deferred transaction that reads and then writes fails with
-    /// `SQLITE_BUSY` (which the busy timeout does not retry) when another connection committed
-    /// in between. PostgreSQL: a plain `BEGIN`; rows that a decision reads are locked with
-    /// [`Self::FOR_UPDATE`].
-    const BEGIN_WRITE: &'static str;
-    /// Appended to a `SELECT` whose rows a write transaction decides on. PostgreSQL locks them,
-    /// so a concurrent commit on another node waits and then sees this one's effect; SQLite has
-    /// no row locks and needs none (`BEGIN IMMEDIATE` already holds the database's one write
-    /// lock).
-    const FOR_UPDATE: &'static str;
-    /// Appended to the queue's choice of the next operation. PostgreSQL: `FOR UPDATE SKIP
-    /// LOCKED`, so nodes claiming at once neither wait on nor take the same row. SQLite: nothing,
-    /// as its single writer makes the claiming `UPDATE` atomic.
-    const SKIP_LOCKED: &'static str;
-    /// The larger and smaller of two values: SQLite's scalar `MAX`/`MIN`, PostgreSQL's
-    /// `GREATEST`/`LEAST` (the same names are aggregates in the other dialect).
-    const GREATEST: &'static str;
-    const LEAST: &'static str;
-    /// How many multihashes one block lookup binds.
-    const LOOKUP_BATCH: usize;
-
-    /// The connection as sqlx's executor. sqlx implements `Executor` for each database's
-    /// connection separately, and generic code could only ask for it with a higher-ranked
-    /// bound that every caller would have to repeat; each backend simply returns it.
-    fn exec<'c>(conn: &'c mut Self::Connection) -> impl Executor<'c, Database = Self> + 'c;
-    fn rows_affected(result: &Self::QueryResult) -> u64;
-    /// `multihash IN` a batch, parameters from `$1`: SQLite has no arrays and takes a list of
-    /// parameters; PostgreSQL takes the batch as one array (one statement for every size).
-    fn multihash_in(batch: usize) -> String;
-    fn bind_multihashes<'q>(
-        statement: Statement<'q, Self>,
-        batch: &'q [Vec<u8>],
-    ) -> Statement<'q, Self>;
+    type Args<'q>: Bind<'q> + BindMultihashes<'q> + IntoArguments<'q, Self>;
+    const DIALECT: Dialect;
 
     fn query(sql: &str) -> Statement<'_, Self> {
         Statement {
@@ -78,6 +46,38 @@ pub trait Backend: Database<Row: ModelRow> {
             args: Ok(Self::Args::default()),
         }
     }
+}
+
+/// A connection as sqlx's executor. sqlx implements `Executor` for each database's connection
+/// separately, and generic code could only ask for it with a higher-ranked bound that every
+/// caller would have to repeat; each connection type simply returns itself.
+pub trait RunOn<DB: Database> {
+    fn exec(&mut self) -> impl Executor<'_, Database = DB>;
+}
+
+/// How many rows a statement changed (each database's result type has its own method).
+pub trait RowsAffected {
+    fn rows_affected(&self) -> u64;
+}
+
+macro_rules! sqlx_types {
+    ($($db:ty: $conn:ty, $result:ty;)*) => {$(
+        impl RunOn<$db> for $conn {
+            fn exec(&mut self) -> impl Executor<'_, Database = $db> {
+                self
+            }
+        }
+        impl RowsAffected for $result {
+            fn rows_affected(&self) -> u64 {
+                <$result>::rows_affected(self)
+            }
+        }
+    )*};
+}
+
+sqlx_types! {
+    sqlx::Sqlite: sqlx::SqliteConnection, sqlx::sqlite::SqliteQueryResult;
+    sqlx::Postgres: sqlx::PgConnection, sqlx::postgres::PgQueryResult;
 }
 
 /// The values the store binds, for any backend's arguments.
@@ -153,8 +153,12 @@ impl<'q, B: Backend> Statement<'q, B> {
         self.push(|args| value.push(args))
     }
 
-    /// Binds through the backend's own arguments (what only one backend has, like arrays).
-    pub fn push(mut self, add: impl FnOnce(&mut B::Args<'q>) -> Result<(), BoxDynError>) -> Self {
+    /// Binds a batch of multihashes, as [`Dialect::multihash_in`] spells the condition.
+    pub fn bind_multihashes(self, batch: &'q [Vec<u8>]) -> Self {
+        self.push(|args| args.multihashes(batch))
+    }
+
+    fn push(mut self, add: impl FnOnce(&mut B::Args<'q>) -> Result<(), BoxDynError>) -> Self {
         if let Ok(args) = &mut self.args {
             if let Err(e) = add(args) {
                 self.args = Err(e);
@@ -172,23 +176,23 @@ impl<'q, B: Backend> Statement<'q, B> {
 
     /// Runs it; how many rows it changed.
     pub async fn execute(self, conn: &mut impl Conn<B>) -> Result<u64, sqlx::Error> {
-        let done = self.query()?.execute(B::exec(&mut **conn)).await?;
-        Ok(B::rows_affected(&done))
+        let done = self.query()?.execute((**conn).exec()).await?;
+        Ok(done.rows_affected())
     }
 
     pub async fn fetch_one(self, conn: &mut impl Conn<B>) -> Result<B::Row, sqlx::Error> {
-        self.query()?.fetch_one(B::exec(&mut **conn)).await
+        self.query()?.fetch_one((**conn).exec()).await
     }
 
     pub async fn fetch_optional(
         self,
         conn: &mut impl Conn<B>,
     ) -> Result<Option<B::Row>, sqlx::Error> {
-        self.query()?.fetch_optional(B::exec(&mut **conn)).await
+        self.query()?.fetch_optional((**conn).exec()).await
     }
 
     pub async fn fetch_all(self, conn: &mut impl Conn<B>) -> Result<Vec<B::Row>, sqlx::Error> {
-        self.query()?.fetch_all(B::exec(&mut **conn)).await
+        self.query()?.fetch_all((**conn).exec()).await
     }
 }
 
@@ -209,6 +213,6 @@ impl<B: Backend> SqlStore<B> {
     }
 
     async fn write(&self) -> Result<Transaction<'static, B>, sqlx::Error> {
-        self.pool.begin_with(B::BEGIN_WRITE).await
+        self.pool.begin_with(B::DIALECT.begin_write()).await
     }
 }

@@ -1,31 +1,24 @@
 //! The shared metadata store: PostgreSQL, for several stateless nodes.
 //!
 //! The same `MetadataStore` as SQLite (the shared suite proves it). What PostgreSQL adds, as
-//! the [`Backend`] constants say: queue claims take the row with `FOR UPDATE SKIP LOCKED`, so
+//! its [`Dialect`] says: queue claims take the row with `FOR UPDATE SKIP LOCKED`, so
 //! nodes never wait on or double-claim one another's operations; quota checks lock the account
 //! row, so two nodes committing at once cannot both spend the same remaining bytes; and
 //! migrations run under an advisory lock, so nodes starting together apply each step once.
 
 use std::time::Duration;
 
-use sqlx::postgres::{PgArguments, PgConnection, PgPoolOptions, PgQueryResult};
-use sqlx::{Arguments, Executor, Postgres};
+use sqlx::postgres::{PgArguments, PgPool, PgPoolOptions};
+use sqlx::Postgres;
 
+use super::dialect::Dialect;
 use super::rows::ModelRow;
-use super::schema::{self, Ddl};
-use super::{Backend, SqlStore, Statement};
+use super::schema;
+use super::{Backend, SqlStore};
 use crate::StoreError;
 
 /// The shared store.
 pub type PostgresStore = SqlStore<Postgres>;
-
-const DDL: Ddl = Ddl {
-    id: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-    int: "BIGINT",
-    real: "DOUBLE PRECISION",
-    blob: "BYTEA",
-    keyed_by_primary_key: "",
-};
 
 /// Any constant both nodes agree on: the advisory lock that serialises migrations.
 const MIGRATION_LOCK: i64 = 0x6361_6972_6e00;
@@ -36,32 +29,7 @@ const STEPS_IN_VERSION_1: usize = 3;
 
 impl Backend for Postgres {
     type Args<'q> = PgArguments;
-
-    const BEGIN_WRITE: &'static str = "BEGIN";
-    const FOR_UPDATE: &'static str = " FOR UPDATE";
-    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
-    const GREATEST: &'static str = "GREATEST";
-    const LEAST: &'static str = "LEAST";
-    const LOOKUP_BATCH: usize = 1000;
-
-    fn exec<'c>(conn: &'c mut PgConnection) -> impl Executor<'c, Database = Self> + 'c {
-        conn
-    }
-
-    fn rows_affected(result: &PgQueryResult) -> u64 {
-        result.rows_affected()
-    }
-
-    fn multihash_in(_: usize) -> String {
-        "= ANY($1)".to_owned()
-    }
-
-    fn bind_multihashes<'q>(
-        statement: Statement<'q, Self>,
-        batch: &'q [Vec<u8>],
-    ) -> Statement<'q, Self> {
-        statement.push(|args| args.add(batch))
-    }
+    const DIALECT: Dialect = Dialect::Postgres;
 }
 
 impl PostgresStore {
@@ -72,41 +40,44 @@ impl PostgresStore {
             .acquire_timeout(Duration::from_secs(10))
             .connect(url)
             .await?;
-        let store = Self { pool };
-        store.migrate().await?;
-        Ok(store)
+        migrate(&pool).await?;
+        Ok(Self { pool })
     }
+}
 
-    /// Every step not yet applied, in one transaction under the advisory lock.
-    async fn migrate(&self) -> Result<(), StoreError> {
-        let mut tx = self.write().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(MIGRATION_LOCK)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::raw_sql("CREATE TABLE IF NOT EXISTS cairn_schema (version BIGINT NOT NULL)")
-            .execute(&mut *tx)
-            .await?;
-        let version = Postgres::query("SELECT max(version) AS version FROM cairn_schema")
-            .fetch_one(&mut tx)
-            .await?
-            .maybe_int("version")
-            .unwrap_or(0) as usize;
-        let done = match version {
-            0 => 0,
-            v => v + STEPS_IN_VERSION_1 - 1,
-        };
-        for (index, step) in schema::steps(&DDL).iter().enumerate().skip(done) {
-            sqlx::raw_sql(step).execute(&mut *tx).await?;
-            let steps = index + 1;
-            if steps >= STEPS_IN_VERSION_1 {
-                sqlx::query("INSERT INTO cairn_schema (version) VALUES ($1)")
-                    .bind((steps + 1 - STEPS_IN_VERSION_1) as i64)
-                    .execute(&mut *tx)
-                    .await?;
-            }
+/// Every step not yet applied, in one transaction under the advisory lock.
+async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::raw_sql("CREATE TABLE IF NOT EXISTS cairn_schema (version BIGINT NOT NULL)")
+        .execute(&mut *tx)
+        .await?;
+    let version = Postgres::query("SELECT max(version) AS version FROM cairn_schema")
+        .fetch_one(&mut tx)
+        .await?
+        .maybe_int("version")
+        .unwrap_or(0) as usize;
+    let done = match version {
+        0 => 0,
+        v => v + STEPS_IN_VERSION_1 - 1,
+    };
+    for (index, step) in schema::steps(Dialect::Postgres)
+        .iter()
+        .enumerate()
+        .skip(done)
+    {
+        sqlx::raw_sql(step).execute(&mut *tx).await?;
+        let steps = index + 1;
+        if steps >= STEPS_IN_VERSION_1 {
+            sqlx::query("INSERT INTO cairn_schema (version) VALUES ($1)")
+                .bind((steps + 1 - STEPS_IN_VERSION_1) as i64)
+                .execute(&mut *tx)
+                .await?;
         }
-        tx.commit().await?;
-        Ok(())
     }
+    tx.commit().await?;
+    Ok(())
 }

@@ -209,9 +209,10 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     ) -> Result<Vec<(Vec<u8>, BlockLocation)>, StoreError> {
         let mut conn = self.conn().await?;
         let mut found = Vec::with_capacity(multihashes.len());
-        for batch in multihashes.chunks(B::LOOKUP_BATCH) {
-            let sql = format!("{LOCATION} {}", B::multihash_in(batch.len()));
-            let rows = B::bind_multihashes(B::query(&sql), batch)
+        for batch in multihashes.chunks(B::DIALECT.lookup_batch()) {
+            let sql = format!("{LOCATION} {}", B::DIALECT.multihash_in(batch.len()));
+            let rows = B::query(&sql)
+                .bind_multihashes(batch)
                 .fetch_all(&mut conn)
                 .await?;
             found.extend(
@@ -297,7 +298,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
                               OR (status = 'processing' AND claimed_until < $4)
                            ORDER BY id LIMIT 1{})
               RETURNING *",
-            B::SKIP_LOCKED
+            B::DIALECT.skip_locked()
         );
         let row = B::query(&sql)
             .bind(worker)
@@ -323,7 +324,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
                 SET progress = {}(progress, $1), status_message = $2, claimed_until = $3,
                     updated_at = $4
               WHERE id = $5 AND claimed_by = $6 AND status = 'processing'",
-            B::GREATEST
+            B::DIALECT.greatest_least().0
         );
         let updated = B::query(&sql)
             .bind(percent.clamp(0.0, 99.0))
@@ -347,7 +348,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         let mut tx = self.write().await?;
         let sql = format!(
             "SELECT * FROM operations WHERE id = $1 AND claimed_by = $2 AND status = 'processing'{}",
-            B::FOR_UPDATE
+            B::DIALECT.for_update()
         );
         let op = B::query(&sql)
             .bind(id)
@@ -624,7 +625,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         now_ms: i64,
     ) -> Result<(bool, f64), StoreError> {
         // SET expressions all read the row as it was: the refill is computed once per column.
-        let (greatest, least) = (B::GREATEST, B::LEAST);
+        let (greatest, least) = B::DIALECT.greatest_least();
         let refilled = format!(
             "{least}($3, rate_buckets.tokens + {greatest}(0, $4 - rate_buckets.refilled_ms) * $5)"
         );

@@ -1,23 +1,11 @@
 //! The schema as numbered steps, written once for both databases. Never edit a released step:
 //! add a new one at the end.
 //!
-//! The words that differ are placeholders, filled in by each backend's [`Ddl`]. How a backend
+//! The words that differ are placeholders, filled in from [`Dialect::column`]. How a backend
 //! records which steps a database has (SQLite's `PRAGMA user_version`, PostgreSQL's
 //! `cairn_schema` table) is its own; see `sqlite.rs` and `postgres.rs`.
 
-/// The column types and table options that differ between the databases.
-pub struct Ddl {
-    /// An `id` column numbered by the database.
-    pub id: &'static str,
-    /// A 64-bit integer.
-    pub int: &'static str,
-    /// A 64-bit float.
-    pub real: &'static str,
-    /// Bytes.
-    pub blob: &'static str,
-    /// After the block index's table: SQLite stores it by its key alone (`WITHOUT ROWID`).
-    pub keyed_by_primary_key: &'static str,
-}
+use super::dialect::{Column, Dialect};
 
 const STEPS: &[&str] = &[
     r#"
@@ -140,15 +128,22 @@ CREATE TABLE provide_progress (
 ];
 
 /// Every step, in order, in one database's words.
-pub fn steps(ddl: &Ddl) -> Vec<String> {
+pub fn steps(dialect: Dialect) -> Vec<String> {
+    let placeholders = [
+        ("{id}", Column::Id),
+        ("{int}", Column::Int),
+        ("{real}", Column::Real),
+        ("{blob}", Column::Blob),
+        ("{keyed_by_primary_key}", Column::KeyedByPrimaryKey),
+    ];
     STEPS
         .iter()
         .map(|step| {
-            step.replace("{id}", ddl.id)
-                .replace("{int}", ddl.int)
-                .replace("{real}", ddl.real)
-                .replace("{blob}", ddl.blob)
-                .replace("{keyed_by_primary_key}", ddl.keyed_by_primary_key)
+            placeholders
+                .iter()
+                .fold(step.to_string(), |sql, (placeholder, column)| {
+                    sql.replace(placeholder, dialect.column(*column))
+                })
         })
         .collect()
 }

@@ -8,58 +8,23 @@ use std::path::Path;
 use std::time::Duration;
 
 use sqlx::sqlite::{
-    SqliteArguments, SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePoolOptions,
-    SqliteQueryResult, SqliteSynchronous, SqliteTransactionManager,
+    SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+    SqliteTransactionManager,
 };
-use sqlx::{Executor, Sqlite, TransactionManager};
+use sqlx::{Sqlite, TransactionManager};
 
+use super::dialect::Dialect;
 use super::rows::ModelRow;
-use super::schema::{self, Ddl};
-use super::{Backend, SqlStore, Statement};
+use super::schema;
+use super::{Backend, SqlStore};
 use crate::StoreError;
 
 /// The embedded store.
 pub type SqliteStore = SqlStore<Sqlite>;
 
-const DDL: Ddl = Ddl {
-    // AUTOINCREMENT: an id is never reused, even after the newest row is deleted.
-    id: "INTEGER PRIMARY KEY AUTOINCREMENT",
-    int: "INTEGER",
-    real: "REAL",
-    blob: "BLOB",
-    keyed_by_primary_key: " WITHOUT ROWID",
-};
-
 impl Backend for Sqlite {
     type Args<'q> = SqliteArguments<'q>;
-
-    const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
-    const FOR_UPDATE: &'static str = "";
-    const SKIP_LOCKED: &'static str = "";
-    const GREATEST: &'static str = "MAX";
-    const LEAST: &'static str = "MIN";
-    // Well under SQLite's limit on bound parameters per statement.
-    const LOOKUP_BATCH: usize = 500;
-
-    fn exec<'c>(conn: &'c mut SqliteConnection) -> impl Executor<'c, Database = Self> + 'c {
-        conn
-    }
-
-    fn rows_affected(result: &SqliteQueryResult) -> u64 {
-        result.rows_affected()
-    }
-
-    fn multihash_in(batch: usize) -> String {
-        let list: Vec<String> = (1..=batch).map(|i| format!("${i}")).collect();
-        format!("IN ({})", list.join(","))
-    }
-
-    fn bind_multihashes<'q>(
-        statement: Statement<'q, Self>,
-        batch: &'q [Vec<u8>],
-    ) -> Statement<'q, Self> {
-        batch.iter().fold(statement, Statement::bind)
-    }
+    const DIALECT: Dialect = Dialect::Sqlite;
 }
 
 impl SqliteStore {
@@ -91,15 +56,14 @@ impl SqliteStore {
         Ok(store)
     }
 
+    /// Each step not yet applied in its own transaction, which also sets the version.
     async fn migrate(&self) -> Result<(), StoreError> {
         let current = Sqlite::query("PRAGMA user_version")
             .fetch_one(&mut self.conn().await?)
             .await?
             .int("user_version");
-        for (index, step) in schema::steps(&DDL).iter().enumerate() {
-            if index < current as usize {
-                continue;
-            }
+        let steps = schema::steps(Dialect::Sqlite);
+        for (index, step) in steps.iter().enumerate().skip(current as usize) {
             let mut tx = self.write().await?;
             sqlx::raw_sql(step).execute(&mut *tx).await?;
             sqlx::raw_sql(&format!("PRAGMA user_version = {}", index + 1))
