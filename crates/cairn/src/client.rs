@@ -7,9 +7,8 @@
 //! and the server's answer is checked against it.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -17,6 +16,7 @@ use base64::Engine;
 use bytes::Bytes;
 use cairn_unixfs::Profile;
 use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
@@ -163,49 +163,30 @@ impl Connection {
     }
 }
 
-/// A progress line on stderr (bytes, rate, ETA), only when stderr is a terminal.
-struct Progress {
-    total: u64,
-    done: u64,
-    started: Instant,
-    shown: Instant,
-    visible: bool,
-}
+/// A progress bar on stderr (bytes, rate, ETA). indicatif draws nothing when stderr is not a
+/// terminal, and leaves the last state on screen when the bar is done or dropped.
+struct Progress(ProgressBar);
 
 impl Progress {
     fn new(total: u64, start_at: u64) -> Self {
-        Self {
-            total,
-            done: start_at,
-            started: Instant::now(),
-            shown: Instant::now(),
-            visible: std::io::stderr().is_terminal(),
-        }
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template(
+            "{wide_bar} {decimal_bytes}/{decimal_total_bytes}  {decimal_bytes_per_sec}  ETA {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        // A resumed upload starts part way; its rate counts only what this run sends.
+        bar.set_position(start_at);
+        bar.reset_eta();
+        Self(bar)
     }
 
     fn add(&mut self, bytes: u64) {
-        self.done += bytes;
-        if self.visible
-            && (self.shown.elapsed() > Duration::from_millis(200) || self.done == self.total)
-        {
-            self.shown = Instant::now();
-            let seconds = self.started.elapsed().as_secs_f64().max(0.001);
-            let rate = self.done as f64 / seconds;
-            let eta = (self.total.saturating_sub(self.done)) as f64 / rate.max(1.0);
-            eprint!(
-                "\r{:.1}/{:.1} MB  {:.1} MB/s  ETA {:.0}s   ",
-                self.done as f64 / 1e6,
-                self.total as f64 / 1e6,
-                rate / 1e6,
-                eta
-            );
-        }
+        self.0.inc(bytes);
     }
 
     fn finish(&self) {
-        if self.visible {
-            eprintln!();
-        }
+        self.0.finish();
     }
 }
 

@@ -1,13 +1,19 @@
 //! The two hosts as routers: `upload_app` (`{base_url}`) and `account_app` (`{account_url}`).
 //! Both answer unknown routes and wrong methods with the JSON error shape.
 
+use std::convert::Infallible;
+use std::time::Duration;
+
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{header, HeaderValue, Method, Uri};
+use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
+use tower::service_fn;
+use tower::ServiceExt;
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use crate::error::ApiError;
 use crate::gateway;
@@ -16,7 +22,7 @@ use crate::state::AppState;
 use crate::tus;
 
 pub fn upload_app(state: AppState) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route(
             "/api/upload",
             // Upload size is enforced by the handler against the account's limit.
@@ -35,49 +41,75 @@ pub fn upload_app(state: AppState) -> Router {
         .with_state(state.clone())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(state, count_response))
-        .layer(middleware::from_fn(cors))
-        .layer(middleware::from_fn(json_errors))
+        .layer(middleware::from_fn_with_state(state, count_response));
+    with_cors(routes).layer(middleware::from_fn(json_errors))
 }
 
 /// The response headers TUS clients in a browser must be allowed to read.
-const EXPOSED: &str = "location, upload-offset, upload-length, upload-expires, upload-metadata, \
-    upload-defer-length, upload-concat, tus-resumable, tus-version, tus-extension, tus-max-size, \
-    tus-checksum-algorithm, cairn-operation-id";
+const EXPOSED: [&str; 13] = [
+    "location",
+    "upload-offset",
+    "upload-length",
+    "upload-expires",
+    "upload-metadata",
+    "upload-defer-length",
+    "upload-concat",
+    "tus-resumable",
+    "tus-version",
+    "tus-extension",
+    "tus-max-size",
+    "tus-checksum-algorithm",
+    "cairn-operation-id",
+];
 
-/// CORS for browsers (tus-js-client, Uppy upload cross-origin). A preflight (OPTIONS with
-/// `Access-Control-Request-Method`) is answered here; any other OPTIONS is TUS's own and goes
-/// to the routes, which is why this is not a generic CORS layer that takes every OPTIONS.
-async fn cors(request: Request, next: Next) -> Response {
-    let preflight = request.method() == Method::OPTIONS
-        && request
+/// CORS for browsers (tus-js-client, Uppy upload cross-origin), by tower-http's `CorsLayer`.
+/// The layer takes every OPTIONS for a preflight, but TUS has an OPTIONS of its own (one without
+/// `Access-Control-Request-Method`): that one goes around the layer, to the routes.
+fn with_cors(routes: Router) -> Router {
+    let layer = CorsLayer::new()
+        .allow_origin(AllowOrigin::any())
+        .allow_methods([
+            Method::GET,
+            Method::HEAD,
+            Method::POST,
+            Method::PATCH,
+            Method::DELETE,
+            Method::OPTIONS,
+        ])
+        .allow_headers(AllowHeaders::mirror_request())
+        .expose_headers(EXPOSED.map(HeaderName::from_static))
+        .max_age(Duration::from_secs(86400));
+    let cors = routes.clone().layer(layer);
+    // Header names are ASCII: the joined list is a valid value.
+    let exposed = HeaderValue::from_str(&EXPOSED.join(", ")).expect("ASCII header names");
+    Router::new().fallback_service(service_fn(move |request: Request| {
+        let options = request.method() == Method::OPTIONS;
+        let asks_cors = request
             .headers()
-            .contains_key("access-control-request-method");
-    if preflight {
-        let mut response = axum::http::StatusCode::NO_CONTENT.into_response();
-        let headers = response.headers_mut();
-        headers.insert(
-            "access-control-allow-methods",
-            HeaderValue::from_static("GET, HEAD, POST, PATCH, DELETE, OPTIONS"),
-        );
-        if let Some(asked) = request.headers().get("access-control-request-headers") {
-            headers.insert("access-control-allow-headers", asked.clone());
+            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+        let (preflight, tus_options) = (options && asks_cors, options && !asks_cors);
+        let cross_origin = request.headers().contains_key(header::ORIGIN);
+        let service = if tus_options {
+            routes.clone()
+        } else {
+            cors.clone()
+        };
+        let exposed = exposed.clone();
+        async move {
+            let mut response = service.oneshot(request).await?;
+            if preflight {
+                // A preflight has no body: 204, as before the layer (which answers 200).
+                *response.status_mut() = StatusCode::NO_CONTENT;
+            } else if tus_options && cross_origin {
+                // What the layer adds to any other request a browser makes.
+                let headers = response.headers_mut();
+                let any = HeaderValue::from_static("*");
+                headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, any);
+                headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, exposed);
+            }
+            Ok::<_, Infallible>(response)
         }
-        headers.insert("access-control-max-age", HeaderValue::from_static("86400"));
-        headers.insert("access-control-allow-origin", HeaderValue::from_static("*"));
-        return response;
-    }
-    let cross_origin = request.headers().contains_key(header::ORIGIN);
-    let mut response = next.run(request).await;
-    if cross_origin {
-        let headers = response.headers_mut();
-        headers.insert("access-control-allow-origin", HeaderValue::from_static("*"));
-        headers.insert(
-            "access-control-expose-headers",
-            HeaderValue::from_static(EXPOSED),
-        );
-    }
-    response
+    }))
 }
 
 pub fn account_app(state: AppState) -> Router {
@@ -143,18 +175,11 @@ async fn count_response(State(state): State<AppState>, request: Request, next: N
 
 async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let counts = state.store.operation_counts().await?;
-    let queue: Vec<(&str, u64)> = counts
+    let queue: Vec<(&'static str, u64)> = counts
         .iter()
         .filter(|(status, _)| !status.is_terminal())
         .map(|(status, n)| (status.as_str(), *n))
         .collect();
     let body = state.metrics.render(&queue);
-    Ok((
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        body,
-    )
-        .into_response())
+    Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response())
 }
