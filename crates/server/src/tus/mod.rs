@@ -8,7 +8,9 @@
 //! operation becomes claimable and a worker processes it exactly as a POST.
 
 pub mod headers;
+mod lifecycle;
 pub mod lock;
+mod receive;
 
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -19,22 +21,19 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use bytes::Bytes;
-use cairn_store::model::{
-    Account, NewTusUpload, NewUpload, OperationKind, TusConcat, TusState, TusUpload,
-};
+use cairn_store::model::{Account, NewTusUpload, NewUpload, OperationKind, TusConcat, TusState};
 use cairn_store::packs::random_name;
 use cairn_store::{now_ms, tus_bytes};
 use cairn_unixfs::Profile;
-use futures_util::StreamExt;
-use tokio::sync::mpsc;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
 use headers::{Checksum, OFFSET_OCTET_STREAM};
-use lock::Lock;
+use lifecycle::{complete, find, offset_of};
+pub use lifecycle::{expire, sweep_expired};
+use receive::receive;
 
 const BASE_PATH: &str = "/api/upload/tus";
 
@@ -347,79 +346,6 @@ async fn concatenate(
         .map_err(ApiError::storage)
 }
 
-/// The upload, if it is the caller's and still alive: unknown is `404`, terminated or expired
-/// is `410` (an expiry that the sweep has not reached yet is applied here).
-async fn find(state: &AppState, account: &Account, id: &str) -> Result<TusUpload, ApiError> {
-    let upload = state
-        .store
-        .tus_upload(account.id, id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("upload {id} not found")))?;
-    let upload = settle(state, upload).await?;
-    match upload.state {
-        TusState::Terminated => Err(ApiError::Gone(format!("upload {id} was terminated"))),
-        TusState::Expired => Err(ApiError::Gone(format!("upload {id} expired"))),
-        TusState::Receiving if upload.expires_at_ms < now_ms() => {
-            expire(state, &upload).await?;
-            Err(ApiError::Gone(format!("upload {id} expired")))
-        }
-        _ => Ok(upload),
-    }
-}
-
-/// Complete an upload whose bytes already reach its length but whose record says otherwise:
-/// the last byte was made durable, then the process died (or the record update failed) before
-/// the upload was marked complete. The client saw the offset reach the length and will send
-/// nothing more, so nothing else would ever queue it.
-async fn settle(state: &AppState, mut upload: TusUpload) -> Result<TusUpload, ApiError> {
-    if upload.state == TusState::Receiving && upload.length.is_some() {
-        let offset = offset_of(state, &upload).await?;
-        if upload.length == Some(offset) {
-            complete(state, &upload, offset).await?;
-            upload.state = TusState::Complete;
-        }
-    }
-    Ok(upload)
-}
-
-/// End an incomplete upload that outlived its expiry, and reclaim its bytes.
-pub async fn expire(state: &AppState, upload: &TusUpload) -> Result<(), ApiError> {
-    state
-        .store
-        .end_tus_upload(&upload.id, TusState::Expired)
-        .await?;
-    let (bytes, id) = (state.tus_bytes.clone(), upload.id.clone());
-    tokio::task::spawn_blocking(move || bytes.remove(&id))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)
-}
-
-/// The durable offset: the length of the bytes (a complete upload may have released them).
-async fn offset_of(state: &AppState, upload: &TusUpload) -> Result<u64, ApiError> {
-    if upload.state == TusState::Complete {
-        return Ok(upload.length.unwrap_or(0));
-    }
-    let (bytes, id) = (state.tus_bytes.clone(), upload.id.clone());
-    tokio::task::spawn_blocking(move || bytes.offset(&id))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)
-}
-
-/// All bytes are stored: the operation becomes claimable.
-async fn complete(state: &AppState, upload: &TusUpload, size: u64) -> Result<(), ApiError> {
-    if upload.concat == TusConcat::Partial {
-        // A partial upload is only ever processed as part of a final one.
-        state.store.complete_tus_upload(&upload.id, size).await?;
-        return Ok(());
-    }
-    state.store.complete_tus_upload(&upload.id, size).await?;
-    state.queue.notify_one();
-    tracing::info!(upload = %upload.id, size, "TUS upload complete; queued");
-    Ok(())
-}
-
 /// HEAD (T2, T3, T9).
 async fn head_upload(
     State(state): State<AppState>,
@@ -587,169 +513,4 @@ async fn method_override(
             "POST on an upload needs X-HTTP-Method-Override: PATCH, DELETE or HEAD (got {other:?})"
         ))),
     }
-}
-
-/// How a body ended.
-struct Received {
-    /// The durable offset afterwards.
-    offset: u64,
-    beyond_length: bool,
-    checksum_failed: bool,
-    preempted: bool,
-}
-
-impl Received {
-    fn into_result(self) -> Result<(), ApiError> {
-        if self.checksum_failed {
-            return Err(ApiError::ChecksumMismatch(
-                "the chunk does not match Upload-Checksum; it was discarded".into(),
-            ));
-        }
-        if self.beyond_length {
-            return Err(ApiError::PayloadTooLarge(
-                "the body goes beyond Upload-Length; the bytes up to the length were kept".into(),
-            ));
-        }
-        if self.preempted {
-            return Err(ApiError::Locked(
-                "a newer request on this upload took over; the bytes received were kept".into(),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Append a request body to the upload. Bytes are kept when the body ends, is cut off (F1),
-/// goes idle (F4) or is pre-empted (F3), unless it carried a checksum, which makes the chunk
-/// all-or-nothing. The offset returned is durable: the `204` may follow.
-async fn receive(
-    state: &AppState,
-    upload: &TusUpload,
-    start: u64,
-    lock: &mut Lock,
-    mut checksum: Option<Checksum>,
-    body: Body,
-) -> Result<Received, ApiError> {
-    enum Write {
-        Bytes(Bytes),
-        Finish {
-            keep: bool,
-        },
-        /// The lease was lost: another node may be writing now, so write nothing more.
-        Abandon,
-    }
-    let (tx, mut rx) = mpsc::channel::<Write>(8);
-    let writer = tokio::task::spawn_blocking({
-        let (bytes, id, atomic) = (
-            state.tus_bytes.clone(),
-            upload.id.clone(),
-            checksum.is_some(),
-        );
-        move || -> std::io::Result<Option<u64>> {
-            let mut appender = bytes.appender(&id, atomic)?;
-            loop {
-                match rx.blocking_recv() {
-                    Some(Write::Bytes(chunk)) => appender.append(&chunk)?,
-                    Some(Write::Finish { keep: true }) => return appender.keep().map(Some),
-                    Some(Write::Finish { keep: false }) => return appender.discard().map(Some),
-                    Some(Write::Abandon) => return Ok(None),
-                    // The request was dropped mid-body (the network reset the connection and the
-                    // server dropped the handler): keep what arrived (F1), unless the chunk is
-                    // checksummed, which makes it all-or-nothing.
-                    None if atomic => return appender.discard().map(Some),
-                    None => return appender.keep().map(Some),
-                }
-            }
-        }
-    });
-    let mut remaining = upload.length.map(|length| length.saturating_sub(start));
-    let (mut beyond_length, mut cut, mut preempted) = (false, false, false);
-    let mut stream = body.into_data_stream();
-    loop {
-        // Once pre-empted, take only what has already arrived (it is the client's, F1), then
-        // let go: a stalled PATCH has nothing ready and stops at once (F3).
-        let next = if preempted {
-            tokio::time::timeout(Duration::ZERO, stream.next()).await
-        } else {
-            tokio::select! {
-                _ = lock.preempted() => {
-                    preempted = true;
-                    continue;
-                }
-                next = tokio::time::timeout(state.config.idle_timeout, stream.next()) => next,
-            }
-        };
-        let mut chunk = match next {
-            Ok(Some(Ok(chunk))) => chunk,
-            Ok(None) => break,
-            Err(_) if preempted => break,
-            // Cut connection or idle past the timeout: keep what arrived.
-            Ok(Some(Err(_))) | Err(_) => {
-                cut = true;
-                break;
-            }
-        };
-        if let Some(left) = remaining {
-            if chunk.len() as u64 > left {
-                chunk.truncate(left as usize);
-                beyond_length = true;
-            }
-            remaining = Some(left - chunk.len() as u64);
-        }
-        if let Some(sum) = checksum.as_mut() {
-            sum.update(&chunk);
-        }
-        if tx.send(Write::Bytes(chunk)).await.is_err() || beyond_length {
-            break;
-        }
-    }
-    let checksum_failed = match checksum {
-        Some(sum) => cut || preempted || beyond_length || !sum.matches(),
-        None => false,
-    };
-    let finish = if lock.lost() {
-        Write::Abandon
-    } else {
-        Write::Finish {
-            keep: !checksum_failed,
-        }
-    };
-    let _ = tx.send(finish).await;
-    drop(tx);
-    let taken_over = || {
-        ApiError::Locked(
-            "this node lost the upload's lease and another may have taken it over; \
-             send HEAD for the offset"
-                .into(),
-        )
-    };
-    let offset = writer
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(|e| match e.kind() {
-            // The bytes' store refused a write that another writer's commit had overtaken.
-            std::io::ErrorKind::ResourceBusy => taken_over(),
-            _ => ApiError::storage(e),
-        })?
-        .ok_or_else(taken_over)?;
-    Ok(Received {
-        offset,
-        beyond_length,
-        checksum_failed,
-        preempted,
-    })
-}
-
-/// Reclaim the bytes of every incomplete upload past its expiry (T11's background sweep).
-pub async fn sweep_expired(state: &AppState) -> Result<usize, ApiError> {
-    let mut swept = 0;
-    for upload in state.store.expired_tus_uploads(now_ms()).await? {
-        // Complete bytes are never expired: they are processed instead.
-        let upload = settle(state, upload).await?;
-        if upload.state == TusState::Receiving {
-            expire(state, &upload).await?;
-            swept += 1;
-        }
-    }
-    Ok(swept)
 }

@@ -1,0 +1,167 @@
+//! Appending a request body to an upload: the bytes go to a blocking writer through a bounded
+//! channel, with pre-emption by a newer request, an idle timeout, and the length and checksum
+//! rules.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use bytes::Bytes;
+use cairn_store::model::TusUpload;
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+
+use super::headers::Checksum;
+use super::lock::Lock;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// How a body ended.
+pub(super) struct Received {
+    /// The durable offset afterwards.
+    pub(super) offset: u64,
+    beyond_length: bool,
+    checksum_failed: bool,
+    preempted: bool,
+}
+
+impl Received {
+    pub(super) fn into_result(self) -> Result<(), ApiError> {
+        if self.checksum_failed {
+            return Err(ApiError::ChecksumMismatch(
+                "the chunk does not match Upload-Checksum; it was discarded".into(),
+            ));
+        }
+        if self.beyond_length {
+            return Err(ApiError::PayloadTooLarge(
+                "the body goes beyond Upload-Length; the bytes up to the length were kept".into(),
+            ));
+        }
+        if self.preempted {
+            return Err(ApiError::Locked(
+                "a newer request on this upload took over; the bytes received were kept".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Append a request body to the upload. Bytes are kept when the body ends, is cut off (F1),
+/// goes idle (F4) or is pre-empted (F3), unless it carried a checksum, which makes the chunk
+/// all-or-nothing. The offset returned is durable: the `204` may follow.
+pub(super) async fn receive(
+    state: &AppState,
+    upload: &TusUpload,
+    start: u64,
+    lock: &mut Lock,
+    mut checksum: Option<Checksum>,
+    body: Body,
+) -> Result<Received, ApiError> {
+    enum Write {
+        Bytes(Bytes),
+        Finish {
+            keep: bool,
+        },
+        /// The lease was lost: another node may be writing now, so write nothing more.
+        Abandon,
+    }
+    let (tx, mut rx) = mpsc::channel::<Write>(8);
+    let writer = tokio::task::spawn_blocking({
+        let (bytes, id, atomic) = (
+            state.tus_bytes.clone(),
+            upload.id.clone(),
+            checksum.is_some(),
+        );
+        move || -> std::io::Result<Option<u64>> {
+            let mut appender = bytes.appender(&id, atomic)?;
+            loop {
+                match rx.blocking_recv() {
+                    Some(Write::Bytes(chunk)) => appender.append(&chunk)?,
+                    Some(Write::Finish { keep: true }) => return appender.keep().map(Some),
+                    Some(Write::Finish { keep: false }) => return appender.discard().map(Some),
+                    Some(Write::Abandon) => return Ok(None),
+                    // The request was dropped mid-body (the network reset the connection and the
+                    // server dropped the handler): keep what arrived (F1), unless the chunk is
+                    // checksummed, which makes it all-or-nothing.
+                    None if atomic => return appender.discard().map(Some),
+                    None => return appender.keep().map(Some),
+                }
+            }
+        }
+    });
+    let mut remaining = upload.length.map(|length| length.saturating_sub(start));
+    let (mut beyond_length, mut cut, mut preempted) = (false, false, false);
+    let mut stream = body.into_data_stream();
+    loop {
+        // Once pre-empted, take only what has already arrived (it is the client's, F1), then
+        // let go: a stalled PATCH has nothing ready and stops at once (F3).
+        let next = if preempted {
+            tokio::time::timeout(Duration::ZERO, stream.next()).await
+        } else {
+            tokio::select! {
+                _ = lock.preempted() => {
+                    preempted = true;
+                    continue;
+                }
+                next = tokio::time::timeout(state.config.idle_timeout, stream.next()) => next,
+            }
+        };
+        let mut chunk = match next {
+            Ok(Some(Ok(chunk))) => chunk,
+            Ok(None) => break,
+            Err(_) if preempted => break,
+            // Cut connection or idle past the timeout: keep what arrived.
+            Ok(Some(Err(_))) | Err(_) => {
+                cut = true;
+                break;
+            }
+        };
+        if let Some(left) = remaining {
+            if chunk.len() as u64 > left {
+                chunk.truncate(left as usize);
+                beyond_length = true;
+            }
+            remaining = Some(left - chunk.len() as u64);
+        }
+        if let Some(sum) = checksum.as_mut() {
+            sum.update(&chunk);
+        }
+        if tx.send(Write::Bytes(chunk)).await.is_err() || beyond_length {
+            break;
+        }
+    }
+    let checksum_failed = match checksum {
+        Some(sum) => cut || preempted || beyond_length || !sum.matches(),
+        None => false,
+    };
+    let finish = if lock.lost() {
+        Write::Abandon
+    } else {
+        Write::Finish {
+            keep: !checksum_failed,
+        }
+    };
+    let _ = tx.send(finish).await;
+    drop(tx);
+    let taken_over = || {
+        ApiError::Locked(
+            "this node lost the upload's lease and another may have taken it over; \
+             send HEAD for the offset"
+                .into(),
+        )
+    };
+    let offset = writer
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|e| match e.kind() {
+            // The bytes' store refused a write that another writer's commit had overtaken.
+            std::io::ErrorKind::ResourceBusy => taken_over(),
+            _ => ApiError::storage(e),
+        })?
+        .ok_or_else(taken_over)?;
+    Ok(Received {
+        offset,
+        beyond_length,
+        checksum_failed,
+        preempted,
+    })
+}
