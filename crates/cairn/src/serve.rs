@@ -106,8 +106,8 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         Some(p2p) => Some(start_node(&config, p2p, store.clone(), packs.clone()).await?),
         None => None,
     };
-    let mut state = AppState::new(store, packs, staging, tus_bytes, server_config);
-    state.node = node.clone();
+    let state =
+        AppState::new(store, packs, staging, tus_bytes, server_config).with_node(node.clone());
     state
         .nodes
         .refresh(&state)

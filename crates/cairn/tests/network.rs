@@ -126,6 +126,10 @@ fn kubo_fetches_uploads_from_cairn_over_tcp_and_quic() {
             kubo.get(&dir_cid, &out, TIMEOUT).unwrap();
             assert_eq!(tree(&out), tree(&work.join("site")), "{name}");
         }
+        // What /metrics shows of it.
+        assert!(metric(&running, "cairn_p2p_connected_peers") >= 1.0);
+        assert!(metric(&running, "cairn_bitswap_blocks_sent_total") >= 20.0);
+        assert!(metric(&running, "cairn_bitswap_bytes_sent_total") >= 2.0 * (5 << 20) as f64);
         terminate(running);
     });
 }
@@ -243,6 +247,19 @@ fn wait_until_provided(running: &Running, token: &str) {
     });
 }
 
+/// The value of the sample `name` (with its labels, as `/metrics` writes it) on `running`.
+fn metric(running: &Running, name: &str) -> f64 {
+    let url = format!("{}/metrics", running.upload);
+    let text = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async { reqwest::get(url).await.unwrap().text().await.unwrap() });
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+        .parse()
+        .unwrap()
+}
+
 /// The peer ids `GET /routing/v1/providers/{cid}` names on `running`.
 fn providers_named_by(running: &Running, cid: &str) -> Vec<String> {
     let url = format!("{}/routing/v1/providers/{cid}", running.upload);
@@ -295,6 +312,7 @@ fn two_nodes_on_a_shared_store_name_each_other_and_either_serves_kubo() {
             eventually("A names both", Duration::from_secs(20), || {
                 (providers_named_by(&a, &cid) == both).then_some(())
             });
+            assert!(metric(&b, "cairn_routing_queries_total{kind=\"providers\"}") >= 1.0);
 
             // Kubo, connected to B only, fetches what was uploaded through A; both nodes
             // provide it to the DHT (Kubo is their DHT peer).

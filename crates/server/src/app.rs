@@ -180,6 +180,11 @@ async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
         .filter(|(status, _)| !status.is_terminal())
         .map(|(status, n)| (status.as_str(), *n))
         .collect();
+    if let Some(node) = &state.node {
+        let connected = node.connected_peers().await.map_or(0, |peers| peers.len());
+        let provide_queue = crate::provide::queued(&state).await?;
+        state.metrics.node_now(connected, provide_queue);
+    }
     let body = state.metrics.render(&queue);
     Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response())
 }

@@ -8,8 +8,15 @@
 //! `cairn_upload_duration_seconds`, `cairn_http_responses_total`,
 //! `cairn_operation_duration_seconds` and `cairn_operations_queued`.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+use cairn_p2p::bitswap::Bitswap;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -17,6 +24,8 @@ use prometheus_client::metrics::family::{Family, MetricConstructor};
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
+
+use crate::provide::ProvideStats;
 
 /// Upper bounds of the duration histograms, in seconds.
 const DURATION_BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
@@ -131,19 +140,147 @@ impl ServiceMetrics {
     }
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueryLabel {
+    kind: &'static str,
+}
+
+/// What the IPFS node's HTTP side counts, and what is read for it at each scrape. The node's
+/// own counters (Bitswap, providing) are read by [`NodeCounters`].
+pub struct NetworkMetrics {
+    connected_peers: Gauge,
+    provide_queue: Gauge,
+    routing_queries: Family<QueryLabel, Counter>,
+}
+
+impl NetworkMetrics {
+    fn register(registry: &mut Registry) -> Self {
+        let metrics = Self {
+            connected_peers: Gauge::default(),
+            provide_queue: Gauge::default(),
+            routing_queries: Family::default(),
+        };
+        for kind in ["providers", "peers"] {
+            let _ = metrics.routing_queries.get_or_create(&QueryLabel { kind });
+        }
+        registry.register(
+            "p2p_connected_peers",
+            "Peers the IPFS node is connected to",
+            metrics.connected_peers.clone(),
+        );
+        registry.register(
+            "dht_provide_queue",
+            "Completed uploads this node has still to provide to the DHT",
+            metrics.provide_queue.clone(),
+        );
+        registry.register(
+            "routing_queries",
+            "Delegated routing queries answered, by kind (providers, peers)",
+            metrics.routing_queries.clone(),
+        );
+        metrics
+    }
+}
+
+/// The counters the IPFS node and the provider keep themselves, read at each scrape.
+struct NodeCounters {
+    bitswap: Bitswap,
+    provides: Arc<ProvideStats>,
+}
+
+impl std::fmt::Debug for NodeCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NodeCounters")
+    }
+}
+
+impl Collector for NodeCounters {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let bitswap = self.bitswap.metrics();
+        let provides = &self.provides;
+        let counters = [
+            (
+                "bitswap_blocks_sent",
+                "Blocks sent over Bitswap",
+                read(&bitswap.blocks_sent),
+            ),
+            (
+                "bitswap_bytes_sent",
+                "Bytes of blocks sent over Bitswap",
+                read(&bitswap.bytes_sent),
+            ),
+            (
+                "bitswap_blocks_received",
+                "Blocks received over Bitswap",
+                read(&bitswap.blocks_received),
+            ),
+            (
+                "bitswap_bytes_received",
+                "Bytes of blocks received over Bitswap",
+                read(&bitswap.bytes_received),
+            ),
+            (
+                "bitswap_peers_cut_off",
+                "Peers disconnected for going over a Bitswap limit",
+                read(&bitswap.peers_cut_off),
+            ),
+            (
+                "dht_provides",
+                "Roots provided to the DHT",
+                read(&provides.provided),
+            ),
+            (
+                "dht_reprovide_sweeps",
+                "Sweeps that provided every stored root again",
+                read(&provides.sweeps),
+            ),
+        ];
+        for (name, help, value) in counters {
+            let counter = ConstCounter::new(value);
+            counter.encode(encoder.encode_descriptor(
+                name,
+                help,
+                None,
+                counter.metric_type(),
+            )?)?;
+        }
+        let gauges = [
+            (
+                "dht_provides_waiting_for_peers",
+                "Provides that reached no DHT peer, waiting for peers",
+                read(&provides.waiting_for_peers),
+            ),
+            (
+                "dht_last_reprovide_duration_seconds",
+                "How long the last reprovide sweep took",
+                read(&provides.last_sweep_seconds),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let gauge = ConstGauge::new(value as i64);
+            gauge.encode(encoder.encode_descriptor(name, help, None, gauge.metric_type())?)?;
+        }
+        Ok(())
+    }
+}
+
 /// The registry behind `/metrics` and the service's own families.
 pub struct Metrics {
     registry: Mutex<Registry>,
     service: ServiceMetrics,
+    network: NetworkMetrics,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("cairn");
         let service = ServiceMetrics::register(&mut registry);
+        let network = NetworkMetrics::register(&mut registry);
         Self {
             registry: Mutex::new(registry),
             service,
+            network,
         }
     }
 }
@@ -170,6 +307,25 @@ impl Metrics {
             .operation_duration
             .get_or_create(&StatusLabel { status })
             .observe(took.as_secs_f64());
+    }
+
+    /// Show the IPFS node's own counters from now on.
+    pub fn watch_node(&self, bitswap: Bitswap, provides: Arc<ProvideStats>) {
+        self.registry()
+            .register_collector(Box::new(NodeCounters { bitswap, provides }));
+    }
+
+    pub fn routing_query(&self, kind: &'static str) {
+        self.network
+            .routing_queries
+            .get_or_create(&QueryLabel { kind })
+            .inc();
+    }
+
+    /// What is read for the node at a scrape: its connections and its provide queue.
+    pub fn node_now(&self, connected_peers: usize, provide_queue: u64) {
+        self.network.connected_peers.set(connected_peers as i64);
+        self.network.provide_queue.set(provide_queue as i64);
     }
 
     pub fn response(&self, status: u16) {

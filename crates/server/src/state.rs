@@ -72,6 +72,18 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// The state of a server that runs `node`, whose counters `/metrics` shows.
+    pub fn with_node(mut self, node: Option<NodeHandle>) -> Self {
+        if let Some(node) = &node {
+            self.metrics
+                .watch_node(node.bitswap().clone(), self.provides.clone());
+        }
+        self.node = node;
+        self
+    }
+}
+
 /// Service settings that handlers read.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {

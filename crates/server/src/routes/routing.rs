@@ -38,6 +38,7 @@ pub async fn providers(
     Query(filters): Query<Filters>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    state.metrics.routing_query("providers");
     let cid: Cid = cid
         .parse()
         .map_err(|e| ApiError::BadRequest(format!("{cid:?} is not a CID: {e}")))?;
@@ -66,6 +67,7 @@ pub async fn peers(
     Query(filters): Query<Filters>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    state.metrics.routing_query("peers");
     let peer: PeerId = peer
         .parse()
         .map_err(|e| ApiError::BadRequest(format!("{peer:?} is not a peer id: {e}")))?;
