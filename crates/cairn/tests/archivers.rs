@@ -25,7 +25,7 @@ use std::time::Instant;
 use cairn_archive::extract::SourceStats;
 use cairn_archive::{ArchiveFormat, Extractor, Limits};
 use cairn_unixfs::{DiscardBlocks, Profile};
-use server::{cairn, finished_operation, start, terminate, Running};
+use server::{cairn, finished_operation, post_upload, start, terminate, Running};
 use tools::{tools, Tools};
 use trees::{Names, Tree};
 
@@ -572,20 +572,7 @@ fn every_archiver_s_output_extracts_to_the_cid_of_the_tree_it_holds() {
 async fn post(server: &Running, archive: &Path) -> serde_json::Value {
     let bytes = std::fs::read(archive).unwrap();
     let name = archive.file_name().unwrap().to_string_lossy().into_owned();
-    let form = reqwest::multipart::Form::new().part(
-        "file",
-        reqwest::multipart::Part::bytes(bytes).file_name(name),
-    );
-    let body: serde_json::Value = reqwest::Client::new()
-        .post(format!("{}/api/upload", server.upload))
-        .bearer_auth(&server.token)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, body) = post_upload(server, &server.token, &name, bytes).await;
     let id = body["operationId"].as_i64().expect("an operation id");
     finished_operation(server, &server.token, &id.to_string()).await
 }

@@ -12,21 +12,12 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;
 use serde_json::Value;
-use server::{cairn, content, start, start_command, terminate, Running};
+use server::{cairn, content, post_upload, start, start_command, terminate, Running};
 
 async fn upload(running: &Running, bytes: Vec<u8>, name: &str) -> (StatusCode, Value) {
-    let form = Form::new().part("file", Part::bytes(bytes).file_name(name.to_owned()));
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/upload", running.upload))
-        .bearer_auth(&running.token)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    (response.status(), response.json().await.unwrap())
+    post_upload(running, &running.token, name, bytes).await
 }
 
 async fn upload_car(running: &Running, dag: &hostile::Dag) -> String {

@@ -143,7 +143,9 @@ fn helia_fetches_from_cairn_by_address_and_through_cairns_router() {
             let work = tempfile::tempdir().unwrap();
             let work = work.path();
             let (running, node) = start_node(&work.join("cairn"));
-            let bytes = server::content(3 << 20, 4);
+            // Large enough that Helia's burst of streams (one per Bitswap message) once
+            // overflowed what libp2p-stream would queue, and its fetch stalled.
+            let bytes = server::content(64 << 20, 4);
             std::fs::write(work.join("one.bin"), &bytes).unwrap();
             write_site(&work.join("site"));
             let file_cid = upload(&running, work, &work.join("one.bin"));

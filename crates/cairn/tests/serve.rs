@@ -6,8 +6,9 @@ mod server;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use reqwest::multipart::{Form, Part};
-use server::{admin, cairn, content, finished_operation, operation, start, terminate};
+use server::{
+    admin, cairn, content, finished_operation, operation, post_upload, start, terminate,
+};
 
 #[tokio::test]
 async fn serve_with_zero_configuration_then_upload_administer_and_stop() {
@@ -20,20 +21,7 @@ async fn serve_with_zero_configuration_then_upload_administer_and_stop() {
     );
 
     let client = reqwest::Client::new();
-    let form = Form::new().part(
-        "file",
-        Part::bytes(b"hello world".to_vec()).file_name("a.txt"),
-    );
-    let body: serde_json::Value = client
-        .post(format!("{}/api/upload", running.upload))
-        .bearer_auth(&running.token)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, body) = post_upload(&running, &running.token, "a.txt", b"hello world".to_vec()).await;
     assert_eq!(
         body["cid"],
         "bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e"
@@ -137,17 +125,7 @@ async fn sigkill_during_extraction_then_restart_completes_with_the_right_cid() {
         builder.append(&header, &body[..]).unwrap();
     }
     let archive = builder.into_inner().unwrap().finish().unwrap();
-    let form = Form::new().part("file", Part::bytes(archive).file_name("data.tar.bz2"));
-    let body: serde_json::Value = reqwest::Client::new()
-        .post(format!("{}/api/upload", running.upload))
-        .bearer_auth(&token)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, body) = post_upload(&running, &token, "data.tar.bz2", archive).await;
     let id = body["operationId"].as_i64().expect("an operation id");
 
     // Kill -9 as soon as a worker is extracting.

@@ -63,6 +63,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use pypi::run;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -294,16 +295,6 @@ impl Kubo {
 struct HeliaInstall {
     node: PathBuf,
     dir: PathBuf,
-}
-
-fn run(command: &mut Command, what: &str) {
-    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        output.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 /// Node from PyPI, then `npm ci` of `package-lock.json` into `<target tmp>/helia`; once per

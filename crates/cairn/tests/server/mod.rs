@@ -222,6 +222,24 @@ pub async fn finished_operation(running: &Running, token: &str, id: &str) -> ser
     panic!("operation {id} did not finish within a minute");
 }
 
+/// `POST /api/upload` of `bytes` as the file `name`, with `token`: the status and the JSON body.
+pub async fn post_upload(
+    running: &Running,
+    token: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> (reqwest::StatusCode, serde_json::Value) {
+    let part = reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned());
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/upload", running.upload))
+        .bearer_auth(token)
+        .multipart(reqwest::multipart::Form::new().part("file", part))
+        .send()
+        .await
+        .unwrap();
+    (response.status(), response.json().await.unwrap())
+}
+
 /// Deterministic test bytes (xorshift64, one byte per step) from `seed`.
 pub fn content(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
