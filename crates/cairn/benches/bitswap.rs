@@ -58,7 +58,7 @@ const SHARED: usize = 32 << 20;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 /// Helia fetches 256 MiB in seconds; a fetch that has not ended after this has stalled.
-const HELIA_TIMEOUT: Duration = Duration::from_secs(60);
+const HELIA_TIMEOUT: Duration = Duration::from_secs(30);
 /// Set in the re-executed bench, inside the namespace.
 const INSIDE: &str = "CAIRN_BENCH_NETNS";
 
@@ -269,10 +269,21 @@ fn measure() {
 
             let dir = work.join(format!("kubo-client-{round}-{server:?}"));
             let mut kubo_client = Kubo::start(&dir);
-            kubo_client.connect(addr).unwrap();
             let started = Instant::now();
-            kubo_client.pin(cid, TIMEOUT).unwrap();
-            record("kubo", server, started.elapsed());
+            let pinned = kubo_client
+                .connect(addr)
+                .map(|()| Instant::now())
+                .and_then(|connected| kubo_client.pin(cid, TIMEOUT).map(|()| connected));
+            match pinned {
+                Ok(connected) => record("kubo", server, connected.elapsed()),
+                Err(e) => {
+                    eprintln!(
+                        "kubo from {server:?} failed after {:?}: {e}",
+                        started.elapsed()
+                    );
+                    failed.insert(("kubo", server));
+                }
+            }
             drop(kubo_client);
             std::fs::remove_dir_all(&dir).unwrap();
 
