@@ -491,7 +491,7 @@ fn report(
             };
             match best.get(&(client, server)) {
                 Some(speed) => format!("{speed:.0}{mark}"),
-                None => "failed (stalled)".to_owned(),
+                None => "failed".to_owned(),
             }
         };
         let ratio = match (
