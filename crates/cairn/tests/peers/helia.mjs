@@ -265,6 +265,13 @@ function answer (fields) {
   process.stdout.write(JSON.stringify(fields) + '\n')
 }
 
+// A fetch that fails can leave block loads it started in the background to fail after it
+// answered; Node would end the process for such a rejection nobody awaits. They are logged
+// instead, and the driver goes on with the next command.
+process.on('unhandledRejection', (err) => {
+  console.error('unhandled rejection (a failed command\'s leftover):', err)
+})
+
 // helia's package.json is not among its exports; read it beside the resolved entry point.
 const heliaPackage = JSON.parse(await readFile(new URL('../../package.json', import.meta.resolve('helia'))))
 answer({ helia: heliaPackage.version, node: process.version })

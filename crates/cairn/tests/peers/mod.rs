@@ -242,6 +242,11 @@ impl Kubo {
         self.addr_with("/quic-v1")
     }
 
+    /// The driver's process id: Kubo runs inside it (for its memory in `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.driver.child.id()
+    }
+
     /// Connect to the peer at `addr` (with `/p2p/`).
     pub fn connect(&mut self, addr: &str) -> Result<(), PeerError> {
         self.driver
