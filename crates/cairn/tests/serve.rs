@@ -6,9 +6,7 @@ mod server;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use server::{
-    admin, cairn, content, finished_operation, operation, post_upload, start, terminate,
-};
+use server::{admin, cairn, content, finished_operation, operation, post_upload, start, terminate};
 
 #[tokio::test]
 async fn serve_with_zero_configuration_then_upload_administer_and_stop() {

@@ -145,7 +145,7 @@ impl Bitswap {
                     }],
                     ..Message::default()
                 };
-                if !self.send(peer, None, want(false)).await {
+                if !self.send(peer, None, want(false), None).await {
                     continue;
                 }
                 let deadline = tokio::time::Instant::now() + per_peer;
@@ -155,7 +155,7 @@ impl Bitswap {
                         Ok(Some(Answer::DontHave(from))) if from == peer => break,
                         Ok(Some(Answer::DontHave(_))) => continue,
                         Ok(None) | Err(_) => {
-                            self.send(peer, None, want(true)).await;
+                            self.send(peer, None, want(true), None).await;
                             break;
                         }
                     }

@@ -100,6 +100,18 @@ async fn run(bitswap: Bitswap, peer: PeerId, mut updates: mpsc::Receiver<Update>
             }
         }
         let version = wants.version.unwrap_or(Version::V120);
+        // An answer may pass its limit by one block (up to 2 MiB): reserve both, so that
+        // what all peers' answers hold stays within the budget.
+        let share = ((limits.max_answer_bytes + (2 << 20)) >> 10) as u32;
+        let Ok(budget) = bitswap
+            .inner
+            .answer_budget
+            .clone()
+            .acquire_many_owned(share)
+            .await
+        else {
+            break;
+        };
         let mut answer = Message::default();
         let mut bytes = 0;
         let mut answered = 0;
@@ -140,7 +152,10 @@ async fn run(bitswap: Bitswap, peer: PeerId, mut updates: mpsc::Receiver<Update>
             continue;
         }
         let (blocks, sent_bytes) = (answer.blocks.len() as u64, bytes as u64);
-        if !bitswap.send(peer, Some(version), answer).await {
+        if !bitswap
+            .send(peer, Some(version), answer, Some(budget))
+            .await
+        {
             break;
         }
         let metrics = &bitswap.inner.metrics;

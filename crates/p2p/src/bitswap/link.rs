@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use libp2p::PeerId;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::message::{self, Message, Version};
 use super::{Bitswap, PROTOCOLS};
@@ -15,7 +15,13 @@ const IDLE: Duration = Duration::from_secs(60);
 
 #[derive(Clone)]
 pub(super) struct Link {
-    messages: mpsc::Sender<Message>,
+    messages: mpsc::Sender<Outgoing>,
+}
+
+/// A message to send, with the share of the answer budget it holds until it is written.
+struct Outgoing {
+    message: Message,
+    _budget: Option<OwnedSemaphorePermit>,
 }
 
 impl Link {
@@ -27,8 +33,16 @@ impl Link {
     }
 
     /// Queue a message; false if the link has stopped (the peer is gone).
-    pub(super) async fn send(&self, message: Message) -> bool {
-        self.messages.send(message).await.is_ok()
+    pub(super) async fn send(
+        &self,
+        message: Message,
+        budget: Option<OwnedSemaphorePermit>,
+    ) -> bool {
+        let outgoing = Outgoing {
+            message,
+            _budget: budget,
+        };
+        self.messages.send(outgoing).await.is_ok()
     }
 }
 
@@ -36,10 +50,11 @@ async fn run(
     bitswap: Bitswap,
     peer: PeerId,
     preferred: Option<Version>,
-    mut messages: mpsc::Receiver<Message>,
+    mut messages: mpsc::Receiver<Outgoing>,
 ) {
     let mut stream: Option<(libp2p::Stream, Version)> = None;
-    while let Ok(Some(message)) = tokio::time::timeout(IDLE, messages.recv()).await {
+    while let Ok(Some(Outgoing { message, .. })) = tokio::time::timeout(IDLE, messages.recv()).await
+    {
         for _attempt in 0..2 {
             if stream.is_none() {
                 stream = open(&bitswap, peer, preferred).await;

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use libp2p::{PeerId, StreamProtocol};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use crate::blocks::Blockstore;
 use message::{Message, MessageError, Presence, Version};
@@ -56,6 +56,9 @@ pub struct BitswapLimits {
     pub max_answer_bytes: usize,
     /// Blocks read from storage at once, over all peers.
     pub max_concurrent_reads: usize,
+    /// Bytes of answers being built or waiting to be sent, over all peers: what serving many
+    /// peers at once may hold in memory.
+    pub max_queued_answer_bytes: usize,
 }
 
 impl Default for BitswapLimits {
@@ -66,6 +69,7 @@ impl Default for BitswapLimits {
             max_misses_per_minute: 10_000,
             max_answer_bytes: 2 << 20,
             max_concurrent_reads: 32,
+            max_queued_answer_bytes: 64 << 20,
         }
     }
 }
@@ -95,6 +99,8 @@ struct Inner {
     wants: fetch::Wants,
     misses: Mutex<HashMap<PeerId, (Instant, u32)>>,
     reads: Semaphore,
+    /// In KiB: each answer holds its share from when it is built until it is written.
+    answer_budget: Arc<Semaphore>,
     metrics: BitswapMetrics,
     cut_off: mpsc::UnboundedSender<PeerId>,
 }
@@ -118,6 +124,13 @@ impl Bitswap {
             inner: Arc::new(Inner {
                 control: Mutex::new(control),
                 reads: Semaphore::new(limits.max_concurrent_reads),
+                // At least one answer's share (see the ledger), or no answer could ever be built.
+                answer_budget: Arc::new(Semaphore::new(
+                    limits
+                        .max_queued_answer_bytes
+                        .max(limits.max_answer_bytes + (2 << 20))
+                        >> 10,
+                )),
                 blocks,
                 limits,
                 links: Mutex::new(HashMap::new()),
@@ -251,7 +264,13 @@ impl Bitswap {
     }
 
     /// Send `message` to `peer` on this node's stream to it (opened on first use).
-    async fn send(&self, peer: PeerId, version: Option<Version>, message: Message) -> bool {
+    async fn send(
+        &self,
+        peer: PeerId,
+        version: Option<Version>,
+        message: Message,
+        budget: Option<OwnedSemaphorePermit>,
+    ) -> bool {
         let link = {
             let Ok(mut links) = self.inner.links.lock() else {
                 return false;
@@ -261,7 +280,7 @@ impl Bitswap {
                 .or_insert_with(|| link::Link::spawn(self.clone(), peer, version))
                 .clone()
         };
-        link.send(message).await
+        link.send(message, budget).await
     }
 
     fn control(&self) -> Option<libp2p_stream::Control> {
