@@ -3,6 +3,8 @@
 //!
 //! Run: `cargo bench -p cairn-server --bench gateway`. Best of 3.
 
+#[path = "support/host.rs"]
+mod host;
 #[path = "support/noise.rs"]
 mod noise;
 
@@ -10,14 +12,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn_server::{upload_app, AppState, ServerConfig};
+use cairn_server::ServerConfig;
 use cairn_store::model::{NewUpload, OperationKind};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
-use cairn_store::staging::Staging;
-use cairn_store::tus_bytes::FileTusBytes;
 use cairn_store::{AccountLimits, MetadataStore};
 use cairn_unixfs::{FileImporter, Profile};
+use host::{serve_upload_host, state_in};
 use noise::noise;
 use sha2::{Digest, Sha256};
 
@@ -70,22 +71,8 @@ async fn main() {
         .await
         .unwrap();
 
-    let state = AppState::new(
-        store,
-        packs,
-        Staging::open(dir.path().join("staging")).unwrap(),
-        Arc::new(FileTusBytes::open(dir.path().join("tus")).unwrap()),
-        ServerConfig::default(),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/ipfs/{cid}", listener.local_addr().unwrap());
-    let header_timeout = state.config.header_timeout;
-    tokio::spawn(cairn_server::listen::serve(
-        listener,
-        upload_app(state),
-        header_timeout,
-        std::future::pending(),
-    ));
+    let state = state_in(dir.path(), store, packs, ServerConfig::default());
+    let url = format!("{}/ipfs/{cid}", serve_upload_host(state).await);
 
     let client = reqwest::Client::new();
     let mut read = Duration::MAX;

@@ -15,6 +15,8 @@
 //!
 //! Run: `cargo bench -p cairn-server --bench metadata`.
 
+#[path = "support/host.rs"]
+mod host;
 #[path = "support/noise.rs"]
 mod noise;
 
@@ -22,13 +24,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn_server::{upload_app, AppState, ServerConfig};
+use cairn_server::ServerConfig;
 use cairn_store::packs::Packs;
 use cairn_store::postgres::PostgresStore;
 use cairn_store::sqlite::SqliteStore;
-use cairn_store::staging::Staging;
-use cairn_store::tus_bytes::FileTusBytes;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
+use host::{serve_upload_host, state_in};
 use noise::noise;
 use reqwest::multipart::{Form, Part};
 use sqlx::Connection;
@@ -66,24 +67,10 @@ async fn start_server(dir: &Path, store: Arc<dyn MetadataStore>, shared_store: b
     };
     // Counted, never refused: the bench measures the work, not the limit.
     config.rate_limits.upload.quota = 1_000_000;
-    let state = AppState::new(
-        store,
-        Packs::open(dir.join("packs")).unwrap(),
-        Staging::open(dir.join("staging")).unwrap(),
-        Arc::new(FileTusBytes::open(dir.join("tus")).unwrap()),
-        config,
-    );
+    let state = state_in(dir, store, Packs::open(dir.join("packs")).unwrap(), config);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     cairn_server::worker::spawn(state.clone(), 2, stopped);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let header_timeout = state.config.header_timeout;
-    tokio::spawn(cairn_server::listen::serve(
-        listener,
-        upload_app(state),
-        header_timeout,
-        std::future::pending(),
-    ));
+    let url = serve_upload_host(state).await;
     Server {
         url,
         tokens: secrets,

@@ -13,6 +13,8 @@
 
 #[path = "support/disk.rs"]
 mod disk;
+#[path = "support/host.rs"]
+mod host;
 #[path = "support/noise.rs"]
 mod noise;
 
@@ -20,13 +22,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn_server::{upload_app, AppState, ServerConfig};
+use cairn_server::ServerConfig;
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
-use cairn_store::staging::Staging;
-use cairn_store::tus_bytes::FileTusBytes;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
 use disk::disk_write;
+use host::{serve_upload_host, state_in};
 use noise::noise;
 use reqwest::multipart::{Form, Part};
 use sha2::{Digest, Sha256};
@@ -72,24 +73,11 @@ async fn start_server(dir: &Path) -> Server {
         .add_token(account.id, &token.hash, &token.prefix)
         .await
         .unwrap();
-    let state = AppState::new(
-        store,
-        Packs::open(dir.join("packs")).unwrap(),
-        Staging::open(dir.join("staging")).unwrap(),
-        Arc::new(FileTusBytes::open(dir.join("tus")).unwrap()),
-        ServerConfig::default(),
-    );
+    let packs = Packs::open(dir.join("packs")).unwrap();
+    let state = state_in(dir, store, packs, ServerConfig::default());
     let (stop, stopped) = tokio::sync::watch::channel(false);
     cairn_server::worker::spawn(state.clone(), 2, stopped);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let header_timeout = state.config.header_timeout;
-    tokio::spawn(cairn_server::listen::serve(
-        listener,
-        upload_app(state),
-        header_timeout,
-        std::future::pending(),
-    ));
+    let url = serve_upload_host(state).await;
     Server {
         url,
         token: token.secret,
