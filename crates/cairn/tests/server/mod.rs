@@ -13,6 +13,15 @@ pub struct Running {
     pub lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
 }
 
+/// A server that a test leaves behind (it failed before stopping it) is killed, so that it
+/// does not outlive the test run, holding its ports and databases.
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The binary, without its IPFS node unless the test asks for one (network tests run it in a
 /// namespace of their own; a `--p2p-listen` flag overrides this).
 pub fn cairn() -> Command {
@@ -115,7 +124,8 @@ pub fn terminate(mut running: Running) -> (std::process::ExitStatus, Vec<String>
         .unwrap()
         .success());
     let status = running.child.wait().unwrap();
-    (status, running.lines.map(Result::unwrap).collect())
+    let printed = running.lines.by_ref().map(Result::unwrap).collect();
+    (status, printed)
 }
 
 /// A database of its own on the machine's PostgreSQL (`CAIRN_TEST_POSTGRES_URL`, default
