@@ -231,15 +231,21 @@ fn cairn_get_fetches_over_bitswap_by_websocket_and_through_the_router() {
     );
 }
 
-/// What `GET /api/node` says of the node behind `running`, asked with `token`.
-fn node_status(running: &Running, token: &str) -> serde_json::Value {
-    let request = reqwest::Client::new()
-        .get(format!("{}/api/node", running.upload))
-        .bearer_auth(token)
-        .send();
+/// `GET url` (with `token`, if any) from a test's thread: the body as text.
+fn http_get(url: &str, token: Option<&str>) -> String {
+    let mut request = reqwest::Client::new().get(url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
     tokio::runtime::Runtime::new()
         .unwrap()
-        .block_on(async { request.await.unwrap().json().await.unwrap() })
+        .block_on(async { request.send().await.unwrap().text().await.unwrap() })
+}
+
+/// What `GET /api/node` says of the node behind `running`, asked with `token`.
+fn node_status(running: &Running, token: &str) -> serde_json::Value {
+    let body = http_get(&format!("{}/api/node", running.upload), Some(token));
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
 
 /// Wait until the node behind `running` has provided everything stored to the DHT.
@@ -251,10 +257,7 @@ fn wait_until_provided(running: &Running, token: &str) {
 
 /// The value of the sample `name` (with its labels, as `/metrics` writes it) on `running`.
 fn metric(running: &Running, name: &str) -> f64 {
-    let url = format!("{}/metrics", running.upload);
-    let text = tokio::runtime::Runtime::new()
-        .unwrap()
-        .block_on(async { reqwest::get(url).await.unwrap().text().await.unwrap() });
+    let text = http_get(&format!("{}/metrics", running.upload), None);
     text.lines()
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
         .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
@@ -265,9 +268,7 @@ fn metric(running: &Running, name: &str) -> f64 {
 /// The peer ids `GET /routing/v1/providers/{cid}` names on `running`.
 fn providers_named_by(running: &Running, cid: &str) -> Vec<String> {
     let url = format!("{}/routing/v1/providers/{cid}", running.upload);
-    let answer: serde_json::Value = tokio::runtime::Runtime::new()
-        .unwrap()
-        .block_on(async { reqwest::get(url).await.unwrap().json().await.unwrap() });
+    let answer: serde_json::Value = serde_json::from_str(&http_get(&url, None)).unwrap();
     let mut ids: Vec<String> = answer["Providers"]
         .as_array()
         .unwrap_or_else(|| panic!("{answer}"))
@@ -320,10 +321,11 @@ fn two_nodes_on_a_shared_store_name_each_other_and_either_serves_kubo() {
             // provide it to the DHT (Kubo is their DHT peer).
             let mut kubo = Kubo::start(&work.join("kubo"));
             kubo.connect(&node_b.addr("/tcp/")).unwrap();
-            kubo.connect(&node_a.addr("/tcp/")).unwrap();
             let out = work.join("fetched.bin");
             kubo.get(&cid, &out, TIMEOUT).unwrap();
             assert!(std::fs::read(&out).unwrap() == data, "the bytes differ");
+            // Only now a DHT peer of A too, so that A also has one to provide to.
+            kubo.connect(&node_a.addr("/tcp/")).unwrap();
             wait_until_provided(&a, &a.token);
             wait_until_provided(&b, &a.token);
 
