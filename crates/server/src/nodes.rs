@@ -12,7 +12,7 @@ use cairn_store::model::NodeRecord;
 use cairn_store::{now_ms, StoreError};
 use tokio::sync::watch;
 
-use crate::state::AppState;
+use crate::state::{sleep_unless_stopped, AppState};
 
 /// How often a node refreshes its own row and its view of the others.
 const ANNOUNCE_EVERY: Duration = Duration::from_secs(10);
@@ -72,15 +72,11 @@ impl NodeDirectory {
 }
 
 /// Keep announcing this node until `stop`, then withdraw it.
-pub async fn keep_announcing(state: AppState, mut stop: watch::Receiver<bool>) {
+pub async fn keep_announcing(state: AppState, stop: watch::Receiver<bool>) {
     let Some(node) = state.node.clone() else {
         return;
     };
-    loop {
-        tokio::select! {
-            _ = stop.wait_for(|stop| *stop) => break,
-            () = tokio::time::sleep(ANNOUNCE_EVERY) => {}
-        }
+    while !sleep_unless_stopped(&stop, ANNOUNCE_EVERY).await {
         if let Err(e) = state.nodes.refresh(&state).await {
             tracing::warn!("announcing this node to the others failed: {e}");
         }

@@ -21,7 +21,7 @@ use cairn_unixfs::Cid;
 use futures_util::StreamExt;
 use tokio::sync::watch;
 
-use crate::state::AppState;
+use crate::state::{sleep_unless_stopped, AppState};
 
 /// How often every stored root is provided again (Kubo's interval: records live 48 h).
 pub const REPROVIDE_EVERY: Duration = Duration::from_secs(22 * 3600);
@@ -96,7 +96,7 @@ pub async fn keep_providing(state: AppState, stop: watch::Receiver<bool>) {
             }
             Err(e) => {
                 tracing::warn!("reading this node's provide progress failed: {e}");
-                if wait(&stop, Duration::from_secs(5)).await {
+                if sleep_unless_stopped(&stop, Duration::from_secs(5)).await {
                     return;
                 }
             }
@@ -123,7 +123,7 @@ async fn follow_the_log(
     // What was provided within the look-back, by its place in the log.
     let mut recent: BTreeSet<RootKey> = BTreeSet::new();
     loop {
-        if wait(&stop, POLL_EVERY).await {
+        if sleep_unless_stopped(&stop, POLL_EVERY).await {
             return;
         }
         let through = state.provides.through();
@@ -181,7 +181,7 @@ async fn sweep_when_due(
             let age = Duration::from_millis(now_ms().saturating_sub(at).max(0) as u64);
             REPROVIDE_EVERY.saturating_sub(age)
         });
-        if wait(&stop, due_in).await {
+        if sleep_unless_stopped(&stop, due_in).await {
             return;
         }
         let started_at_ms = now_ms();
@@ -192,7 +192,7 @@ async fn sweep_when_due(
                 Ok(page) => page,
                 Err(e) => {
                     tracing::warn!("reading stored roots for a reprovide failed: {e}");
-                    if wait(&stop, Duration::from_secs(5)).await {
+                    if sleep_unless_stopped(&stop, Duration::from_secs(5)).await {
                         return;
                     }
                     continue;
@@ -287,7 +287,7 @@ async fn provide_all(
             _ = peers.wait_for(|n| *n > 0) => {}
         }
         // Let the routing table fill a little before asking it.
-        if wait(stop, Duration::from_secs(2)).await {
+        if sleep_unless_stopped(stop, Duration::from_secs(2)).await {
             return false;
         }
         stats.waiting_for_peers.store(0, Ordering::Relaxed);
@@ -298,14 +298,4 @@ async fn provide_all(
 fn last_sweep(state: &AppState) -> Option<i64> {
     let at = state.provides.last_sweep_at_ms.load(Ordering::Relaxed);
     (at > 0).then_some(at)
-}
-
-/// Sleep for `duration`; `true` if `stop` came first.
-async fn wait(stop: &watch::Receiver<bool>, duration: Duration) -> bool {
-    let mut stop = stop.clone();
-    let stopped = tokio::select! {
-        _ = stop.wait_for(|stop| *stop) => true,
-        () = tokio::time::sleep(duration) => false,
-    };
-    stopped || *stop.borrow()
 }

@@ -84,6 +84,20 @@ impl AppState {
     }
 }
 
+/// Sleep for `duration`, as a background task does between rounds; `true` if `stop` came
+/// first.
+pub async fn sleep_unless_stopped(
+    stop: &tokio::sync::watch::Receiver<bool>,
+    duration: std::time::Duration,
+) -> bool {
+    let mut stop = stop.clone();
+    let stopped = tokio::select! {
+        _ = stop.wait_for(|stop| *stop) => true,
+        () = tokio::time::sleep(duration) => false,
+    };
+    stopped || *stop.borrow()
+}
+
 /// Service settings that handlers read.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
