@@ -32,9 +32,9 @@ pub use sql::{postgres, sqlite};
 use async_trait::async_trait;
 
 use model::{
-    Account, BlockLocation, LeaseAttempt, NewTusUpload, NewUpload, NodeRecord, Operation,
-    OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, RootKey,
-    TokenInfo, TusState, TusUpload,
+    Account, BlockLocation, KeptFilter, LeaseAttempt, NewPin, NewTusUpload, NewUpload, NodeRecord,
+    Operation, OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress,
+    RootKey, StoredDag, TokenInfo, TusState, TusUpload,
 };
 use packs::SealedPack;
 
@@ -112,14 +112,14 @@ pub trait MetadataStore: Send + Sync {
     async fn pack_names(&self) -> Result<Vec<String>, StoreError>;
 
     /// Record an upload whose content is already stored: the pack (if any new blocks), its
-    /// block index entries, the upload and its completed operation, and the account's stored
-    /// bytes, in one transaction. Fails with `QuotaExceeded` and changes nothing when the new
-    /// bytes do not fit the account's quota.
+    /// block index entries, the upload and its completed operation, and the root the account
+    /// keeps, in one transaction. Fails with `QuotaExceeded` and changes nothing when a root
+    /// the account does not keep yet does not fit its quota.
     async fn commit_completed_upload(
         &self,
         upload: NewUpload,
         pack: Option<SealedPack>,
-        cid: &str,
+        dag: &StoredDag,
     ) -> Result<Operation, StoreError>;
 
     /// Record an upload whose processing fails or is still to come.
@@ -148,14 +148,14 @@ pub trait MetadataStore: Send + Sync {
         message: &str,
         lease: std::time::Duration,
     ) -> Result<bool, StoreError>;
-    /// Finish a claimed operation: index its pack and charge the quota, as
+    /// Finish a claimed operation: index its pack and keep its root, as
     /// `commit_completed_upload` does, and mark it completed, in one transaction.
     async fn complete_operation(
         &self,
         id: i64,
         worker: &str,
         pack: Option<SealedPack>,
-        cid: &str,
+        dag: &StoredDag,
     ) -> Result<Operation, StoreError>;
     async fn fail_operation(
         &self,
@@ -228,6 +228,33 @@ pub trait MetadataStore: Send + Sync {
         account_id: i64,
         filter: &OperationFilter,
     ) -> Result<Vec<Operation>, StoreError>;
+
+    /// Queue a pin by CID (an operation of kind `pin`, its request id the upload id).
+    async fn create_pin(&self, pin: NewPin) -> Result<Operation, StoreError>;
+    /// Delete the pin (or upload) `request_id` and queue `pin` in its place, in one
+    /// transaction; `None`, changing nothing, when the account keeps no such thing.
+    async fn replace_pin(
+        &self,
+        account_id: i64,
+        request_id: &str,
+        pin: NewPin,
+    ) -> Result<Option<Operation>, StoreError>;
+    /// Delete an upload or pin (by its upload id or request id): no longer listed, its root's
+    /// bytes given back to the quota, unfinished work on it stopped, in one transaction.
+    /// Idempotent; `None` when the account has no such upload (another account's included).
+    async fn delete_kept(
+        &self,
+        account_id: i64,
+        upload_id: &str,
+    ) -> Result<Option<Operation>, StoreError>;
+    /// What the account keeps (uploads and pins not deleted), newest first.
+    async fn list_kept(
+        &self,
+        account_id: i64,
+        filter: &KeptFilter,
+    ) -> Result<Vec<Operation>, StoreError>;
+    /// How many things the filter matches, over all pages.
+    async fn count_kept(&self, account_id: i64, filter: &KeptFilter) -> Result<u64, StoreError>;
 
     /// Record (or refresh) a running node's addresses; nodes do this every few seconds.
     async fn announce_node(&self, node: &NodeRecord) -> Result<(), StoreError>;

@@ -14,7 +14,9 @@ pub struct Account {
     pub upload_limit: u64,
     /// Stored-bytes quota; `None` is unlimited.
     pub quota: Option<u64>,
-    /// Bytes this account's uploads added to storage (deduplicated blocks are not counted twice).
+    /// What the quota counts: the DAG size of each distinct root the account keeps (through
+    /// its live uploads and pins), once per root. Content other accounts keep too is charged
+    /// to each of them, though its blocks are stored once.
     pub stored_bytes: u64,
     pub created_at_ms: i64,
 }
@@ -90,6 +92,8 @@ pub enum OperationKind {
     TusUpload,
     /// A CAR file imported as-is.
     CarImport,
+    /// A pin by CID (Pinning Service API): the DAG is fetched from the network.
+    Pin,
 }
 
 impl OperationKind {
@@ -98,6 +102,7 @@ impl OperationKind {
             Self::Upload => "upload",
             Self::TusUpload => "tus_upload",
             Self::CarImport => "car_import",
+            Self::Pin => "pin",
         }
     }
 }
@@ -110,6 +115,7 @@ impl FromStr for OperationKind {
             "upload" => Self::Upload,
             "tus_upload" => Self::TusUpload,
             "car_import" => Self::CarImport,
+            "pin" => Self::Pin,
             other => return Err(format!("unknown operation kind {other:?}")),
         })
     }
@@ -142,6 +148,89 @@ pub struct Operation {
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
     pub completed_at_ms: Option<i64>,
+    /// Bytes of the DAG kept (its distinct blocks), once completed: what the quota counts.
+    pub dag_size: Option<u64>,
+    /// When its owner deleted it; a deleted upload or pin is no longer listed or kept.
+    pub deleted_at_ms: Option<i64>,
+    /// A pin's `origins` (multiaddrs to fetch from first); empty for uploads.
+    pub origins: Vec<String>,
+    /// A pin's `meta`, a JSON object of strings as the client sent it; `{}` for uploads.
+    pub meta: String,
+}
+
+/// A completed DAG as it is committed: its root and its size (the distinct blocks' bytes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredDag {
+    pub cid: String,
+    pub size: u64,
+}
+
+/// A pin by CID to record (Pinning Service API `Pin`), queued for a worker to fetch.
+#[derive(Clone, Debug)]
+pub struct NewPin {
+    /// The pin's `requestid`.
+    pub request_id: String,
+    pub account_id: i64,
+    pub cid: String,
+    pub name: String,
+    pub origins: Vec<String>,
+    /// A JSON object of strings.
+    pub meta: String,
+}
+
+/// What an account keeps (uploads and pins), as `GET /api/uploads` and `GET /pins` filter it.
+/// Newest first; every condition set must hold.
+#[derive(Clone, Debug, Default)]
+pub struct KeptFilter {
+    /// Any of these root CIDs.
+    pub cids: Vec<String>,
+    pub name: Option<(String, NameMatch)>,
+    /// Any of these statuses (all when empty).
+    pub statuses: Vec<OperationStatus>,
+    pub created_before_ms: Option<i64>,
+    pub created_after_ms: Option<i64>,
+    /// Each key has this value in the pin's `meta`.
+    pub meta: Vec<(String, String)>,
+    /// Only what has a root CID (the Pinning Service API lists pins, which always have one).
+    pub with_cid: bool,
+    /// Strictly older than this (the cursor of the previous page).
+    pub cursor: Option<KeptKey>,
+    pub limit: u32,
+}
+
+/// A place in the newest-first order of what an account keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeptKey {
+    pub created_at_ms: i64,
+    pub id: i64,
+}
+
+/// How `name` is matched (the Pinning Service API's `match`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NameMatch {
+    #[default]
+    Exact,
+    IExact,
+    Partial,
+    IPartial,
+}
+
+impl FromStr for NameMatch {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "exact" => Self::Exact,
+            "iexact" => Self::IExact,
+            "partial" => Self::Partial,
+            "ipartial" => Self::IPartial,
+            other => {
+                return Err(format!(
+                    "unknown match {other:?}: one of exact, iexact, partial, ipartial"
+                ))
+            }
+        })
+    }
 }
 
 /// A new upload to record with its operation.

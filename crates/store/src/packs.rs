@@ -71,6 +71,7 @@ impl Packs {
             car: Some(car),
             blocks: Vec::new(),
             seen: HashSet::new(),
+            dag_bytes: 0,
             known,
         })
     }
@@ -113,14 +114,21 @@ pub struct PackWriter {
     /// Taken by `seal`; a writer without it is finished.
     car: Option<CarWriter<BufWriter<Box<dyn BlobWriter>>>>,
     blocks: Vec<PackedBlock>,
+    /// Every distinct block handed over, new or known.
     seen: HashSet<Vec<u8>>,
+    dag_bytes: u64,
     known: KnownBlock,
 }
 
 impl BlockSink for PackWriter {
     fn put_block(&mut self, cid: &Cid, block: BlockBytes<'_>) -> io::Result<()> {
         let multihash = cid.hash().to_bytes();
-        if self.seen.contains(&multihash) || (self.known)(&multihash)? {
+        if self.seen.contains(&multihash) {
+            return Ok(());
+        }
+        self.dag_bytes += block.len() as u64;
+        if (self.known)(&multihash)? {
+            self.seen.insert(multihash);
             return Ok(());
         }
         let car = self
@@ -140,6 +148,12 @@ impl BlockSink for PackWriter {
 }
 
 impl PackWriter {
+    /// Bytes of the distinct blocks handed over so far, stored already or not: the size of
+    /// the DAG they make (what the quota counts).
+    pub fn dag_bytes(&self) -> u64 {
+        self.dag_bytes
+    }
+
     /// Bytes of new blocks written so far.
     pub fn new_bytes(&self) -> u64 {
         self.blocks.iter().map(|b| b.length).sum()

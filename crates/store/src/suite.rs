@@ -8,9 +8,20 @@ use std::io;
 
 use cairn_unixfs::{FileImporter, Profile};
 
-use crate::model::{NewUpload, OperationFilter, OperationKind, OperationRef, OperationStatus};
+use crate::model::{
+    KeptFilter, KeptKey, NameMatch, NewPin, NewUpload, OperationFilter, OperationKind,
+    OperationRef, OperationStatus, StoredDag,
+};
 use crate::packs::Packs;
 use crate::{tokens, AccountLimits, MetadataStore, StoreError};
+
+/// A root as a test names it, for records whose blocks the test does not need.
+fn root(cid: &str, size: u64) -> StoredDag {
+    StoredDag {
+        cid: cid.to_owned(),
+        size,
+    }
+}
 
 fn upload(id: &str, account_id: i64) -> NewUpload {
     NewUpload {
@@ -30,7 +41,7 @@ pub async fn pack_content(
     store: &dyn MetadataStore,
     packs: &Packs,
     content: &[u8],
-) -> (String, Option<crate::packs::SealedPack>) {
+) -> (StoredDag, Option<crate::packs::SealedPack>) {
     // The suite stores small contents: look the known blocks up first, then write synchronously.
     let profile = Profile {
         chunk_size: 1000,
@@ -54,7 +65,11 @@ pub async fn pack_content(
     let mut importer = FileImporter::new(&profile, &mut writer);
     importer.push(content).unwrap();
     importer.finish().unwrap();
-    (root.cid.to_string(), writer.seal().unwrap())
+    let dag = StoredDag {
+        cid: root.cid.to_string(),
+        size: writer.dag_bytes(),
+    };
+    (dag, writer.seal().unwrap())
 }
 
 pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
@@ -67,6 +82,8 @@ pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     rate_buckets_refill_over_time_and_are_kept_apart(store).await;
     nodes_are_named_while_they_announce_themselves(store).await;
     the_provide_log_lists_completed_roots_in_completion_order(store).await;
+    // Last: it leaves a pin queued, which the queue's checks above would claim.
+    uploads_and_pins_are_listed_filtered_and_deleted(store).await;
 }
 
 async fn tus_uploads_become_claimable_only_when_complete(store: &dyn MetadataStore) {
@@ -232,18 +249,19 @@ async fn the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claim
         .unwrap());
 
     // Completion indexes the pack, sets the CID, and only the current holder may do it.
-    let (cid, pack) = pack_content(store, packs, b"queued content").await;
+    let (dag, pack) = pack_content(store, packs, b"queued content").await;
     assert!(store
-        .complete_operation(second.id, "w2", None, &cid)
+        .complete_operation(second.id, "w2", None, &dag)
         .await
         .is_err());
     let done = store
-        .complete_operation(second.id, "w4", pack, &cid)
+        .complete_operation(second.id, "w4", pack, &dag)
         .await
         .unwrap();
     assert_eq!(done.status, OperationStatus::Completed);
     assert_eq!(done.progress_percent, 100.0);
-    assert_eq!(done.cid.as_deref(), Some(cid.as_str()));
+    assert_eq!(done.cid.as_deref(), Some(dag.cid.as_str()));
+    assert_eq!(done.dag_size, Some(dag.size));
 
     let failed = store
         .fail_operation(
@@ -260,7 +278,7 @@ async fn the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claim
     assert!(failed.completed_at_ms.is_some());
     // Terminal states never change.
     assert!(store
-        .complete_operation(first.id, "w1", None, &cid)
+        .complete_operation(first.id, "w1", None, &dag)
         .await
         .is_err());
     assert!(store.claim_next("w5", minute).await.unwrap().is_none());
@@ -339,18 +357,24 @@ async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
         .await
         .unwrap();
     let content: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
-    let (cid, pack) = pack_content(store, packs, &content).await;
+    let (dag, pack) = pack_content(store, packs, &content).await;
     let pack = pack.expect("new content makes a pack");
-    let stored = pack.stored_bytes();
+    assert_eq!(dag.size, pack.stored_bytes(), "every block was new");
     let first_block = pack.blocks[0].clone();
     let op = store
-        .commit_completed_upload(upload("u1", bob.id), Some(pack), &cid)
+        .commit_completed_upload(upload("u1", bob.id), Some(pack), &dag)
         .await
         .unwrap();
     assert_eq!(op.status, OperationStatus::Completed);
-    assert_eq!(op.cid.as_deref(), Some(cid.as_str()));
+    assert_eq!(op.cid.as_deref(), Some(dag.cid.as_str()));
     assert_eq!(op.progress_percent, 100.0);
     assert!(op.completed_at_ms.is_some());
+    assert_eq!(op.dag_size, Some(dag.size));
+    let stored_bytes = |name: &'static str| async move {
+        let account = store.account_by_name(name).await.unwrap().unwrap();
+        account.stored_bytes
+    };
+    assert_eq!(stored_bytes("bob").await, dag.size);
 
     // The block index finds the bytes again.
     let location = store
@@ -368,22 +392,21 @@ async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
         .unwrap();
     assert_eq!(many, [(first_block.multihash.clone(), location.clone())]);
 
-    // The same content again: nothing new is written or counted.
+    // The same content again: nothing new is written, and a root kept already costs nothing.
     let (again, pack) = pack_content(store, packs, &content).await;
-    assert_eq!(again, cid);
+    assert_eq!(again, dag);
     assert!(pack.is_none(), "every block was already stored");
     store
-        .commit_completed_upload(upload("u2", bob.id), None, &cid)
+        .commit_completed_upload(upload("u2", bob.id), None, &dag)
         .await
         .unwrap();
-    let bob_now = store.account_by_name("bob").await.unwrap().unwrap();
-    assert_eq!(bob_now.stored_bytes, stored);
+    assert_eq!(stored_bytes("bob").await, dag.size);
 
     // New content over the quota is refused whole.
     let other: Vec<u8> = (0..3000u32).map(|i| (i % 13) as u8 ^ 0x5a).collect();
-    let (cid, pack) = pack_content(store, packs, &other).await;
+    let (other_dag, other_pack) = pack_content(store, packs, &other).await;
     let result = store
-        .commit_completed_upload(upload("u3", bob.id), pack, &cid)
+        .commit_completed_upload(upload("u3", bob.id), other_pack.clone(), &other_dag)
         .await;
     assert!(
         matches!(result, Err(StoreError::QuotaExceeded { .. })),
@@ -396,8 +419,212 @@ async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
             .unwrap(),
         None
     );
-    let bob_after = store.account_by_name("bob").await.unwrap().unwrap();
-    assert_eq!(bob_after.stored_bytes, stored);
+    assert_eq!(stored_bytes("bob").await, dag.size);
+
+    // Another account keeping the same content is charged for it too; its blocks are not
+    // written again.
+    let erin = store
+        .create_account("bob-twin", AccountLimits::default())
+        .await
+        .unwrap();
+    store
+        .commit_completed_upload(upload("e1", erin.id), None, &dag)
+        .await
+        .unwrap();
+    assert_eq!(stored_bytes("bob-twin").await, dag.size);
+
+    // Deleting gives the bytes back once no upload of the account keeps the root.
+    assert_eq!(store.delete_kept(erin.id, "u1").await.unwrap(), None, "not erin's");
+    let deleted = store.delete_kept(bob.id, "u1").await.unwrap().unwrap();
+    assert_eq!(deleted.upload_id, "u1");
+    assert_eq!(stored_bytes("bob").await, dag.size, "u2 keeps the same root");
+    store.delete_kept(bob.id, "u2").await.unwrap().unwrap();
+    assert_eq!(stored_bytes("bob").await, 0);
+    let again = store.delete_kept(bob.id, "u2").await.unwrap().unwrap();
+    assert!(again.deleted_at_ms.is_some(), "deleting twice is fine");
+    assert_eq!(stored_bytes("bob").await, 0, "and gives nothing back twice");
+    assert_eq!(stored_bytes("bob-twin").await, dag.size);
+    // The freed quota takes the content refused before.
+    store
+        .commit_completed_upload(upload("u3", bob.id), other_pack, &other_dag)
+        .await
+        .unwrap();
+    assert_eq!(stored_bytes("bob").await, other_dag.size);
+}
+
+async fn uploads_and_pins_are_listed_filtered_and_deleted(store: &dyn MetadataStore) {
+    let hana = store
+        .create_account("hana", AccountLimits::default())
+        .await
+        .unwrap();
+    let ivan = store
+        .create_account("ivan", AccountLimits::default())
+        .await
+        .unwrap();
+    let named = |id: &str, name: &str| {
+        let mut upload = upload(id, hana.id);
+        upload.name = name.to_owned();
+        upload
+    };
+    let photo = store
+        .commit_completed_upload(named("k1", "Holiday Photo.jpg"), None, &root("bafyk1", 10))
+        .await
+        .unwrap();
+    let pending = store
+        .record_upload(named("k2", "site.tar"), None)
+        .await
+        .unwrap();
+    let pin = store
+        .create_pin(NewPin {
+            request_id: "k3".into(),
+            account_id: hana.id,
+            cid: "bafyk3".into(),
+            name: "photo backup".into(),
+            origins: vec!["/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWA".into()],
+            meta: r#"{"app":"gallery","v":"1"}"#.into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(pin.kind, OperationKind::Pin);
+    assert_eq!(pin.status, OperationStatus::Pending);
+    assert_eq!(pin.cid.as_deref(), Some("bafyk3"));
+    assert_eq!(pin.origins, ["/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWA"]);
+    store
+        .commit_completed_upload(upload("other", ivan.id), None, &root("bafyk1", 10))
+        .await
+        .unwrap();
+
+    let list = |filter: KeptFilter| async move {
+        let ids: Vec<String> = store
+            .list_kept(hana.id, &filter)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|op| op.upload_id)
+            .collect();
+        let count = store.count_kept(hana.id, &filter).await.unwrap();
+        assert!(count as usize >= ids.len());
+        (ids, count)
+    };
+    let all = KeptFilter {
+        limit: 10,
+        ..KeptFilter::default()
+    };
+    assert_eq!(list(all.clone()).await, (vec!["k3".into(), "k2".into(), "k1".into()], 3));
+    // Pages, newest first, and the count is of every match.
+    let first = KeptFilter {
+        limit: 2,
+        ..all.clone()
+    };
+    let page = store.list_kept(hana.id, &first).await.unwrap();
+    assert_eq!(list(first.clone()).await, (vec!["k3".into(), "k2".into()], 3));
+    let last = &page[1];
+    let next = KeptFilter {
+        cursor: Some(KeptKey {
+            created_at_ms: last.created_at_ms,
+            id: last.id,
+        }),
+        ..first.clone()
+    };
+    assert_eq!(list(next).await.0, ["k1"]);
+    // Only what has a root (pins), by CID, by status.
+    let with_cid = KeptFilter {
+        with_cid: true,
+        ..all.clone()
+    };
+    assert_eq!(list(with_cid.clone()).await.0, ["k3", "k1"]);
+    let by_cid = KeptFilter {
+        cids: vec!["bafyk1".into(), "bafynone".into()],
+        ..all.clone()
+    };
+    assert_eq!(list(by_cid).await, (vec!["k1".into()], 1));
+    let by_status = KeptFilter {
+        statuses: vec![OperationStatus::Pending, OperationStatus::Failed],
+        ..all.clone()
+    };
+    assert_eq!(list(by_status).await.0, ["k3", "k2"]);
+    // Names, each way of matching; `%` and `_` are plain characters.
+    for (text, how, expected) in [
+        ("Holiday Photo.jpg", NameMatch::Exact, vec!["k1"]),
+        ("holiday photo.jpg", NameMatch::Exact, vec![]),
+        ("holiday photo.JPG", NameMatch::IExact, vec!["k1"]),
+        ("Photo", NameMatch::Partial, vec!["k1"]),
+        ("photo", NameMatch::Partial, vec!["k3"]),
+        ("PHOTO", NameMatch::IPartial, vec!["k3", "k1"]),
+        ("%", NameMatch::Partial, vec![]),
+        ("_", NameMatch::IPartial, vec![]),
+    ] {
+        let filter = KeptFilter {
+            name: Some((text.into(), how)),
+            ..all.clone()
+        };
+        assert_eq!(list(filter).await.0, expected, "{text:?} {how:?}");
+    }
+    // Created before and after.
+    let around = |before: Option<i64>, after: Option<i64>| KeptFilter {
+        created_before_ms: before,
+        created_after_ms: after,
+        ..all.clone()
+    };
+    assert_eq!(
+        list(around(Some(photo.created_at_ms), None)).await.0,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        list(around(None, Some(photo.created_at_ms - 1))).await.1,
+        3
+    );
+    // Meta, as a subset of the pin's.
+    for (meta, expected) in [
+        (vec![("app", "gallery")], vec!["k3"]),
+        (vec![("app", "gallery"), ("v", "1")], vec!["k3"]),
+        (vec![("app", "gallery"), ("v", "2")], vec![]),
+        (vec![("$.app", "gallery")], vec![]),
+    ] {
+        let filter = KeptFilter {
+            meta: meta
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..all.clone()
+        };
+        assert_eq!(list(filter).await.0, expected, "{meta:?}");
+    }
+
+    // Deleting unfinished work stops it; a deleted thing is no longer listed.
+    let stopped = store.delete_kept(hana.id, &pending.upload_id).await.unwrap();
+    let stopped = store
+        .operation(hana.id, &OperationRef::Id(stopped.unwrap().id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stopped.status, OperationStatus::Failed);
+    assert_eq!(stopped.error.unwrap().code, "deleted");
+    assert_eq!(list(all.clone()).await, (vec!["k3".into(), "k1".into()], 2));
+
+    // Replacing a pin is deleting it and queueing the new one, at once.
+    let replacement = NewPin {
+        request_id: "k4".into(),
+        account_id: hana.id,
+        cid: "bafyk4".into(),
+        name: String::new(),
+        origins: Vec::new(),
+        meta: "{}".into(),
+    };
+    let replaced = store
+        .replace_pin(hana.id, "k3", replacement.clone())
+        .await
+        .unwrap()
+        .expect("k3 is hana's");
+    assert_eq!(replaced.upload_id, "k4");
+    assert_eq!(list(all.clone()).await.0, ["k4", "k1"]);
+    let again = NewPin {
+        request_id: "k5".into(),
+        ..replacement
+    };
+    assert_eq!(store.replace_pin(hana.id, "k3", again.clone()).await.unwrap(), None);
+    assert_eq!(store.replace_pin(ivan.id, "k4", again).await.unwrap(), None);
+    assert_eq!(list(all).await.0, ["k4", "k1"]);
 }
 
 async fn operations_are_private_and_listed_newest_first(store: &dyn MetadataStore, packs: &Packs) {
@@ -411,9 +638,9 @@ async fn operations_are_private_and_listed_newest_first(store: &dyn MetadataStor
         .unwrap();
     let mut ids = Vec::new();
     for i in 0..5u8 {
-        let (cid, pack) = pack_content(store, packs, &[i; 10]).await;
+        let (dag, pack) = pack_content(store, packs, &[i; 10]).await;
         let op = store
-            .commit_completed_upload(upload(&format!("c{i}"), carol.id), pack, &cid)
+            .commit_completed_upload(upload(&format!("c{i}"), carol.id), pack, &dag)
             .await
             .unwrap();
         ids.push(op.id);
@@ -654,7 +881,7 @@ async fn the_provide_log_lists_completed_roots_in_completion_order(store: &dyn M
         ("log-3", "bafylogb"),
     ] {
         store
-            .commit_completed_upload(upload(id, gina.id), None, cid)
+            .commit_completed_upload(upload(id, gina.id), None, &root(cid, 10))
             .await
             .unwrap();
     }

@@ -1,11 +1,12 @@
 //! What committing an upload writes, inside the caller's transaction: its operation row, the
-//! block index entries of its pack, and the bytes charged to the account.
+//! block index entries of its pack, and the root the account keeps (which the quota counts);
+//! and what deleting one gives back.
 
 use sqlx::Transaction;
 
-use super::rows::{account_from, now_ms, ModelRow};
+use super::rows::{account_from, now_ms, operation_from, ModelRow};
 use super::{Backend, SqlStore};
-use crate::model::{NewUpload, OperationError, OperationStatus};
+use crate::model::{NewPin, NewUpload, Operation, OperationError, OperationStatus, StoredDag};
 use crate::packs::SealedPack;
 use crate::StoreError;
 
@@ -54,60 +55,211 @@ impl<B: Backend> SqlStore<B> {
         Ok(row.int("id"))
     }
 
-    /// Index a sealed pack's blocks and charge the bytes actually added to the account, inside
-    /// the caller's transaction. Over the quota nothing is changed (the transaction is dropped).
+    /// Index a sealed pack's blocks, inside the caller's transaction. Another upload may have
+    /// stored the same block meanwhile: the first copy wins.
     pub(super) async fn store_pack(
         tx: &mut Transaction<'_, B>,
-        account_id: i64,
         pack: Option<&SealedPack>,
     ) -> Result<(), StoreError> {
-        let mut added = 0u64;
-        if let Some(pack) = pack {
-            let pack_id = B::query(
-                "INSERT INTO packs (name, size, created_at) VALUES ($1, $2, $3) RETURNING id",
+        let Some(pack) = pack else {
+            return Ok(());
+        };
+        let pack_id =
+            B::query("INSERT INTO packs (name, size, created_at) VALUES ($1, $2, $3) RETURNING id")
+                .bind(&pack.name)
+                .bind(pack.size as i64)
+                .bind(now_ms())
+                .fetch_one(tx)
+                .await?
+                .int("id");
+        for block in &pack.blocks {
+            B::query(
+                "INSERT INTO blocks (multihash, pack_id, \"offset\", length)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
             )
-            .bind(&pack.name)
-            .bind(pack.size as i64)
-            .bind(now_ms())
-            .fetch_one(tx)
-            .await?
-            .int("id");
-            for block in &pack.blocks {
-                // Another upload may have stored the same block meanwhile: the first copy wins
-                // and only bytes actually added count against the quota.
-                let inserted = B::query(
-                    "INSERT INTO blocks (multihash, pack_id, \"offset\", length)
-                     VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                )
-                .bind(&block.multihash)
-                .bind(pack_id)
-                .bind(block.offset as i64)
-                .bind(block.length as i64)
-                .execute(tx)
-                .await?;
-                if inserted == 1 {
-                    added += block.length;
-                }
-            }
+            .bind(&block.multihash)
+            .bind(pack_id)
+            .bind(block.offset as i64)
+            .bind(block.length as i64)
+            .execute(tx)
+            .await?;
         }
+        Ok(())
+    }
+
+    /// Charge `dag` to the account, inside the caller's transaction: a root the account already
+    /// keeps costs nothing more; a new one costs its DAG's size, unless that would pass the
+    /// quota (then nothing is changed and the transaction is dropped).
+    pub(super) async fn keep_root(
+        tx: &mut Transaction<'_, B>,
+        account_id: i64,
+        dag: &StoredDag,
+    ) -> Result<(), StoreError> {
         let sql = format!(
             "SELECT * FROM accounts WHERE id = $1{}",
             B::DIALECT.for_update()
         );
-        let account = B::query(&sql).bind(account_id).fetch_one(tx).await?;
-        if let Some(remaining) = account_from(&account).remaining_quota() {
-            if added > remaining {
+        let account = account_from(&B::query(&sql).bind(account_id).fetch_one(tx).await?);
+        let kept = B::query(
+            "UPDATE account_roots SET refs = refs + 1 WHERE account_id = $1 AND cid = $2",
+        )
+        .bind(account_id)
+        .bind(&dag.cid)
+        .execute(tx)
+        .await?;
+        if kept == 1 {
+            return Ok(());
+        }
+        if let Some(remaining) = account.remaining_quota() {
+            if dag.size > remaining {
                 return Err(StoreError::QuotaExceeded {
-                    needed: added,
+                    needed: dag.size,
                     remaining,
                 });
             }
         }
+        B::query(
+            "INSERT INTO account_roots (account_id, cid, dag_size, refs) VALUES ($1, $2, $3, 1)",
+        )
+        .bind(account_id)
+        .bind(&dag.cid)
+        .bind(dag.size as i64)
+        .execute(tx)
+        .await?;
         B::query("UPDATE accounts SET stored_bytes = stored_bytes + $1 WHERE id = $2")
-            .bind(added as i64)
+            .bind(dag.size as i64)
             .bind(account_id)
             .execute(tx)
             .await?;
         Ok(())
+    }
+
+    /// The account no longer keeps `cid` through one of its uploads or pins; its last one gives
+    /// the DAG's bytes back.
+    pub(super) async fn release_root(
+        tx: &mut Transaction<'_, B>,
+        account_id: i64,
+        cid: &str,
+    ) -> Result<(), StoreError> {
+        let sql = format!(
+            "SELECT * FROM account_roots WHERE account_id = $1 AND cid = $2{}",
+            B::DIALECT.for_update()
+        );
+        let Some(root) = B::query(&sql)
+            .bind(account_id)
+            .bind(cid)
+            .fetch_optional(tx)
+            .await?
+        else {
+            return Ok(());
+        };
+        if root.int("refs") > 1 {
+            B::query("UPDATE account_roots SET refs = refs - 1 WHERE account_id = $1 AND cid = $2")
+                .bind(account_id)
+                .bind(cid)
+                .execute(tx)
+                .await?;
+            return Ok(());
+        }
+        B::query("DELETE FROM account_roots WHERE account_id = $1 AND cid = $2")
+            .bind(account_id)
+            .bind(cid)
+            .execute(tx)
+            .await?;
+        B::query("UPDATE accounts SET stored_bytes = stored_bytes - $1 WHERE id = $2")
+            .bind(root.int("dag_size"))
+            .bind(account_id)
+            .execute(tx)
+            .await?;
+        Ok(())
+    }
+
+    /// A pin by CID, queued for a worker to fetch.
+    pub(super) async fn insert_pin(
+        tx: &mut Transaction<'_, B>,
+        pin: &NewPin,
+    ) -> Result<i64, StoreError> {
+        let now = now_ms();
+        let origins = pin.origins.join("\n");
+        let row = B::query(
+            "INSERT INTO operations (upload_id, account_id, kind, status, status_message, progress,
+                cid, name, size, mime_type, profile, created_at, updated_at, origins, meta)
+             VALUES ($1, $2, 'pin', 'pending', 'waiting to be fetched', 0, $3, $4, 0, '', '', $5,
+                $6, $7, $8)
+             RETURNING id",
+        )
+        .bind(&pin.request_id)
+        .bind(pin.account_id)
+        .bind(&pin.cid)
+        .bind(&pin.name)
+        .bind(now)
+        .bind(now)
+        .bind(origins.as_str())
+        .bind(&pin.meta)
+        .fetch_one(tx)
+        .await?;
+        Ok(row.int("id"))
+    }
+
+    /// Delete an upload or pin of `account_id`, inside the caller's transaction: it is no
+    /// longer listed, its root no longer counts against the quota, and unfinished work on it
+    /// stops (the operation fails, and a TUS upload still receiving is terminated). `None` when
+    /// the account has no such upload; deleting twice changes nothing the second time.
+    pub(super) async fn delete_kept_in(
+        tx: &mut Transaction<'_, B>,
+        account_id: i64,
+        upload_id: &str,
+    ) -> Result<Option<Operation>, StoreError> {
+        let sql = format!(
+            "SELECT * FROM operations WHERE upload_id = $1 AND account_id = $2{}",
+            B::DIALECT.for_update()
+        );
+        let Some(row) = B::query(&sql)
+            .bind(upload_id)
+            .bind(account_id)
+            .fetch_optional(tx)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let op = operation_from(&row)?;
+        if op.deleted_at_ms.is_some() {
+            return Ok(Some(op));
+        }
+        let now = now_ms();
+        B::query("UPDATE operations SET deleted_at = $1, updated_at = $2 WHERE id = $3")
+            .bind(now)
+            .bind(now)
+            .bind(op.id)
+            .execute(tx)
+            .await?;
+        match (op.status, &op.cid) {
+            (OperationStatus::Completed, Some(cid)) => {
+                Self::release_root(tx, account_id, cid).await?;
+            }
+            (status, _) if !status.is_terminal() => {
+                let message = "deleted by its owner before it finished";
+                B::query(
+                    "UPDATE operations SET status = 'failed', status_message = $1,
+                        error_code = 'deleted', error_message = $2, completed_at = $3
+                      WHERE id = $4",
+                )
+                .bind(message)
+                .bind(message)
+                .bind(now)
+                .bind(op.id)
+                .execute(tx)
+                .await?;
+                B::query(
+                    "UPDATE tus_uploads SET state = 'terminated'
+                      WHERE operation_id = $1 AND state = 'receiving'",
+                )
+                .bind(op.id)
+                .execute(tx)
+                .await?;
+            }
+            _ => {}
+        }
+        Ok(Some(op))
     }
 }

@@ -6,6 +6,8 @@ use sqlx::postgres::PgArguments;
 use sqlx::sqlite::SqliteArguments;
 use sqlx::Arguments;
 
+use crate::model::NameMatch;
+
 /// Which database a statement is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
@@ -89,6 +91,36 @@ impl Dialect {
                 format!("IN ({})", list.join(","))
             }
             Self::Postgres => "= ANY($1)".to_owned(),
+        }
+    }
+
+    /// `name` matches the parameter `p` as the Pinning Service API's `match` says. Substrings
+    /// are found with `instr` (SQLite) or `strpos` (PostgreSQL), not `LIKE`, whose `%` and `_`
+    /// in a user's text would be wildcards, and which SQLite folds case for. `LOWER` folds
+    /// ASCII only in SQLite, all of Unicode in PostgreSQL.
+    pub fn name_matches(self, how: NameMatch, p: &str) -> String {
+        let find = match self {
+            Self::Sqlite => "instr",
+            Self::Postgres => "strpos",
+        };
+        match how {
+            NameMatch::Exact => format!("name = {p}"),
+            NameMatch::IExact => format!("LOWER(name) = LOWER({p})"),
+            NameMatch::Partial => format!("{find}(name, {p}) > 0"),
+            NameMatch::IPartial => format!("{find}(LOWER(name), LOWER({p})) > 0"),
+        }
+    }
+
+    /// The pin's `meta` (a JSON object as text) has the value `v` at the key `k`: SQLite reads
+    /// it with `json_each`, PostgreSQL as `jsonb`. A key is a parameter, never spliced into a
+    /// JSON path.
+    pub fn meta_has(self, k: &str, v: &str) -> String {
+        match self {
+            Self::Sqlite => format!(
+                "EXISTS (SELECT 1 FROM json_each(meta) WHERE json_each.key = {k} \
+                 AND json_each.type = 'text' AND json_each.value = {v})"
+            ),
+            Self::Postgres => format!("(meta::jsonb ->> {k}) = {v}"),
         }
     }
 

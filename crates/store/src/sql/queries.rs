@@ -14,11 +14,11 @@ use super::rows::{
     account_from, node_from, now_ms, operation_from, token_from, tus_from, unique_violation,
     ModelRow,
 };
-use super::{Backend, Param, SqlStore};
+use super::{Backend, Param, SqlStore, Statement};
 use crate::model::{
     Account, BlockLocation, LeaseAttempt, NewTusUpload, NewUpload, NodeRecord, Operation,
-    OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, RootKey,
-    TokenInfo, TusConcat, TusState, TusUpload,
+    KeptFilter, NewPin, OperationError, OperationFilter, OperationRef, OperationStatus,
+    ProvideProgress, RootKey, StoredDag, TokenInfo, TusConcat, TusState, TusUpload,
 };
 use crate::packs::SealedPack;
 use crate::{AccountLimits, MetadataStore, StoreError};
@@ -242,19 +242,25 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         &self,
         upload: NewUpload,
         pack: Option<SealedPack>,
-        cid: &str,
+        dag: &StoredDag,
     ) -> Result<Operation, StoreError> {
         let mut tx = self.write().await?;
-        Self::store_pack(&mut tx, upload.account_id, pack.as_ref()).await?;
+        Self::store_pack(&mut tx, pack.as_ref()).await?;
+        Self::keep_root(&mut tx, upload.account_id, dag).await?;
         let id = Self::insert_operation(
             &mut tx,
             &upload,
             OperationStatus::Completed,
             "stored",
-            Some(cid),
+            Some(&dag.cid),
             None,
         )
         .await?;
+        B::query("UPDATE operations SET dag_size = $1 WHERE id = $2")
+            .bind(dag.size as i64)
+            .bind(id)
+            .execute(&mut tx)
+            .await?;
         tx.commit().await?;
         self.operation_by_id(id).await
     }
@@ -343,7 +349,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         id: i64,
         worker: &str,
         pack: Option<SealedPack>,
-        cid: &str,
+        dag: &StoredDag,
     ) -> Result<Operation, StoreError> {
         let mut tx = self.write().await?;
         let sql = format!(
@@ -357,13 +363,15 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("operation {id} claimed by {worker}")))?;
         let op = operation_from(&op)?;
-        Self::store_pack(&mut tx, op.account_id, pack.as_ref()).await?;
+        Self::store_pack(&mut tx, pack.as_ref()).await?;
+        Self::keep_root(&mut tx, op.account_id, dag).await?;
         let now = now_ms();
         B::query(
             "UPDATE operations SET status = 'completed', status_message = 'stored', progress = 100,
-                cid = $1, updated_at = $2, completed_at = $3 WHERE id = $4",
+                cid = $1, dag_size = $2, updated_at = $3, completed_at = $4 WHERE id = $5",
         )
-        .bind(cid)
+        .bind(dag.cid.as_str())
+        .bind(dag.size as i64)
         .bind(now)
         .bind(now)
         .bind(id)
@@ -708,6 +716,70 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         rows.iter().map(operation_from).collect()
     }
 
+    async fn create_pin(&self, pin: NewPin) -> Result<Operation, StoreError> {
+        let mut tx = self.write().await?;
+        let id = Self::insert_pin(&mut tx, &pin).await?;
+        tx.commit().await?;
+        self.operation_by_id(id).await
+    }
+
+    async fn replace_pin(
+        &self,
+        account_id: i64,
+        request_id: &str,
+        pin: NewPin,
+    ) -> Result<Option<Operation>, StoreError> {
+        let mut tx = self.write().await?;
+        match Self::delete_kept_in(&mut tx, account_id, request_id).await? {
+            Some(old) if old.deleted_at_ms.is_none() => {}
+            // Deleted (or replaced) already: like a request id that does not exist.
+            _ => return Ok(None),
+        }
+        let id = Self::insert_pin(&mut tx, &pin).await?;
+        tx.commit().await?;
+        self.operation_by_id(id).await.map(Some)
+    }
+
+    async fn delete_kept(
+        &self,
+        account_id: i64,
+        upload_id: &str,
+    ) -> Result<Option<Operation>, StoreError> {
+        let mut tx = self.write().await?;
+        let Some(op) = Self::delete_kept_in(&mut tx, account_id, upload_id).await? else {
+            return Ok(None);
+        };
+        tx.commit().await?;
+        self.operation_by_id(op.id).await.map(Some)
+    }
+
+    async fn list_kept(
+        &self,
+        account_id: i64,
+        filter: &KeptFilter,
+    ) -> Result<Vec<Operation>, StoreError> {
+        let (conditions, values) = kept_conditions::<B>(account_id, filter, true);
+        let sql = format!(
+            "SELECT * FROM operations WHERE {conditions}
+             ORDER BY created_at DESC, id DESC LIMIT ${}",
+            values.len() + 1
+        );
+        let rows = bind_all(B::query(&sql), &values)
+            .bind(i64::from(filter.limit))
+            .fetch_all(&mut self.conn().await?)
+            .await?;
+        rows.iter().map(operation_from).collect()
+    }
+
+    async fn count_kept(&self, account_id: i64, filter: &KeptFilter) -> Result<u64, StoreError> {
+        let (conditions, values) = kept_conditions::<B>(account_id, filter, false);
+        let sql = format!("SELECT COUNT(*) AS n FROM operations WHERE {conditions}");
+        let row = bind_all(B::query(&sql), &values)
+            .fetch_one(&mut self.conn().await?)
+            .await?;
+        Ok(row.int("n") as u64)
+    }
+
     async fn announce_node(&self, node: &NodeRecord) -> Result<(), StoreError> {
         let addrs = node.addrs.join("\n");
         B::query(
@@ -747,7 +819,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     ) -> Result<Vec<(RootKey, String)>, StoreError> {
         let rows = B::query(
             "SELECT completed_at, id, cid FROM operations
-             WHERE status = 'completed' AND cid IS NOT NULL AND (completed_at, id) > ($1, $2)
+             WHERE status = 'completed' AND cid IS NOT NULL AND deleted_at IS NULL
+               AND (completed_at, id) > ($1, $2)
              ORDER BY completed_at, id LIMIT $3",
         )
         .bind(after.completed_at_ms)
@@ -770,7 +843,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     async fn count_completed_roots(&self, after: RootKey) -> Result<u64, StoreError> {
         let row = B::query(
             "SELECT COUNT(*) AS n FROM operations
-             WHERE status = 'completed' AND cid IS NOT NULL AND (completed_at, id) > ($1, $2)",
+             WHERE status = 'completed' AND cid IS NOT NULL AND deleted_at IS NULL
+               AND (completed_at, id) > ($1, $2)",
         )
         .bind(after.completed_at_ms)
         .bind(after.operation_id)
@@ -782,7 +856,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     async fn distinct_roots(&self, after: &str, limit: u32) -> Result<Vec<String>, StoreError> {
         let rows = B::query(
             "SELECT DISTINCT cid FROM operations
-             WHERE status = 'completed' AND cid > $1 ORDER BY cid LIMIT $2",
+             WHERE status = 'completed' AND deleted_at IS NULL AND cid > $1
+             ORDER BY cid LIMIT $2",
         )
         .bind(after)
         .bind(i64::from(limit))
@@ -827,4 +902,78 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .await?;
         Ok(())
     }
+}
+
+/// A value bound by a statement built from a filter.
+enum Value<'a> {
+    Int(i64),
+    Text(&'a str),
+}
+
+fn bind_all<'q, B: Backend>(
+    statement: Statement<'q, B>,
+    values: &[Value<'q>],
+) -> Statement<'q, B> {
+    values.iter().fold(statement, |statement, value| match value {
+        Value::Int(v) => statement.bind(*v),
+        Value::Text(v) => statement.bind(*v),
+    })
+}
+
+/// The `WHERE` conditions of a [`KeptFilter`] (with its cursor when `paged`), numbered from
+/// `$1`, and the values they bind in order.
+fn kept_conditions<'a, B: Backend>(
+    account_id: i64,
+    filter: &'a KeptFilter,
+    paged: bool,
+) -> (String, Vec<Value<'a>>) {
+    let mut conditions = vec!["deleted_at IS NULL".to_owned()];
+    let mut values = vec![Value::Int(account_id)];
+    conditions.push("account_id = $1".to_owned());
+    let param = |values: &mut Vec<Value<'a>>, value: Value<'a>| {
+        values.push(value);
+        format!("${}", values.len())
+    };
+    if filter.with_cid {
+        conditions.push("cid IS NOT NULL".to_owned());
+    }
+    if !filter.cids.is_empty() {
+        let list: Vec<String> = filter
+            .cids
+            .iter()
+            .map(|cid| param(&mut values, Value::Text(cid)))
+            .collect();
+        conditions.push(format!("cid IN ({})", list.join(", ")));
+    }
+    if !filter.statuses.is_empty() {
+        let list: Vec<String> = filter
+            .statuses
+            .iter()
+            .map(|status| param(&mut values, Value::Text(status.as_str())))
+            .collect();
+        conditions.push(format!("status IN ({})", list.join(", ")));
+    }
+    if let Some((name, how)) = &filter.name {
+        let p = param(&mut values, Value::Text(name));
+        conditions.push(B::DIALECT.name_matches(*how, &p));
+    }
+    if let Some(before) = filter.created_before_ms {
+        let p = param(&mut values, Value::Int(before));
+        conditions.push(format!("created_at < {p}"));
+    }
+    if let Some(after) = filter.created_after_ms {
+        let p = param(&mut values, Value::Int(after));
+        conditions.push(format!("created_at > {p}"));
+    }
+    for (key, value) in &filter.meta {
+        let k = param(&mut values, Value::Text(key));
+        let v = param(&mut values, Value::Text(value));
+        conditions.push(B::DIALECT.meta_has(&k, &v));
+    }
+    if let (true, Some(cursor)) = (paged, filter.cursor) {
+        let c = param(&mut values, Value::Int(cursor.created_at_ms));
+        let i = param(&mut values, Value::Int(cursor.id));
+        conditions.push(format!("(created_at, id) < ({c}, {i})"));
+    }
+    (conditions.join(" AND "), values)
 }

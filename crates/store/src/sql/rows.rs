@@ -105,6 +105,15 @@ pub(crate) fn operation_from(row: &impl ModelRow) -> Result<Operation, StoreErro
         created_at_ms: row.int("created_at"),
         updated_at_ms: row.int("updated_at"),
         completed_at_ms: row.maybe_int("completed_at"),
+        dag_size: row.maybe_int("dag_size").map(|size| size as u64),
+        deleted_at_ms: row.maybe_int("deleted_at"),
+        origins: row
+            .text("origins")
+            .split('\n')
+            .filter(|addr| !addr.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        meta: row.text("meta"),
     })
 }
 

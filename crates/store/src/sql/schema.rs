@@ -125,6 +125,31 @@ CREATE TABLE provide_progress (
     last_sweep_at {int}
 );
 "#,
+    r#"
+-- Uploads and pins are what an account keeps, until it deletes them. Pins by CID are
+-- operations too (kind 'pin', their requestid the upload_id), so one list shows both.
+ALTER TABLE operations ADD COLUMN dag_size {int};
+ALTER TABLE operations ADD COLUMN deleted_at {int};
+ALTER TABLE operations ADD COLUMN origins TEXT NOT NULL DEFAULT '';
+ALTER TABLE operations ADD COLUMN meta TEXT NOT NULL DEFAULT '{}';
+CREATE INDEX operations_kept ON operations(account_id, created_at, id) WHERE deleted_at IS NULL;
+-- The quota counts each distinct root an account keeps once, at its DAG's size: `refs` is how
+-- many of the account's live uploads and pins have that root.
+CREATE TABLE account_roots (
+    account_id {int} NOT NULL REFERENCES accounts(id),
+    cid TEXT NOT NULL,
+    dag_size {int} NOT NULL,
+    refs {int} NOT NULL,
+    PRIMARY KEY (account_id, cid)
+);
+-- Earlier releases did not record a DAG's size: the bytes uploaded stand in for it.
+UPDATE operations SET dag_size = size WHERE status = 'completed' AND cid IS NOT NULL;
+INSERT INTO account_roots (account_id, cid, dag_size, refs)
+    SELECT account_id, cid, MAX(dag_size), COUNT(*) FROM operations
+     WHERE status = 'completed' AND cid IS NOT NULL GROUP BY account_id, cid;
+UPDATE accounts SET stored_bytes = COALESCE(
+    (SELECT SUM(dag_size) FROM account_roots WHERE account_roots.account_id = accounts.id), 0);
+"#,
 ];
 
 /// Every step, in order, in one database's words.
