@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_server::ServerConfig;
-use cairn_store::model::{NewUpload, OperationKind};
+use cairn_store::model::{NewUpload, OperationKind, StoredDag};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::{AccountLimits, MetadataStore};
@@ -66,8 +66,16 @@ async fn main() {
         archive_mode: None,
         profile: Profile::default().name.into(),
     };
+    let pack_dag_bytes = pack.dag_bytes();
     store
-        .commit_completed_upload(upload, pack.seal().unwrap(), &cid)
+        .commit_completed_upload(
+            upload,
+            pack.seal().unwrap(),
+            &StoredDag {
+                cid: cid.clone(),
+                size: pack_dag_bytes,
+            },
+        )
         .await
         .unwrap();
 

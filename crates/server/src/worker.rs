@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use cairn_archive::extract::SourceStats;
 use cairn_archive::{ArchiveError, Extractor, Limits};
 use cairn_car::{CarError, CarLimits, CarReader, ImportError};
-use cairn_store::model::{Operation, OperationError, OperationKind};
+use cairn_store::model::{Operation, OperationError, OperationKind, StoredDag};
 use cairn_store::packs::{PackWriter, SealedPack};
 use cairn_store::StoreError;
 use cairn_unixfs::{Cid, FileImporter, Profile};
@@ -69,7 +69,7 @@ async fn run(state: AppState, worker: String, mut stop: watch::Receiver<bool>) {
 
 /// Why an extraction did not produce a DAG.
 enum Outcome {
-    Done(Cid, Option<SealedPack>),
+    Done(StoredDag, Option<SealedPack>),
     /// The archive is at fault: the operation fails with `invalid_archive`.
     Invalid(String),
     /// The archive expands past the account's remaining quota.
@@ -131,10 +131,10 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
     watcher.abort();
 
     let finished = match outcome {
-        Outcome::Done(root, pack) => {
+        Outcome::Done(dag, pack) => {
             match state
                 .store
-                .complete_operation(op.id, worker, pack, &root.to_string())
+                .complete_operation(op.id, worker, pack, &dag)
                 .await
             {
                 Err(StoreError::QuotaExceeded { needed, remaining }) => {
@@ -325,10 +325,16 @@ fn process_bytes(
         return Outcome::Abandoned;
     }
     match root {
-        Ok(root) => match pack.seal() {
-            Ok(sealed) => Outcome::Done(root, sealed),
-            Err(e) => Outcome::Failed(e),
-        },
+        Ok(root) => {
+            let dag = StoredDag {
+                cid: root.to_string(),
+                size: pack.dag_bytes(),
+            };
+            match pack.seal() {
+                Ok(sealed) => Outcome::Done(dag, sealed),
+                Err(e) => Outcome::Failed(e),
+            }
+        }
         Err(ArchiveError::TooLarge { entry, limit }) if quota_binds => Outcome::OverQuota(format!(
             "extracting the archive (at entry {entry:?}) would exceed the account's stored-bytes \
              quota: {limit} bytes are left"

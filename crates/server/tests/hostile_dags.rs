@@ -10,7 +10,7 @@ mod hostile;
 
 use std::time::{Duration, Instant};
 
-use cairn_store::model::{NewUpload, OperationKind};
+use cairn_store::model::{NewUpload, OperationKind, StoredDag};
 use cairn_store::MetadataStore;
 use cairn_unixfs::{BlockBytes, BlockSink, Profile};
 use reqwest::multipart::Part;
@@ -60,10 +60,18 @@ async fn plant(server: &TestServer, dag: &hostile::Dag) -> String {
         archive_mode: None,
         profile: Profile::default().name.into(),
     };
+    let pack_dag_bytes = pack.dag_bytes();
     let root = dag.root.to_string();
     server
         .store
-        .commit_completed_upload(upload, pack.seal().unwrap(), &root)
+        .commit_completed_upload(
+            upload,
+            pack.seal().unwrap(),
+            &StoredDag {
+                cid: root.clone(),
+                size: pack_dag_bytes,
+            },
+        )
         .await
         .unwrap();
     root

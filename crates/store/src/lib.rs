@@ -229,15 +229,26 @@ pub trait MetadataStore: Send + Sync {
         filter: &OperationFilter,
     ) -> Result<Vec<Operation>, StoreError>;
 
-    /// Queue a pin by CID (an operation of kind `pin`, its request id the upload id).
-    async fn create_pin(&self, pin: NewPin) -> Result<Operation, StoreError>;
-    /// Delete the pin (or upload) `request_id` and queue `pin` in its place, in one
-    /// transaction; `None`, changing nothing, when the account keeps no such thing.
+    /// Record a pin by CID (an operation of kind `pin`, its request id the upload id): queued
+    /// for a worker to fetch, or, when the DAG is stored already (`stored`), completed and
+    /// kept at once, as `commit_completed_upload` keeps a root.
+    async fn create_pin(
+        &self,
+        pin: NewPin,
+        stored: Option<&StoredDag>,
+    ) -> Result<Operation, StoreError>;
+    /// The size of the DAG under `cid` if an upload or pin not deleted keeps it as its root:
+    /// then every block of it is stored.
+    async fn kept_dag_size(&self, cid: &str) -> Result<Option<u64>, StoreError>;
+    /// Delete the pin (or upload) `request_id` and record `pin` in its place (as
+    /// `create_pin` does), in one transaction; `None`, changing nothing, when the account
+    /// keeps no such thing.
     async fn replace_pin(
         &self,
         account_id: i64,
         request_id: &str,
         pin: NewPin,
+        stored: Option<&StoredDag>,
     ) -> Result<Option<Operation>, StoreError>;
     /// Delete an upload or pin (by its upload id or request id): no longer listed, its root's
     /// bytes given back to the quota, unfinished work on it stopped, in one transaction.

@@ -193,6 +193,8 @@ pub struct KeptFilter {
     pub meta: Vec<(String, String)>,
     /// Only what has a root CID (the Pinning Service API lists pins, which always have one).
     pub with_cid: bool,
+    /// Uploads only, not pins by CID.
+    pub uploads_only: bool,
     /// Strictly older than this (the cursor of the previous page).
     pub cursor: Option<KeptKey>,
     pub limit: u32,

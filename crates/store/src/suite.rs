@@ -434,10 +434,18 @@ async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
     assert_eq!(stored_bytes("bob-twin").await, dag.size);
 
     // Deleting gives the bytes back once no upload of the account keeps the root.
-    assert_eq!(store.delete_kept(erin.id, "u1").await.unwrap(), None, "not erin's");
+    assert_eq!(
+        store.delete_kept(erin.id, "u1").await.unwrap(),
+        None,
+        "not erin's"
+    );
     let deleted = store.delete_kept(bob.id, "u1").await.unwrap().unwrap();
     assert_eq!(deleted.upload_id, "u1");
-    assert_eq!(stored_bytes("bob").await, dag.size, "u2 keeps the same root");
+    assert_eq!(
+        stored_bytes("bob").await,
+        dag.size,
+        "u2 keeps the same root"
+    );
     store.delete_kept(bob.id, "u2").await.unwrap().unwrap();
     assert_eq!(stored_bytes("bob").await, 0);
     let again = store.delete_kept(bob.id, "u2").await.unwrap().unwrap();
@@ -475,14 +483,17 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(store: &dyn MetadataSt
         .await
         .unwrap();
     let pin = store
-        .create_pin(NewPin {
-            request_id: "k3".into(),
-            account_id: hana.id,
-            cid: "bafyk3".into(),
-            name: "photo backup".into(),
-            origins: vec!["/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWA".into()],
-            meta: r#"{"app":"gallery","v":"1"}"#.into(),
-        })
+        .create_pin(
+            NewPin {
+                request_id: "k3".into(),
+                account_id: hana.id,
+                cid: "bafyk3".into(),
+                name: "photo backup".into(),
+                origins: vec!["/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWA".into()],
+                meta: r#"{"app":"gallery","v":"1"}"#.into(),
+            },
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(pin.kind, OperationKind::Pin);
@@ -510,14 +521,20 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(store: &dyn MetadataSt
         limit: 10,
         ..KeptFilter::default()
     };
-    assert_eq!(list(all.clone()).await, (vec!["k3".into(), "k2".into(), "k1".into()], 3));
+    assert_eq!(
+        list(all.clone()).await,
+        (vec!["k3".into(), "k2".into(), "k1".into()], 3)
+    );
     // Pages, newest first, and the count is of every match.
     let first = KeptFilter {
         limit: 2,
         ..all.clone()
     };
     let page = store.list_kept(hana.id, &first).await.unwrap();
-    assert_eq!(list(first.clone()).await, (vec!["k3".into(), "k2".into()], 3));
+    assert_eq!(
+        list(first.clone()).await,
+        (vec!["k3".into(), "k2".into()], 3)
+    );
     let last = &page[1];
     let next = KeptFilter {
         cursor: Some(KeptKey {
@@ -533,6 +550,11 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(store: &dyn MetadataSt
         ..all.clone()
     };
     assert_eq!(list(with_cid.clone()).await.0, ["k3", "k1"]);
+    let uploads_only = KeptFilter {
+        uploads_only: true,
+        ..all.clone()
+    };
+    assert_eq!(list(uploads_only).await.0, ["k2", "k1"]);
     let by_cid = KeptFilter {
         cids: vec!["bafyk1".into(), "bafynone".into()],
         ..all.clone()
@@ -570,10 +592,7 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(store: &dyn MetadataSt
         list(around(Some(photo.created_at_ms), None)).await.0,
         Vec::<String>::new()
     );
-    assert_eq!(
-        list(around(None, Some(photo.created_at_ms - 1))).await.1,
-        3
-    );
+    assert_eq!(list(around(None, Some(photo.created_at_ms - 1))).await.1, 3);
     // Meta, as a subset of the pin's.
     for (meta, expected) in [
         (vec![("app", "gallery")], vec!["k3"]),
@@ -592,7 +611,10 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(store: &dyn MetadataSt
     }
 
     // Deleting unfinished work stops it; a deleted thing is no longer listed.
-    let stopped = store.delete_kept(hana.id, &pending.upload_id).await.unwrap();
+    let stopped = store
+        .delete_kept(hana.id, &pending.upload_id)
+        .await
+        .unwrap();
     let stopped = store
         .operation(hana.id, &OperationRef::Id(stopped.unwrap().id))
         .await
@@ -612,7 +634,7 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(store: &dyn MetadataSt
         meta: "{}".into(),
     };
     let replaced = store
-        .replace_pin(hana.id, "k3", replacement.clone())
+        .replace_pin(hana.id, "k3", replacement.clone(), None)
         .await
         .unwrap()
         .expect("k3 is hana's");
@@ -622,9 +644,48 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(store: &dyn MetadataSt
         request_id: "k5".into(),
         ..replacement
     };
-    assert_eq!(store.replace_pin(hana.id, "k3", again.clone()).await.unwrap(), None);
-    assert_eq!(store.replace_pin(ivan.id, "k4", again).await.unwrap(), None);
-    assert_eq!(list(all).await.0, ["k4", "k1"]);
+    for (account, id) in [(hana.id, "k3"), (ivan.id, "k4")] {
+        let replaced = store.replace_pin(account, id, again.clone(), None).await;
+        assert_eq!(replaced.unwrap(), None, "{id}");
+    }
+    assert_eq!(list(all.clone()).await.0, ["k4", "k1"]);
+
+    // A pin of a root kept already is kept at once, and charged like an upload of it.
+    assert_eq!(store.kept_dag_size("bafyk1").await.unwrap(), Some(10));
+    assert_eq!(
+        store.kept_dag_size("bafyk4").await.unwrap(),
+        None,
+        "not fetched yet"
+    );
+    let before = store
+        .account_by_id(ivan.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .stored_bytes;
+    let at_once = store
+        .create_pin(
+            NewPin {
+                request_id: "i2".into(),
+                account_id: ivan.id,
+                cid: "bafyk1".into(),
+                name: String::new(),
+                origins: Vec::new(),
+                meta: "{}".into(),
+            },
+            Some(&root("bafyk1", 10)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(at_once.status, OperationStatus::Completed);
+    assert_eq!(at_once.dag_size, Some(10));
+    let after = store
+        .account_by_id(ivan.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .stored_bytes;
+    assert_eq!(after, before, "ivan kept that root already");
 }
 
 async fn operations_are_private_and_listed_newest_first(store: &dyn MetadataStore, packs: &Packs) {

@@ -14,7 +14,7 @@ use axum::http::{header, HeaderMap};
 use axum::Json;
 use bytes::{Bytes, BytesMut};
 use cairn_car::{CarError, CarLimits, CarReader, ImportError};
-use cairn_store::model::{Account, NewUpload, OperationKind};
+use cairn_store::model::{Account, NewUpload, OperationKind, StoredDag};
 use cairn_store::packs::{self, SealedPack};
 use cairn_store::staging::Staging;
 use cairn_store::MetadataStore;
@@ -135,12 +135,12 @@ pub async fn upload(
         ContentKind::Plain => UploadKind::File,
     };
     let operation = match received.stored {
-        Stored::Content { root, pack } => {
-            let cid = root.to_string();
+        Stored::Content { dag, pack } => {
             let operation = state
                 .store
-                .commit_completed_upload(upload, pack, &cid)
+                .commit_completed_upload(upload, pack, &dag)
                 .await?;
+            let cid = dag.cid;
             state
                 .metrics
                 .upload_stored(kind, operation.size, started.elapsed());
@@ -222,7 +222,7 @@ struct Received {
 enum Stored {
     /// Imported: its root and the pack of its new blocks.
     Content {
-        root: cairn_unixfs::Cid,
+        dag: StoredDag,
         pack: Option<SealedPack>,
     },
     /// An archive to extract, kept whole in staging for a worker.
@@ -413,8 +413,12 @@ fn store_part(
     };
     // A CAR may end before its last multipart byte; the part must still end cleanly.
     io::copy(&mut input, &mut io::sink())?;
+    let dag = StoredDag {
+        cid: root.to_string(),
+        size: pack.dag_bytes(),
+    };
     Ok(Stored::Content {
-        root,
+        dag,
         pack: pack.seal()?,
     })
 }

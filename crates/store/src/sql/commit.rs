@@ -100,13 +100,12 @@ impl<B: Backend> SqlStore<B> {
             B::DIALECT.for_update()
         );
         let account = account_from(&B::query(&sql).bind(account_id).fetch_one(tx).await?);
-        let kept = B::query(
-            "UPDATE account_roots SET refs = refs + 1 WHERE account_id = $1 AND cid = $2",
-        )
-        .bind(account_id)
-        .bind(&dag.cid)
-        .execute(tx)
-        .await?;
+        let kept =
+            B::query("UPDATE account_roots SET refs = refs + 1 WHERE account_id = $1 AND cid = $2")
+                .bind(account_id)
+                .bind(&dag.cid)
+                .execute(tx)
+                .await?;
         if kept == 1 {
             return Ok(());
         }
@@ -174,10 +173,12 @@ impl<B: Backend> SqlStore<B> {
         Ok(())
     }
 
-    /// A pin by CID, queued for a worker to fetch.
+    /// A pin by CID: queued for a worker to fetch, or completed and kept at once when its DAG
+    /// is `stored` already.
     pub(super) async fn insert_pin(
         tx: &mut Transaction<'_, B>,
         pin: &NewPin,
+        stored: Option<&StoredDag>,
     ) -> Result<i64, StoreError> {
         let now = now_ms();
         let origins = pin.origins.join("\n");
@@ -198,7 +199,21 @@ impl<B: Backend> SqlStore<B> {
         .bind(&pin.meta)
         .fetch_one(tx)
         .await?;
-        Ok(row.int("id"))
+        let id = row.int("id");
+        if let Some(dag) = stored {
+            Self::keep_root(tx, pin.account_id, dag).await?;
+            B::query(
+                "UPDATE operations SET status = 'completed', status_message = 'stored',
+                    progress = 100, dag_size = $1, completed_at = $2
+                  WHERE id = $3",
+            )
+            .bind(dag.size as i64)
+            .bind(now)
+            .bind(id)
+            .execute(tx)
+            .await?;
+        }
+        Ok(id)
     }
 
     /// Delete an upload or pin of `account_id`, inside the caller's transaction: it is no

@@ -16,9 +16,9 @@ use super::rows::{
 };
 use super::{Backend, Param, SqlStore, Statement};
 use crate::model::{
-    Account, BlockLocation, LeaseAttempt, NewTusUpload, NewUpload, NodeRecord, Operation,
-    KeptFilter, NewPin, OperationError, OperationFilter, OperationRef, OperationStatus,
-    ProvideProgress, RootKey, StoredDag, TokenInfo, TusConcat, TusState, TusUpload,
+    Account, BlockLocation, KeptFilter, LeaseAttempt, NewPin, NewTusUpload, NewUpload, NodeRecord,
+    Operation, OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress,
+    RootKey, StoredDag, TokenInfo, TusConcat, TusState, TusUpload,
 };
 use crate::packs::SealedPack;
 use crate::{AccountLimits, MetadataStore, StoreError};
@@ -716,11 +716,28 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         rows.iter().map(operation_from).collect()
     }
 
-    async fn create_pin(&self, pin: NewPin) -> Result<Operation, StoreError> {
+    async fn create_pin(
+        &self,
+        pin: NewPin,
+        stored: Option<&StoredDag>,
+    ) -> Result<Operation, StoreError> {
         let mut tx = self.write().await?;
-        let id = Self::insert_pin(&mut tx, &pin).await?;
+        let id = Self::insert_pin(&mut tx, &pin, stored).await?;
         tx.commit().await?;
         self.operation_by_id(id).await
+    }
+
+    async fn kept_dag_size(&self, cid: &str) -> Result<Option<u64>, StoreError> {
+        let row = B::query(
+            "SELECT dag_size FROM operations
+              WHERE cid = $1 AND status = 'completed' AND deleted_at IS NULL
+                AND dag_size IS NOT NULL
+              LIMIT 1",
+        )
+        .bind(cid)
+        .fetch_optional(&mut self.conn().await?)
+        .await?;
+        Ok(row.map(|row| row.int("dag_size") as u64))
     }
 
     async fn replace_pin(
@@ -728,6 +745,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         account_id: i64,
         request_id: &str,
         pin: NewPin,
+        stored: Option<&StoredDag>,
     ) -> Result<Option<Operation>, StoreError> {
         let mut tx = self.write().await?;
         match Self::delete_kept_in(&mut tx, account_id, request_id).await? {
@@ -735,7 +753,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             // Deleted (or replaced) already: like a request id that does not exist.
             _ => return Ok(None),
         }
-        let id = Self::insert_pin(&mut tx, &pin).await?;
+        let id = Self::insert_pin(&mut tx, &pin, stored).await?;
         tx.commit().await?;
         self.operation_by_id(id).await.map(Some)
     }
@@ -910,14 +928,13 @@ enum Value<'a> {
     Text(&'a str),
 }
 
-fn bind_all<'q, B: Backend>(
-    statement: Statement<'q, B>,
-    values: &[Value<'q>],
-) -> Statement<'q, B> {
-    values.iter().fold(statement, |statement, value| match value {
-        Value::Int(v) => statement.bind(*v),
-        Value::Text(v) => statement.bind(*v),
-    })
+fn bind_all<'q, B: Backend>(statement: Statement<'q, B>, values: &[Value<'q>]) -> Statement<'q, B> {
+    values
+        .iter()
+        .fold(statement, |statement, value| match value {
+            Value::Int(v) => statement.bind(*v),
+            Value::Text(v) => statement.bind(*v),
+        })
 }
 
 /// The `WHERE` conditions of a [`KeptFilter`] (with its cursor when `paged`), numbered from
@@ -936,6 +953,9 @@ fn kept_conditions<'a, B: Backend>(
     };
     if filter.with_cid {
         conditions.push("cid IS NOT NULL".to_owned());
+    }
+    if filter.uploads_only {
+        conditions.push("kind <> 'pin'".to_owned());
     }
     if !filter.cids.is_empty() {
         let list: Vec<String> = filter
