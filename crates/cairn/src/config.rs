@@ -46,6 +46,10 @@ pub struct Settings {
     /// worker resumes the operation [default: 30].
     #[arg(long, env = "CAIRN_WORKER_LEASE_SECONDS")]
     pub worker_lease_seconds: Option<u64>,
+    /// How long a pin by CID may go without receiving a block before it fails as not found
+    /// (`30s`, `1h`) [default: 1h].
+    #[arg(long, env = "CAIRN_PIN_TIMEOUT")]
+    pub pin_timeout: Option<String>,
     /// Build TUS `Location` URLs from `X-Forwarded-Proto`/`X-Forwarded-Host`; only behind a
     /// proxy that sets them [default: false].
     #[arg(long, env = "CAIRN_TRUST_FORWARDED_HEADERS")]
@@ -106,6 +110,7 @@ pub struct ServeConfig {
     /// Operation workers (archive extraction) in this process.
     pub workers: usize,
     pub worker_lease: std::time::Duration,
+    pub pin_timeout: std::time::Duration,
     pub trust_forwarded_headers: bool,
     pub uploads_per_minute: u32,
     pub tus_max_size: u64,
@@ -191,6 +196,11 @@ impl ServeConfig {
                     .unwrap_or(30)
                     .max(1),
             ),
+            pin_timeout: match flags.pin_timeout.or(file.pin_timeout) {
+                Some(text) => humantime::parse_duration(&text)
+                    .map_err(|e| anyhow::anyhow!("pin-timeout {text:?}: {e}"))?,
+                None => std::time::Duration::from_secs(3600),
+            },
             trust_forwarded_headers: flags
                 .trust_forwarded_headers
                 .or(file.trust_forwarded_headers)

@@ -60,6 +60,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     let mut server_config = ServerConfig {
         default_profile: config.profile.clone(),
         worker_lease: config.worker_lease,
+        pin_timeout: config.pin_timeout,
         trust_forwarded_headers: config.trust_forwarded_headers,
         shared_store: config.store.is_some(),
         tus_max_size: config.tus_max_size,

@@ -17,7 +17,7 @@ use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use crate::error::ApiError;
 use crate::gateway;
-use crate::routes::{account, node, operations, routing, upload};
+use crate::routes::{account, node, operations, pins, routing, upload, uploads};
 use crate::state::AppState;
 use crate::tus;
 
@@ -30,6 +30,7 @@ pub fn upload_app(state: AppState) -> Router {
         )
         .merge(operation_routes())
         .merge(tus::routes())
+        .merge(pins::routes())
         // The read path is public: content addressing needs no token.
         .route("/ipfs/{cid}", get(gateway::get))
         .route("/ipfs/{cid}/", get(gateway::get))
@@ -123,11 +124,16 @@ pub fn account_app(state: AppState) -> Router {
         .layer(middleware::from_fn(json_errors))
 }
 
-/// Operations and the node are readable on both hosts.
+/// Operations, uploads and the node are on both hosts.
 fn operation_routes() -> Router<AppState> {
     Router::new()
         .route("/api/operations", get(operations::list_operations))
         .route("/api/operations/{id}", get(operations::get_operation))
+        .route("/api/uploads", get(uploads::list))
+        .route(
+            "/api/uploads/{id}",
+            get(uploads::get).delete(uploads::delete),
+        )
         .route("/api/node", get(node::node))
 }
 

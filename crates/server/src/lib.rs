@@ -29,6 +29,7 @@ pub mod gateway;
 pub mod listen;
 pub mod metrics;
 pub mod nodes;
+pub mod pin;
 pub mod provide;
 pub mod rate_limit;
 pub mod routes;

@@ -113,6 +113,8 @@ pub struct ServerConfig {
     /// How long a worker's claim holds without a progress report; after a crash, the
     /// operation waits this long before another worker takes it.
     pub worker_lease: std::time::Duration,
+    /// How long a pin by CID may go without receiving a block before it fails.
+    pub pin_timeout: std::time::Duration,
     /// Largest TUS upload accepted (`Tus-Max-Size`).
     pub tus_max_size: u64,
     /// How long an incomplete TUS upload lives after creation.
@@ -143,6 +145,7 @@ impl Default for ServerConfig {
             archive_limits: Limits::default(),
             read_limits: ReadLimits::default(),
             worker_lease: std::time::Duration::from_secs(30),
+            pin_timeout: std::time::Duration::from_secs(3600),
             tus_max_size: 1 << 40,
             shared_store: false,
             upload_lease: std::time::Duration::from_secs(6),

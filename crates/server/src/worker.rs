@@ -1,5 +1,5 @@
 //! Operation workers: claim queued operations (archives staged by POST, completed TUS
-//! uploads) and finish them.
+//! uploads, pins by CID, which `pin.rs` fetches) and finish them.
 //!
 //! Each worker claims from the durable queue in the metadata store with a lease, extracts on a
 //! blocking thread into a new pack, reports monotone progress (which renews the lease), and
@@ -67,9 +67,11 @@ async fn run(state: AppState, worker: String, mut stop: watch::Receiver<bool>) {
     }
 }
 
-/// Why an extraction did not produce a DAG.
-enum Outcome {
+/// What processing an operation came to.
+pub(crate) enum Outcome {
     Done(StoredDag, Option<SealedPack>),
+    /// The operation fails with this error (a pin's content not found, for instance).
+    Refused(OperationError),
     /// The archive is at fault: the operation fails with `invalid_archive`.
     Invalid(String),
     /// The archive expands past the account's remaining quota.
@@ -125,9 +127,14 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
             )
         }
     };
-    let outcome = tokio::task::spawn_blocking(job)
-        .await
-        .unwrap_or_else(|e| Outcome::Failed(io::Error::other(e)));
+    let outcome = match op.kind {
+        OperationKind::Pin => {
+            crate::pin::fetch(state, worker, &op, remaining_quota, &abandon).await
+        }
+        _ => tokio::task::spawn_blocking(job)
+            .await
+            .unwrap_or_else(|e| Outcome::Failed(io::Error::other(e))),
+    };
     watcher.abort();
 
     let finished = match outcome {
@@ -149,6 +156,7 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
                 other => other,
             }
         }
+        Outcome::Refused(failure) => state.store.fail_operation(op.id, worker, failure).await,
         Outcome::Invalid(message) => {
             state
                 .store
@@ -202,7 +210,8 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
             );
             let released = tokio::task::spawn_blocking(move || match kind {
                 OperationKind::TusUpload => tus_bytes.remove(&id),
-                _ => staging.remove(&id),
+                OperationKind::Upload | OperationKind::CarImport => staging.remove(&id),
+                OperationKind::Pin => Ok(()),
             })
             .await
             .unwrap_or_else(|e| Err(std::io::Error::other(e)));

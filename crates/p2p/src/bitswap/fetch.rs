@@ -109,6 +109,7 @@ pub struct FetchStats {
     pub blocks_fetched: u64,
     pub bytes_fetched: u64,
     pub blocks_already_here: u64,
+    pub bytes_already_here: u64,
 }
 
 impl Bitswap {

@@ -3,11 +3,57 @@
 pub mod account;
 pub mod node;
 pub mod operations;
+pub mod pins;
 pub mod routing;
 pub mod upload;
+pub mod uploads;
 
 /// A timestamp (milliseconds since the epoch) as the API writes them: RFC 3339, UTC.
 pub fn rfc3339(ms: i64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// An RFC 3339 time as clients send it (`Z` or an offset, with or without fractions of a
+/// second), in milliseconds since the epoch.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    let text = text.trim();
+    // humantime reads UTC (`Z`) only: move an offset into the value first.
+    let split = text
+        .len()
+        .checked_sub(6)
+        .and_then(|at| Some((text.get(..at)?, text.get(at..)?)));
+    let (utc, offset_secs) = match split {
+        Some((time, offset)) if offset.len() == 6 && offset.as_bytes()[3] == b':' => {
+            let sign = match offset.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let hours: i64 = offset[1..3].parse().ok()?;
+            let minutes: i64 = offset[4..6].parse().ok()?;
+            (format!("{time}Z"), sign * (hours * 60 + minutes) * 60)
+        }
+        _ => (text.replace('z', "Z"), 0),
+    };
+    let time = humantime::parse_rfc3339_weak(&utc).ok()?;
+    let ms = time.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as i64;
+    Some(ms - offset_secs * 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_times_read_back_in_any_offset() {
+        let ms = parse_rfc3339("2026-11-24T10:00:00Z").unwrap();
+        assert_eq!(rfc3339(ms), "2026-11-24T10:00:00.000Z");
+        assert_eq!(parse_rfc3339("2026-11-24T10:00:00.250Z"), Some(ms + 250));
+        assert_eq!(parse_rfc3339("2026-11-24T12:00:00+02:00"), Some(ms));
+        assert_eq!(parse_rfc3339("2026-11-24T09:30:00-00:30"), Some(ms));
+        for bad in ["", "yesterday", "2026-11-24", "2026-11-24T10:00:00+2:00"] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad:?}");
+        }
+    }
 }

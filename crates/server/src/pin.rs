@@ -1,0 +1,209 @@
+//! Pins by CID: a worker fetches the DAG over Bitswap, from the pin's `origins` first (dialled
+//! before anything else) and then from every peer this node is connected to (clients such as
+//! Kubo connect to the pin's `delegates` to offer what they hold). Every block is verified
+//! against its CID as it arrives and followed as UnixFS; blocks stored already are read
+//! locally; new ones go to a pack, written on a blocking thread; the root is then kept as an
+//! upload's is. A pin that receives nothing for `pin_timeout` fails as not found.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use cairn_p2p::bitswap::fetch::FetchError;
+use cairn_p2p::{Blockstore, Multiaddr, PeerId, StoredBlockstore};
+use cairn_store::model::{Operation, OperationError, StoredDag};
+use cairn_store::packs::PackWriter;
+use cairn_unixfs::{BlockBytes, BlockSink, Cid};
+
+use crate::state::AppState;
+use crate::worker::Outcome;
+
+/// How long one peer may take to answer for one block before the next is asked.
+const PER_PEER: Duration = Duration::from_secs(15);
+/// How long dialling one origin may take.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Between attempts, while no peer has the content.
+const RETRY_EVERY: Duration = Duration::from_secs(2);
+/// Blocks waiting for the pack writer before the fetch waits for it.
+const WRITE_QUEUE: usize = 64;
+/// How often progress is reported (which renews the worker's claim).
+const REPORT_EVERY: Duration = Duration::from_millis(500);
+
+pub(crate) async fn fetch(
+    state: &AppState,
+    worker: &str,
+    op: &Operation,
+    remaining_quota: Option<u64>,
+    abandon: &AtomicBool,
+) -> Outcome {
+    let refuse = |code: &str, message: String| {
+        Outcome::Refused(OperationError {
+            code: code.to_owned(),
+            message,
+        })
+    };
+    let Some(node) = state.node.clone() else {
+        return refuse(
+            "unavailable",
+            "this server runs without an IPFS node, so it cannot fetch content it does not \
+             store"
+                .into(),
+        );
+    };
+    let Some(root) = op.cid.as_deref().and_then(|cid| Cid::try_from(cid).ok()) else {
+        return refuse("bad_request", "the pin has no valid CID".into());
+    };
+    let mut origins: Vec<PeerId> = Vec::new();
+    for origin in &op.origins {
+        let Ok(addr) = origin.parse::<Multiaddr>() else {
+            continue;
+        };
+        match tokio::time::timeout(DIAL_TIMEOUT, node.dial(addr)).await {
+            Ok(Ok(peer)) => origins.push(peer),
+            Ok(Err(e)) => {
+                tracing::info!(pin = %op.upload_id, %origin, error = %e, "origin unreachable")
+            }
+            Err(_) => tracing::info!(pin = %op.upload_id, %origin, "origin did not answer"),
+        }
+    }
+    let mut limits = state.config.read_limits;
+    if let Some(remaining) = remaining_quota {
+        limits.max_bytes = limits.max_bytes.min(remaining);
+    }
+    let local: Arc<dyn Blockstore> = Arc::new(StoredBlockstore::new(
+        state.store.clone(),
+        state.packs.clone(),
+    ));
+    let received = Arc::new(AtomicU64::new(0));
+    let mut last_progress = Instant::now();
+    let mut last_received = 0;
+    loop {
+        if abandon.load(Ordering::Relaxed) {
+            return Outcome::Abandoned;
+        }
+        let mut peers = origins.clone();
+        for peer in node.connected_peers().await.unwrap_or_default() {
+            if !peers.contains(&peer) {
+                peers.push(peer);
+            }
+        }
+        let attempt = async {
+            if peers.is_empty() {
+                return Err(FetchError::NoPeers);
+            }
+            let (blocks, to_pack) = mpsc::sync_channel::<(Cid, Vec<u8>)>(WRITE_QUEUE);
+            let pack = write_pack(state, to_pack);
+            let received = received.clone();
+            // A sync callback: when the pack writer falls `WRITE_QUEUE` blocks behind, the
+            // fetch waits for the disk here, which is the back-pressure wanted.
+            let mut on_block = move |cid: &Cid, block: &[u8]| {
+                received.fetch_add(block.len() as u64, Ordering::Relaxed);
+                blocks
+                    .send((*cid, block.to_vec()))
+                    .map_err(|_| std::io::Error::other("the pack writer stopped"))
+            };
+            let fetched = node
+                .bitswap()
+                .fetch_dag(
+                    &root,
+                    &peers,
+                    limits,
+                    Some(local.clone()),
+                    PER_PEER,
+                    &mut on_block,
+                )
+                .await;
+            drop(on_block);
+            let pack = pack.await.map_err(std::io::Error::other)??;
+            Ok((fetched?, pack))
+        };
+        let outcome = tokio::select! {
+            outcome = attempt => outcome,
+            lost = keep_claim(state, worker, op, &received) => return lost,
+        };
+        match outcome {
+            Ok((stats, pack)) => {
+                let dag = StoredDag {
+                    cid: op.cid.clone().unwrap_or_default(),
+                    size: pack.dag_bytes() + stats.bytes_already_here,
+                };
+                return match pack.seal() {
+                    Ok(sealed) => Outcome::Done(dag, sealed),
+                    Err(e) => Outcome::Failed(e),
+                };
+            }
+            Err(FetchError::TooLarge { what, limit })
+                if what == "bytes" && remaining_quota.is_some_and(|r| r == limit) =>
+            {
+                return Outcome::OverQuota(format!(
+                    "the DAG is larger than the {limit} bytes left in the account's quota"
+                ))
+            }
+            Err(e @ FetchError::TooLarge { .. }) => return refuse("dag_too_large", e.to_string()),
+            Err(e @ FetchError::Invalid { .. }) => return refuse("invalid_dag", e.to_string()),
+            Err(FetchError::Io(e)) => return Outcome::Failed(e),
+            // Nobody had it (yet): providers may connect, so try again until the timeout.
+            Err(e @ (FetchError::NotFound { .. } | FetchError::NoPeers)) => {
+                let now = received.load(Ordering::Relaxed);
+                if now > last_received {
+                    (last_received, last_progress) = (now, Instant::now());
+                }
+                if last_progress.elapsed() >= state.config.pin_timeout {
+                    return refuse(
+                        "not_found",
+                        format!(
+                            "{e}; nothing arrived for {}",
+                            humantime::format_duration(state.config.pin_timeout)
+                        ),
+                    );
+                }
+                tokio::time::sleep(RETRY_EVERY).await;
+            }
+        }
+    }
+}
+
+/// A pack writer on a blocking thread, fed through `blocks` until the sender is dropped.
+fn write_pack(
+    state: &AppState,
+    blocks: mpsc::Receiver<(Cid, Vec<u8>)>,
+) -> tokio::task::JoinHandle<std::io::Result<PackWriter>> {
+    let runtime = tokio::runtime::Handle::current();
+    let (store, packs) = (state.store.clone(), state.packs.clone());
+    tokio::task::spawn_blocking(move || {
+        let known = Box::new(move |multihash: &[u8]| {
+            runtime
+                .block_on(store.has_block(multihash))
+                .map_err(std::io::Error::other)
+        });
+        let mut pack = packs.writer(known)?;
+        for (cid, block) in blocks {
+            pack.put_block(&cid, BlockBytes::new(&block))?;
+        }
+        Ok(pack)
+    })
+}
+
+/// Report progress while the fetch runs; returns (ending the fetch) only when the claim is
+/// lost, for instance because the pin was deleted.
+async fn keep_claim(
+    state: &AppState,
+    worker: &str,
+    op: &Operation,
+    received: &AtomicU64,
+) -> Outcome {
+    loop {
+        tokio::time::sleep(REPORT_EVERY).await;
+        let bytes = received.load(Ordering::Relaxed);
+        let message = format!("fetching: {bytes} bytes received");
+        match state
+            .store
+            .report_progress(op.id, worker, 0.0, &message, state.config.worker_lease)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return Outcome::Abandoned,
+            Err(e) => tracing::warn!(pin = %op.upload_id, error = %e, "reporting progress failed"),
+        }
+    }
+}

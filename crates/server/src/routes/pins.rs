@@ -1,0 +1,450 @@
+//! The IPFS Pinning Service API 1.0.0 (`ipfs/pinning-services-api-spec`) at `/pins` on the
+//! upload host, with the same bearer tokens: what `ipfs pin remote`, Helia and the pinning
+//! SDKs speak. A pin is an operation of kind `pin` (queued, fetched by a worker over Bitswap,
+//! see `pin.rs`); every upload with a root is listed as a pin too, and deleting either deletes
+//! the one record. Errors here use the spec's shape, `{"error": {"reason", "details"}}`.
+
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use cairn_p2p::Multiaddr;
+use cairn_store::model::{
+    KeptFilter, NameMatch, NewPin, Operation, OperationRef, OperationStatus, StoredDag,
+};
+use cairn_unixfs::Cid;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::{parse_rfc3339, rfc3339};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::rate_limit::Endpoint;
+use crate::state::AppState;
+
+/// The spec's bounds.
+const MAX_NAME_CHARS: usize = 255;
+const MAX_ORIGINS: usize = 20;
+const MAX_DELEGATES: usize = 20;
+const MAX_CID_FILTER: usize = 10;
+const MAX_LIMIT: u32 = 1000;
+const DEFAULT_LIMIT: u32 = 10;
+/// Ours: `meta` is the client's to fill, but not without end.
+const MAX_META_BYTES: usize = 16 * 1024;
+const MAX_BODY_BYTES: usize = 64 * 1024;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/pins", get(list).post(add))
+        .route(
+            "/pins/{requestid}",
+            get(status).post(replace).delete(remove),
+        )
+        .layer(middleware::from_fn(spec_errors))
+}
+
+/// A `Pin` as the spec writes it.
+#[derive(Serialize)]
+struct PinJson {
+    cid: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    origins: Vec<String>,
+    meta: Map<String, Value>,
+}
+
+/// A `PinStatus`.
+#[derive(Serialize)]
+pub struct PinStatus {
+    requestid: String,
+    status: &'static str,
+    created: String,
+    pin: PinJson,
+    delegates: Vec<String>,
+    info: Map<String, Value>,
+}
+
+/// The spec's names for an operation's statuses.
+fn spec_status(status: OperationStatus) -> &'static str {
+    match status {
+        OperationStatus::Pending => "queued",
+        OperationStatus::Processing => "pinning",
+        OperationStatus::Completed => "pinned",
+        OperationStatus::Failed => "failed",
+    }
+}
+
+fn operation_status(status: &str) -> Result<OperationStatus, ApiError> {
+    Ok(match status {
+        "queued" => OperationStatus::Pending,
+        "pinning" => OperationStatus::Processing,
+        "pinned" => OperationStatus::Completed,
+        "failed" => OperationStatus::Failed,
+        other => {
+            return Err(ApiError::BadRequest(format!(
+                "unknown status {other:?}: one of queued, pinning, pinned, failed"
+            )))
+        }
+    })
+}
+
+fn pin_status(op: Operation, delegates: &[String]) -> PinStatus {
+    let mut info = Map::new();
+    if let Some(error) = &op.error {
+        info.insert("reason".into(), Value::String(error.message.clone()));
+    }
+    let meta = serde_json::from_str(&op.meta).unwrap_or_default();
+    PinStatus {
+        requestid: op.upload_id,
+        status: spec_status(op.status),
+        created: rfc3339(op.created_at_ms),
+        pin: PinJson {
+            cid: op.cid.unwrap_or_default(),
+            name: Some(op.name).filter(|name| !name.is_empty()),
+            origins: op.origins,
+            meta,
+        },
+        delegates: delegates.to_vec(),
+        info,
+    }
+}
+
+/// This node's addresses with `/p2p/`: clients such as Kubo connect to them, so that the
+/// content they hold is one hop away.
+fn delegates(state: &AppState) -> Vec<String> {
+    let Some(node) = &state.node else {
+        return Vec::new();
+    };
+    let peer = node.peer_id();
+    node.announced_addrs()
+        .iter()
+        .take(MAX_DELEGATES)
+        .map(|addr| format!("{addr}/p2p/{peer}"))
+        .collect()
+}
+
+#[derive(Deserialize)]
+pub struct ListParams {
+    cid: Option<String>,
+    name: Option<String>,
+    #[serde(rename = "match")]
+    name_match: Option<String>,
+    status: Option<String>,
+    before: Option<String>,
+    after: Option<String>,
+    limit: Option<String>,
+    meta: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct PinResults {
+    count: u64,
+    results: Vec<PinStatus>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    params: Result<Query<ListParams>, QueryRejection>,
+) -> Result<Json<PinResults>, ApiError> {
+    state
+        .limiter
+        .check(account.id, Endpoint::Operations)
+        .await?;
+    let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let limit = match params.limit.as_deref() {
+        None => DEFAULT_LIMIT,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ApiError::BadRequest(format!(
+                    "limit {text:?} must be a whole number from 1 to {MAX_LIMIT}"
+                ))
+            })?,
+    };
+    let cids = match params.cid.as_deref() {
+        None => Vec::new(),
+        Some(list) => {
+            let cids: Vec<&str> = list.split(',').map(str::trim).collect();
+            if cids.len() > MAX_CID_FILTER {
+                return Err(ApiError::BadRequest(format!(
+                    "at most {MAX_CID_FILTER} CIDs may be asked for at once, not {}",
+                    cids.len()
+                )));
+            }
+            cids.into_iter()
+                .map(canonical_cid)
+                .collect::<Result<_, _>>()?
+        }
+    };
+    let name_match = params
+        .name_match
+        .as_deref()
+        .map(str::parse::<NameMatch>)
+        .transpose()
+        .map_err(ApiError::BadRequest)?
+        .unwrap_or_default();
+    let statuses = match params.status.as_deref() {
+        None => Vec::new(),
+        Some(list) => list
+            .split(',')
+            .map(|s| operation_status(s.trim()))
+            .collect::<Result<_, _>>()?,
+    };
+    let time = |name: &str, value: Option<String>| {
+        value
+            .map(|v| {
+                parse_rfc3339(&v).ok_or_else(|| {
+                    ApiError::BadRequest(format!("{name} {v:?} is not an RFC 3339 time"))
+                })
+            })
+            .transpose()
+    };
+    let meta = match params.meta.as_deref() {
+        None => Vec::new(),
+        Some(text) => string_map(
+            serde_json::from_str(text)
+                .map_err(|e| ApiError::BadRequest(format!("meta is not JSON: {e}")))?,
+            "meta",
+        )?
+        .into_iter()
+        .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_owned()))
+        .collect(),
+    };
+    let filter = KeptFilter {
+        cids,
+        name: params.name.map(|name| (name, name_match)),
+        statuses,
+        created_before_ms: time("before", params.before)?,
+        created_after_ms: time("after", params.after)?,
+        meta,
+        with_cid: true,
+        limit,
+        ..KeptFilter::default()
+    };
+    let (count, page) = tokio::try_join!(
+        state.store.count_kept(account.id, &filter),
+        state.store.list_kept(account.id, &filter),
+    )?;
+    let delegates = delegates(&state);
+    Ok(Json(PinResults {
+        count,
+        results: page
+            .into_iter()
+            .map(|op| pin_status(op, &delegates))
+            .collect(),
+    }))
+}
+
+async fn add(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    body: Bytes,
+) -> Result<(StatusCode, Json<PinStatus>), ApiError> {
+    state.limiter.check(account.id, Endpoint::Upload).await?;
+    let (pin, stored) = new_pin(&state, account.id, &body).await?;
+    let op = state.store.create_pin(pin, stored.as_ref()).await?;
+    queued(&state, &op);
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(pin_status(op, &delegates(&state))),
+    ))
+}
+
+async fn status(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(request_id): Path<String>,
+) -> Result<Json<PinStatus>, ApiError> {
+    state
+        .limiter
+        .check(account.id, Endpoint::Operations)
+        .await?;
+    let op = state
+        .store
+        .operation(account.id, &OperationRef::UploadId(request_id.clone()))
+        .await?
+        .filter(|op| op.deleted_at_ms.is_none() && op.cid.is_some())
+        .ok_or_else(|| not_found(&request_id))?;
+    Ok(Json(pin_status(op, &delegates(&state))))
+}
+
+async fn replace(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(request_id): Path<String>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<PinStatus>), ApiError> {
+    state.limiter.check(account.id, Endpoint::Upload).await?;
+    let (pin, stored) = new_pin(&state, account.id, &body).await?;
+    let op = state
+        .store
+        .replace_pin(account.id, &request_id, pin, stored.as_ref())
+        .await?
+        .ok_or_else(|| not_found(&request_id))?;
+    queued(&state, &op);
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(pin_status(op, &delegates(&state))),
+    ))
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(request_id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.limiter.check(account.id, Endpoint::Upload).await?;
+    super::uploads::delete_kept(&state, account.id, &request_id)
+        .await?
+        .ok_or_else(|| not_found(&request_id))?;
+    Ok(StatusCode::ACCEPTED)
+}
+
+fn not_found(request_id: &str) -> ApiError {
+    ApiError::NotFound(format!("no pin with requestid {request_id:?}"))
+}
+
+/// A worker fetches what is not stored yet.
+fn queued(state: &AppState, op: &Operation) {
+    if op.status == OperationStatus::Pending {
+        state.queue.notify_one();
+    }
+    tracing::info!(pin = %op.upload_id, cid = op.cid.as_deref().unwrap_or(""), status = %op.status, "pin recorded");
+}
+
+/// A `Pin` from a request body, checked; and its DAG when it is stored already.
+async fn new_pin(
+    state: &AppState,
+    account_id: i64,
+    body: &[u8],
+) -> Result<(NewPin, Option<StoredDag>), ApiError> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::BadRequest(format!(
+            "the pin is {} bytes; at most {MAX_BODY_BYTES} are accepted",
+            body.len()
+        )));
+    }
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::BadRequest(format!("the body is not a JSON Pin: {e}")))?;
+    let Value::Object(mut fields) = value else {
+        return Err(ApiError::BadRequest("the body is not a JSON object".into()));
+    };
+    let cid = match fields.remove("cid") {
+        Some(Value::String(cid)) => canonical_cid(&cid)?,
+        Some(_) => return Err(ApiError::BadRequest("cid must be a string".into())),
+        None => return Err(ApiError::BadRequest("cid is required".into())),
+    };
+    let name = match fields.remove("name") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(name)) if name.chars().count() <= MAX_NAME_CHARS => name,
+        Some(Value::String(_)) => {
+            return Err(ApiError::BadRequest(format!(
+                "name is longer than {MAX_NAME_CHARS} characters"
+            )))
+        }
+        Some(_) => return Err(ApiError::BadRequest("name must be a string".into())),
+    };
+    let origins = match fields.remove("origins") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(list)) if list.len() <= MAX_ORIGINS => list
+            .into_iter()
+            .map(|origin| match origin {
+                Value::String(addr) if addr.parse::<Multiaddr>().is_ok() => Ok(addr),
+                other => Err(ApiError::BadRequest(format!(
+                    "origin {other} is not a multiaddr"
+                ))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(Value::Array(_)) => {
+            return Err(ApiError::BadRequest(format!(
+                "at most {MAX_ORIGINS} origins are accepted"
+            )))
+        }
+        Some(_) => return Err(ApiError::BadRequest("origins must be an array".into())),
+    };
+    let meta = match fields.remove("meta") {
+        None | Some(Value::Null) => Map::new(),
+        Some(meta) => string_map(meta, "meta")?,
+    };
+    let meta = Value::Object(meta).to_string();
+    if meta.len() > MAX_META_BYTES {
+        return Err(ApiError::BadRequest(format!(
+            "meta is {} bytes of JSON; at most {MAX_META_BYTES} are accepted",
+            meta.len()
+        )));
+    }
+    let stored = state
+        .store
+        .kept_dag_size(&cid)
+        .await?
+        .map(|size| StoredDag {
+            cid: cid.clone(),
+            size,
+        });
+    let pin = NewPin {
+        request_id: cairn_store::packs::random_name(),
+        account_id,
+        cid,
+        name,
+        origins,
+        meta,
+    };
+    Ok((pin, stored))
+}
+
+/// A CID as this service writes it (CIDv0 stays CIDv0; CIDv1 in base32).
+fn canonical_cid(text: &str) -> Result<String, ApiError> {
+    Cid::try_from(text)
+        .map(|cid| cid.to_string())
+        .map_err(|e| ApiError::BadRequest(format!("{text:?} is not a CID: {e}")))
+}
+
+/// A JSON object whose values are all strings.
+fn string_map(value: Value, what: &str) -> Result<Map<String, Value>, ApiError> {
+    match value {
+        Value::Object(map) if map.values().all(Value::is_string) => Ok(map),
+        _ => Err(ApiError::BadRequest(format!(
+            "{what} must be a JSON object of strings"
+        ))),
+    }
+}
+
+/// Every error under `/pins` in the spec's shape, whoever made it (a handler, the token
+/// check, the rate limiter, an extractor or the router): `{"error": {"reason", "details"}}`,
+/// with the status and headers (`WWW-Authenticate`, `Retry-After`) kept.
+async fn spec_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let (reason, details) = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(error)) => (
+            error["error"].as_str().unwrap_or("error").to_owned(),
+            error["message"].as_str().unwrap_or_default().to_owned(),
+        ),
+        _ => {
+            let error = ApiError::for_status(status, String::from_utf8_lossy(&bytes).into_owned());
+            (error.status_and_code().1.to_owned(), error.to_string())
+        }
+    };
+    let body = json!({"error": {"reason": reason.to_uppercase(), "details": details}});
+    let mut fixed = (status, Json(body)).into_response();
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            fixed.headers_mut().insert(name, value.clone());
+        }
+    }
+    fixed
+}

@@ -1,0 +1,224 @@
+//! What an account keeps, as uploads: `GET /api/uploads` (newest first, filtered, paged),
+//! `GET /api/uploads/{id}` and `DELETE /api/uploads/{id}`, on both hosts. Pins by CID are
+//! listed by the Pinning Service API (`pins.rs`); deleting either deletes the same record.
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use cairn_store::model::{
+    KeptFilter, KeptKey, NameMatch, Operation, OperationKind, OperationRef, OperationStatus,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{parse_rfc3339, rfc3339};
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::rate_limit::Endpoint;
+use crate::state::AppState;
+
+/// Largest page of the upload list.
+const MAX_PAGE: u32 = 1000;
+
+/// An upload as listed: the upload result of the contract, plus whether its content is kept.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadRecord {
+    id: String,
+    cid: Option<String>,
+    name: String,
+    size: u64,
+    mime_type: String,
+    operation_id: i64,
+    status: &'static str,
+    created_at: String,
+    /// The content is stored and kept (the upload completed and is not deleted).
+    pinned: bool,
+}
+
+impl From<Operation> for UploadRecord {
+    fn from(op: Operation) -> Self {
+        Self {
+            pinned: op.status == OperationStatus::Completed && op.deleted_at_ms.is_none(),
+            id: op.upload_id,
+            cid: op.cid,
+            name: op.name,
+            size: op.size,
+            mime_type: op.mime_type,
+            operation_id: op.id,
+            status: op.status.as_str(),
+            created_at: rfc3339(op.created_at_ms),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub struct ListParams {
+    limit: Option<u32>,
+    cursor: Option<String>,
+    cid: Option<String>,
+    name: Option<String>,
+    #[serde(rename = "match")]
+    name_match: Option<String>,
+    status: Option<String>,
+    before: Option<String>,
+    after: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadPage {
+    uploads: Vec<UploadRecord>,
+    /// Pass as `cursor` to get the next page; `null` on the last page.
+    next_cursor: Option<String>,
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    params: Result<Query<ListParams>, QueryRejection>,
+) -> Result<Json<UploadPage>, ApiError> {
+    state
+        .limiter
+        .check(account.id, Endpoint::Operations)
+        .await?;
+    let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let limit = params.limit.unwrap_or(50);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::BadRequest(format!(
+            "limit must be between 1 and {MAX_PAGE}"
+        )));
+    }
+    let name_match = params
+        .name_match
+        .as_deref()
+        .map(str::parse::<NameMatch>)
+        .transpose()
+        .map_err(ApiError::BadRequest)?
+        .unwrap_or_default();
+    let statuses = params
+        .status
+        .as_deref()
+        .map(|list| {
+            list.split(',')
+                .map(|s| s.parse::<OperationStatus>())
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()
+        .map_err(ApiError::BadRequest)?
+        .unwrap_or_default();
+    let time = |name: &str, value: Option<String>| {
+        value
+            .map(|v| {
+                parse_rfc3339(&v).ok_or_else(|| {
+                    ApiError::BadRequest(format!("{name} {v:?} is not an RFC 3339 time"))
+                })
+            })
+            .transpose()
+    };
+    let filter = KeptFilter {
+        cids: params.cid.into_iter().collect(),
+        name: params.name.map(|name| (name, name_match)),
+        statuses,
+        created_before_ms: time("before", params.before)?,
+        created_after_ms: time("after", params.after)?,
+        uploads_only: true,
+        cursor: params.cursor.as_deref().map(parse_cursor).transpose()?,
+        limit,
+        ..KeptFilter::default()
+    };
+    let uploads = state.store.list_kept(account.id, &filter).await?;
+    let next_cursor = (uploads.len() == limit as usize)
+        .then(|| {
+            uploads
+                .last()
+                .map(|op| format!("{}.{}", op.created_at_ms, op.id))
+        })
+        .flatten();
+    Ok(Json(UploadPage {
+        uploads: uploads.into_iter().map(Into::into).collect(),
+        next_cursor,
+    }))
+}
+
+/// The cursor is the last upload of the previous page, as `created.id`; opaque to clients.
+fn parse_cursor(cursor: &str) -> Result<KeptKey, ApiError> {
+    cursor
+        .split_once('.')
+        .and_then(|(created, id)| {
+            Some(KeptKey {
+                created_at_ms: created.parse().ok()?,
+                id: id.parse().ok()?,
+            })
+        })
+        .ok_or_else(|| ApiError::BadRequest("cursor is not one this server issued".into()))
+}
+
+pub async fn get(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<UploadRecord>, ApiError> {
+    state
+        .limiter
+        .check(account.id, Endpoint::Operations)
+        .await?;
+    let upload = state
+        .store
+        .operation(account.id, &OperationRef::UploadId(id.clone()))
+        .await?
+        .filter(|op| op.deleted_at_ms.is_none() && op.kind != OperationKind::Pin)
+        .ok_or_else(|| ApiError::NotFound(format!("upload {id} not found")))?;
+    Ok(Json(upload.into()))
+}
+
+/// `204` whether it was deleted now or before; `404` for an upload the account never had.
+pub async fn delete(
+    State(state): State<AppState>,
+    Caller(account): Caller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.limiter.check(account.id, Endpoint::Upload).await?;
+    delete_kept(&state, account.id, &id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("upload {id} not found")))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Delete an upload or pin of the account (the store gives its quota back in the same
+/// transaction), then release the bytes of work it stopped: a TUS upload's, or an archive's
+/// waiting in staging. `None` when the account has no such upload.
+pub async fn delete_kept(
+    state: &AppState,
+    account_id: i64,
+    upload_id: &str,
+) -> Result<Option<Operation>, ApiError> {
+    let Some(deleted) = state.store.delete_kept(account_id, upload_id).await? else {
+        return Ok(None);
+    };
+    tracing::info!(
+        upload = upload_id,
+        cid = deleted.cid.as_deref().unwrap_or(""),
+        "deleted"
+    );
+    // The record as it was before the delete: unfinished then, its bytes are no one's now.
+    if !deleted.status.is_terminal() && deleted.deleted_at_ms.is_none() {
+        let (tus_bytes, staging, kind, id) = (
+            state.tus_bytes.clone(),
+            state.staging.clone(),
+            deleted.kind,
+            upload_id.to_owned(),
+        );
+        let released = tokio::task::spawn_blocking(move || match kind {
+            OperationKind::TusUpload => tus_bytes.remove(&id),
+            OperationKind::Upload | OperationKind::CarImport => staging.remove(&id),
+            OperationKind::Pin => Ok(()),
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+        if let Err(e) = released {
+            tracing::warn!(upload = upload_id, error = %e, "releasing a deleted upload's bytes failed");
+        }
+    }
+    Ok(Some(deleted))
+}
