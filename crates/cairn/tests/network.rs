@@ -231,6 +231,90 @@ fn cairn_get_fetches_over_bitswap_by_websocket_and_through_the_router() {
     );
 }
 
+#[test]
+fn content_kubo_holds_is_pinned_on_cairn_as_ipfs_pin_remote_add_does() {
+    peers::install();
+    netns::isolated(
+        "content_kubo_holds_is_pinned_on_cairn_as_ipfs_pin_remote_add_does",
+        || {
+            let work = tempfile::tempdir().unwrap();
+            let work = work.path();
+            let (running, _node) = start_node(&work.join("cairn"));
+            let mut kubo = Kubo::start(&work.join("kubo"));
+            write_site(&work.join("site"));
+            let big = server::content(3 << 20, 9);
+            std::fs::write(work.join("site/big.bin"), &big).unwrap();
+            let cid = kubo.add(&work.join("site")).unwrap();
+
+            // What `ipfs pin remote add` sends: the CID, with Kubo's own addresses as origins.
+            let pins = format!("{}/pins", running.upload);
+            let pin =
+                serde_json::json!({"cid": cid, "name": "from kubo", "origins": [kubo.tcp_addr()]});
+            let (status, added) = http_send("POST", &pins, &running.token, Some(pin));
+            assert_eq!(status, 202, "{added}");
+            assert_eq!(added["status"], "queued", "Cairn does not have it yet");
+            let delegates = added["delegates"].as_array().unwrap();
+            assert!(!delegates.is_empty() && delegates.len() <= 20, "{added}");
+            // ... then connects to the delegates, and polls every half second.
+            kubo.connect(delegates[0].as_str().unwrap()).unwrap();
+            let url = format!("{pins}/{}", added["requestid"].as_str().unwrap());
+            let pinned = eventually("the pin is pinned", TIMEOUT, || {
+                std::thread::sleep(Duration::from_millis(500));
+                let (_, pin) = http_send("GET", &url, &running.token, None);
+                assert_ne!(pin["status"], "failed", "{pin}");
+                (pin["status"] == "pinned").then_some(pin)
+            });
+            assert_eq!(pinned["pin"]["cid"], cid.as_str());
+            let (_, list) = http_send(
+                "GET",
+                &format!("{pins}?status=pinned"),
+                &running.token,
+                None,
+            );
+            assert_eq!(list["count"], 1, "{list}");
+
+            // Kubo gone, Cairn serves the content itself.
+            drop(kubo);
+            let gateway = format!("{}/ipfs/{cid}/big.bin", running.upload);
+            let fetched = tokio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(async { reqwest::get(&gateway).await.unwrap().bytes().await.unwrap() });
+            assert!(fetched == big, "the gateway serves what Kubo held");
+            let stored = http_get(
+                &format!("{}/api/upload-limit", running.account),
+                Some(&running.token),
+            );
+            let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+            assert!(
+                stored["storedBytes"].as_u64().unwrap() > 3 << 20,
+                "{stored}"
+            );
+            terminate(running);
+        },
+    );
+}
+
+/// `method url` with `token` and a JSON body: the status and the JSON answer.
+fn http_send(
+    method: &str,
+    url: &str,
+    token: &str,
+    body: Option<serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut request = reqwest::Client::new()
+        .request(method, url)
+        .bearer_auth(token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or_default())
+    })
+}
+
 /// `GET url` (with `token`, if any) from a test's thread: the body as text.
 fn http_get(url: &str, token: Option<&str>) -> String {
     let mut request = reqwest::Client::new().get(url);
