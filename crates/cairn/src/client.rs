@@ -118,11 +118,36 @@ impl Connection {
             Err(_) => Value::Null,
         };
         if !status.is_success() {
-            let code = body["error"].as_str().unwrap_or("error");
-            let message = body["message"].as_str().unwrap_or("");
+            // The contract's shape, or the Pinning Service API's (`{"error": {"reason",
+            // "details"}}`).
+            let error = &body["error"];
+            let code = error
+                .as_str()
+                .or(error["reason"].as_str())
+                .unwrap_or("error");
+            let message = body["message"]
+                .as_str()
+                .or(error["details"].as_str())
+                .unwrap_or("");
             bail!("the server answered {status} ({code}): {message}");
         }
         Ok(body)
+    }
+
+    /// Send `request` with the token; its JSON answer (`null` for an empty one), or the
+    /// server's error. `what` names the request in a connection failure.
+    pub async fn send(&self, request: reqwest::RequestBuilder, what: &str) -> Result<Value> {
+        let response = self
+            .authed(request)?
+            .send()
+            .await
+            .with_context(|| what.to_owned())?;
+        let empty = response.status() == reqwest::StatusCode::NO_CONTENT
+            || response.content_length() == Some(0);
+        if response.status().is_success() && empty {
+            return Ok(Value::Null);
+        }
+        self.json(response).await
     }
 
     pub async fn upload_limit(&self) -> Result<u64> {

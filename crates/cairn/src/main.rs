@@ -12,6 +12,7 @@ mod admin;
 mod client;
 mod config;
 mod get;
+mod kept;
 mod local;
 mod pack;
 mod serve;
@@ -105,6 +106,50 @@ enum Command {
         /// A peer to fetch from over Bitswap (a multiaddr with `/p2p/`); implies `--p2p`.
         #[arg(long = "peer")]
         peers: Vec<String>,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// List the account's uploads, newest first.
+    Uploads {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// Delete uploads, by upload id or by root CID (every upload of it); their bytes no
+    /// longer count against the quota.
+    Rm {
+        #[arg(required = true)]
+        targets: Vec<String>,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// Keep a CID that is on the IPFS network (the service fetches it over Bitswap).
+    Pin {
+        cid: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// A peer that has the content (a multiaddr with `/p2p/`), dialled first.
+        #[arg(long = "origin")]
+        origins: Vec<String>,
+        /// Wait until it is pinned or has failed.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// List everything the account keeps as pins (uploads included), newest first.
+    Pins {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// Remove a pin, by request id or by CID (every pin of it).
+    Unpin {
+        target: String,
         #[command(flatten)]
         connection: client::ConnectionArgs,
     },
@@ -313,6 +358,29 @@ async fn run_async(command: Command) -> Result<bool> {
             }
             Ok(true)
         }
+        Command::Uploads { json, connection } => kept::uploads(&connection.connect()?, json)
+            .await
+            .map(|()| true),
+        Command::Rm {
+            targets,
+            connection,
+        } => kept::rm(&connection.connect()?, &targets)
+            .await
+            .map(|()| true),
+        Command::Pin {
+            cid,
+            name,
+            origins,
+            wait,
+            json,
+            connection,
+        } => kept::pin(&connection.connect()?, &cid, name, origins, wait, json).await,
+        Command::Pins { json, connection } => kept::pins(&connection.connect()?, json)
+            .await
+            .map(|()| true),
+        Command::Unpin { target, connection } => kept::unpin(&connection.connect()?, &target)
+            .await
+            .map(|()| true),
         Command::Ls {
             target,
             json,

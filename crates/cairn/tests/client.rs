@@ -267,3 +267,65 @@ fn errors_say_what_went_wrong_with_the_right_exit_status() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+#[test]
+fn uploads_are_listed_pinned_and_removed_from_the_command_line() {
+    let work = tempfile::tempdir().unwrap();
+    let (home, data) = (work.path().join("home"), work.path().join("data"));
+    let server = start(&data, &[]);
+    let run = |args: &[&str]| ok(client(&server, &home).args(args).output().unwrap());
+    let json = |args: &[&str]| -> serde_json::Value { serde_json::from_str(&run(args)).unwrap() };
+    for (name, seed) in [("a.bin", 1), ("b.bin", 2)] {
+        std::fs::write(work.path().join(name), content(2000, seed)).unwrap();
+        run(&["upload", work.path().join(name).to_str().unwrap()]);
+    }
+    let uploads = json(&["uploads", "--json"]);
+    let names: Vec<&str> = uploads
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["b.bin", "a.bin"], "newest first");
+    let a_cid = uploads[1]["cid"].as_str().unwrap().to_owned();
+    let b_id = uploads[0]["id"].as_str().unwrap().to_owned();
+    assert!(run(&["uploads"])
+        .lines()
+        .all(|line| line.split('\t').count() == 5));
+
+    // Pinning stored content: pinned at once; the pins list holds uploads and pins.
+    let pinned = json(&["pin", &a_cid, "--name", "again", "--wait", "--json"]);
+    assert_eq!(pinned["status"], "pinned", "{pinned}");
+    assert_eq!(json(&["pins", "--json"]).as_array().unwrap().len(), 3);
+
+    // Remove by CID (every upload of it) and by id; unpin by request id.
+    run(&["rm", &a_cid]);
+    run(&["rm", &b_id]);
+    assert_eq!(json(&["uploads", "--json"]), serde_json::json!([]));
+    let pins = json(&["pins", "--json"]);
+    assert_eq!(
+        pins.as_array().unwrap().len(),
+        1,
+        "the pin by CID stays: {pins}"
+    );
+    run(&["unpin", pins[0]["requestid"].as_str().unwrap()]);
+    assert_eq!(json(&["pins", "--json"]), serde_json::json!([]));
+
+    // What is not there is an error that says so.
+    let output = client(&server, &home)
+        .args(["rm", "nosuchupload"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("404") && stderr.contains("not found"),
+        "{stderr}"
+    );
+    let output = client(&server, &home)
+        .args(["unpin", &a_cid])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("nothing is pinned"));
+}
