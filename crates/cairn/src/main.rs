@@ -43,7 +43,8 @@ enum Command {
         #[arg(long, env = "CAIRN_CONFIG")]
         config: Option<PathBuf>,
         #[command(flatten)]
-        settings: config::Settings,
+        // Boxed: the settings are most of the enum's size.
+        settings: Box<config::Settings>,
     },
     /// Manage accounts.
     #[command(subcommand)]
@@ -390,7 +391,7 @@ async fn run_async(command: Command) -> Result<bool> {
             .map(|()| true),
         Command::Serve { config, settings } => {
             init_logging();
-            serve::run(config::ServeConfig::resolve(config.as_deref(), settings)?).await?;
+            serve::run(config::ServeConfig::resolve(config.as_deref(), *settings)?).await?;
             Ok(true)
         }
         Command::Account(AccountCommand::Create {

@@ -304,7 +304,7 @@ async fn bad_pin_requests_get_400_in_the_specs_shape() {
     let server = TestServer::start().await;
     let token = &server.token;
     let pins = format!("{}/pins", server.upload);
-    let eleven = vec![ABSENT; 11].join(",");
+    let eleven = [ABSENT; 11].join(",");
     for query in [
         "cid=notacid".to_owned(),
         format!("cid={eleven}"),
