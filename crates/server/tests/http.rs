@@ -103,7 +103,10 @@ async fn authentication_errors_follow_the_contract() {
 
     let (status, _, body) = server.get(url, Some(&server.token)).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(body, serde_json::json!({"limit": 2000}));
+    assert_eq!(
+        body,
+        serde_json::json!({"limit": 2000, "storedBytes": 0, "quota": null})
+    );
 }
 
 #[tokio::test]
