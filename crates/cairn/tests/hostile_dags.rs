@@ -231,8 +231,9 @@ async fn a_full_disk_answers_507_keeps_what_was_stored_and_recovers_when_space_i
     let body: Value = patch.json().await.unwrap();
     assert_eq!(body["error"], "insufficient_storage");
 
-    // What was stored is intact.
-    let back = client
+    // What was stored is intact. On a new connection: the server answered the PATCH before
+    // reading its body and closes that connection, which the pool may not have seen yet.
+    let back = reqwest::Client::new()
         .get(format!("{}/ipfs/{first_cid}", running.upload))
         .send()
         .await
