@@ -15,7 +15,7 @@ use tower::service_fn;
 use tower::ServiceExt;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
-use crate::error::ApiError;
+use crate::error::{rewrite_error_body, ApiError};
 use crate::gateway;
 use crate::routes::{account, node, operations, pins, routing, upload, uploads};
 use crate::state::AppState;
@@ -158,19 +158,11 @@ async fn json_errors(request: Request, next: Next) -> Response {
     if !(status.is_client_error() || status.is_server_error()) || is_json {
         return response;
     }
-    let (parts, body) = response.into_parts();
-    let text = axum::body::to_bytes(body, 16 * 1024)
-        .await
-        .unwrap_or_default();
-    let message = String::from_utf8_lossy(&text).into_owned();
-    let mut fixed = ApiError::for_status(status, message).into_response();
-    *fixed.status_mut() = status;
-    for (name, value) in &parts.headers {
-        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
-            fixed.headers_mut().insert(name, value.clone());
-        }
-    }
-    fixed
+    rewrite_error_body(response, |status, body| {
+        let message = String::from_utf8_lossy(body).into_owned();
+        ApiError::for_status(status, message).into_response()
+    })
+    .await
 }
 
 async fn count_response(State(state): State<AppState>, request: Request, next: Next) -> Response {

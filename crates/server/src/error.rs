@@ -153,6 +153,28 @@ impl ApiError {
     }
 }
 
+/// An error `response` with its body made anew by `body` from its status and old body, its
+/// status and other headers (`WWW-Authenticate`, `Retry-After`) kept: how the layers that give
+/// every error one JSON shape rewrite the answers they did not write themselves.
+pub async fn rewrite_error_body(
+    response: Response,
+    body: impl FnOnce(StatusCode, &[u8]) -> Response,
+) -> Response {
+    let status = response.status();
+    let (parts, old_body) = response.into_parts();
+    let old = axum::body::to_bytes(old_body, 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let mut fixed = body(status, &old);
+    *fixed.status_mut() = status;
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            fixed.headers_mut().insert(name, value.clone());
+        }
+    }
+    fixed
+}
+
 const STORAGE_FULL: &str =
     "the server's storage is full; nothing more was stored. Retry once space is freed";
 

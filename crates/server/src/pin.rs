@@ -67,6 +67,9 @@ pub(crate) async fn fetch(
         }
     }
     let mut limits = state.config.read_limits;
+    // As for archives (`worker.rs`): when the quota binds before the limit, going over it is
+    // the quota's refusal, not the DAG's.
+    let quota_binds = remaining_quota.is_some_and(|r| r < limits.max_bytes);
     if let Some(remaining) = remaining_quota {
         limits.max_bytes = limits.max_bytes.min(remaining);
     }
@@ -132,9 +135,10 @@ pub(crate) async fn fetch(
                     Err(e) => Outcome::Failed(e),
                 };
             }
-            Err(FetchError::TooLarge { what, limit })
-                if what == "bytes" && remaining_quota.is_some_and(|r| r == limit) =>
-            {
+            Err(FetchError::TooLarge {
+                what: "bytes",
+                limit,
+            }) if quota_binds => {
                 return Outcome::OverQuota(format!(
                     "the DAG is larger than the {limit} bytes left in the account's quota"
                 ))

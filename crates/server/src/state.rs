@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use cairn_archive::Limits;
 use cairn_p2p::{Multiaddr, NodeHandle};
+use cairn_store::model::OperationKind;
 use cairn_store::packs::Packs;
 use cairn_store::staging::Staging;
 use cairn_store::tus_bytes::TusBytes;
@@ -81,6 +82,27 @@ impl AppState {
         }
         self.node = node;
         self
+    }
+
+    /// Delete what an upload's bytes were kept in while waiting to be processed: its TUS
+    /// bytes, or its staged file (a pin has none). On a blocking thread: on S3 that is a few
+    /// requests. A failure is logged; the startup sweeps catch what is left.
+    pub async fn release_upload_bytes(&self, kind: OperationKind, upload_id: &str) {
+        let (tus_bytes, staging, id) = (
+            self.tus_bytes.clone(),
+            self.staging.clone(),
+            upload_id.to_owned(),
+        );
+        let released = tokio::task::spawn_blocking(move || match kind {
+            OperationKind::TusUpload => tus_bytes.remove(&id),
+            OperationKind::Upload | OperationKind::CarImport => staging.remove(&id),
+            OperationKind::Pin => Ok(()),
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+        if let Err(e) = released {
+            tracing::warn!(upload = upload_id, error = %e, "releasing an upload's bytes failed");
+        }
     }
 }
 

@@ -200,24 +200,8 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
             state
                 .metrics
                 .operation_finished(done.status.as_str(), started.elapsed());
-            // The upload's bytes are released once processing is done (CONTRACT). On a blocking
-            // thread: on S3 that is a few requests.
-            let (tus_bytes, staging, kind, id) = (
-                state.tus_bytes.clone(),
-                state.staging.clone(),
-                op.kind,
-                op.upload_id.clone(),
-            );
-            let released = tokio::task::spawn_blocking(move || match kind {
-                OperationKind::TusUpload => tus_bytes.remove(&id),
-                OperationKind::Upload | OperationKind::CarImport => staging.remove(&id),
-                OperationKind::Pin => Ok(()),
-            })
-            .await
-            .unwrap_or_else(|e| Err(std::io::Error::other(e)));
-            if let Err(e) = released {
-                tracing::warn!(operation = op.id, error = %e, "releasing the upload's bytes failed");
-            }
+            // The upload's bytes are released once processing is done (CONTRACT).
+            state.release_upload_bytes(op.kind, &op.upload_id).await;
         }
         // Lost the claim meanwhile: whoever holds it now finishes the operation.
         Err(e) => tracing::warn!(operation = op.id, error = %e, "could not record the result"),

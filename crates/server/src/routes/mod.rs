@@ -8,6 +8,68 @@ pub mod routing;
 pub mod upload;
 pub mod uploads;
 
+use cairn_store::model::NameMatch;
+
+use crate::error::ApiError;
+
+/// Largest page any list gives (operations, uploads, pins).
+pub const MAX_PAGE: u32 = 1000;
+
+/// The filters the lists share, read from their query strings, each refused with a `400`
+/// that names it.
+pub mod query {
+    use super::*;
+
+    /// `limit`: 1 to [`MAX_PAGE`], else `default`.
+    pub fn limit(text: Option<&str>, default: u32) -> Result<u32, ApiError> {
+        let Some(text) = text else {
+            return Ok(default);
+        };
+        text.parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_PAGE).contains(n))
+            .ok_or_else(|| {
+                ApiError::BadRequest(format!(
+                    "limit {text:?} must be a whole number from 1 to {MAX_PAGE}"
+                ))
+            })
+    }
+
+    /// `name` and how it is matched (`match`, `exact` by default).
+    pub fn name(
+        name: Option<String>,
+        how: Option<&str>,
+    ) -> Result<Option<(String, NameMatch)>, ApiError> {
+        let how = how
+            .map(str::parse::<NameMatch>)
+            .transpose()
+            .map_err(ApiError::BadRequest)?
+            .unwrap_or_default();
+        Ok(name.map(|name| (name, how)))
+    }
+
+    /// A time parameter (`before`, `after`): RFC 3339, in milliseconds since the epoch.
+    pub fn time(param: &str, value: Option<&str>) -> Result<Option<i64>, ApiError> {
+        value
+            .map(|v| {
+                parse_rfc3339(v).ok_or_else(|| {
+                    ApiError::BadRequest(format!("{param} {v:?} is not an RFC 3339 time"))
+                })
+            })
+            .transpose()
+    }
+
+    /// A comma-separated list (`status`, `cid`), each item read by `item`; empty when absent.
+    pub fn list<T>(
+        text: Option<&str>,
+        item: impl Fn(&str) -> Result<T, ApiError>,
+    ) -> Result<Vec<T>, ApiError> {
+        text.map_or(Ok(Vec::new()), |text| {
+            text.split(',').map(|s| item(s.trim())).collect()
+        })
+    }
+}
+
 /// A timestamp (milliseconds since the epoch) as the API writes them: RFC 3339, UTC.
 pub fn rfc3339(ms: i64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);

@@ -6,14 +6,11 @@ use axum::Json;
 use cairn_store::model::{Operation, OperationFilter, OperationRef, OperationStatus};
 use serde::{Deserialize, Serialize};
 
-use super::rfc3339;
+use super::{query, rfc3339};
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
-
-/// Largest page of the operation list.
-const MAX_PAGE: u32 = 1000;
 
 /// The operation record (CONTRACT "Operation record").
 #[derive(Serialize)]
@@ -108,7 +105,7 @@ pub async fn get_operation(
 
 #[derive(Deserialize)]
 pub struct ListParams {
-    limit: Option<u32>,
+    limit: Option<String>,
     cursor: Option<String>,
     status: Option<String>,
     cid: Option<String>,
@@ -132,12 +129,7 @@ pub async fn list_operations(
         .check(account.id, Endpoint::Operations)
         .await?;
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let limit = params.limit.unwrap_or(50);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::BadRequest(format!(
-            "limit must be between 1 and {MAX_PAGE}"
-        )));
-    }
+    let limit = query::limit(params.limit.as_deref(), 50)?;
     let status = params
         .status
         .map(|s| s.parse::<OperationStatus>())

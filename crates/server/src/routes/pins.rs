@@ -7,22 +7,20 @@
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{header, StatusCode};
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use cairn_p2p::Multiaddr;
-use cairn_store::model::{
-    KeptFilter, NameMatch, NewPin, Operation, OperationRef, OperationStatus, StoredDag,
-};
+use cairn_store::model::{KeptFilter, NewPin, Operation, OperationRef, OperationStatus, StoredDag};
 use cairn_unixfs::Cid;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::{parse_rfc3339, rfc3339};
+use super::{query, rfc3339};
 use crate::auth::Caller;
-use crate::error::ApiError;
+use crate::error::{rewrite_error_body, ApiError};
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
 
@@ -31,7 +29,6 @@ const MAX_NAME_CHARS: usize = 255;
 const MAX_ORIGINS: usize = 20;
 const MAX_DELEGATES: usize = 20;
 const MAX_CID_FILTER: usize = 10;
-const MAX_LIMIT: u32 = 1000;
 const DEFAULT_LIMIT: u32 = 10;
 /// Ours: `meta` is the client's to fill, but not without end.
 const MAX_META_BYTES: usize = 16 * 1024;
@@ -156,56 +153,15 @@ async fn list(
         .check(account.id, Endpoint::Operations)
         .await?;
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let limit = match params.limit.as_deref() {
-        None => DEFAULT_LIMIT,
-        Some(text) => text
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=MAX_LIMIT).contains(n))
-            .ok_or_else(|| {
-                ApiError::BadRequest(format!(
-                    "limit {text:?} must be a whole number from 1 to {MAX_LIMIT}"
-                ))
-            })?,
-    };
-    let cids = match params.cid.as_deref() {
-        None => Vec::new(),
-        Some(list) => {
-            let cids: Vec<&str> = list.split(',').map(str::trim).collect();
-            if cids.len() > MAX_CID_FILTER {
-                return Err(ApiError::BadRequest(format!(
-                    "at most {MAX_CID_FILTER} CIDs may be asked for at once, not {}",
-                    cids.len()
-                )));
-            }
-            cids.into_iter()
-                .map(canonical_cid)
-                .collect::<Result<_, _>>()?
-        }
-    };
-    let name_match = params
-        .name_match
-        .as_deref()
-        .map(str::parse::<NameMatch>)
-        .transpose()
-        .map_err(ApiError::BadRequest)?
-        .unwrap_or_default();
-    let statuses = match params.status.as_deref() {
-        None => Vec::new(),
-        Some(list) => list
-            .split(',')
-            .map(|s| operation_status(s.trim()))
-            .collect::<Result<_, _>>()?,
-    };
-    let time = |name: &str, value: Option<String>| {
-        value
-            .map(|v| {
-                parse_rfc3339(&v).ok_or_else(|| {
-                    ApiError::BadRequest(format!("{name} {v:?} is not an RFC 3339 time"))
-                })
-            })
-            .transpose()
-    };
+    let limit = query::limit(params.limit.as_deref(), DEFAULT_LIMIT)?;
+    let cids = query::list(params.cid.as_deref(), canonical_cid)?;
+    if cids.len() > MAX_CID_FILTER {
+        return Err(ApiError::BadRequest(format!(
+            "at most {MAX_CID_FILTER} CIDs may be asked for at once, not {}",
+            cids.len()
+        )));
+    }
+    let statuses = query::list(params.status.as_deref(), operation_status)?;
     let meta = match params.meta.as_deref() {
         None => Vec::new(),
         Some(text) => string_map(
@@ -219,10 +175,10 @@ async fn list(
     };
     let filter = KeptFilter {
         cids,
-        name: params.name.map(|name| (name, name_match)),
+        name: query::name(params.name, params.name_match.as_deref())?,
         statuses,
-        created_before_ms: time("before", params.before)?,
-        created_after_ms: time("after", params.after)?,
+        created_before_ms: query::time("before", params.before.as_deref())?,
+        created_after_ms: query::time("after", params.after.as_deref())?,
         meta,
         with_cid: true,
         limit,
@@ -425,26 +381,20 @@ async fn spec_errors(request: Request, next: Next) -> Response {
     if !(status.is_client_error() || status.is_server_error()) {
         return response;
     }
-    let (parts, body) = response.into_parts();
-    let bytes = axum::body::to_bytes(body, 64 * 1024)
-        .await
-        .unwrap_or_default();
-    let (reason, details) = match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(error)) => (
-            error["error"].as_str().unwrap_or("error").to_owned(),
-            error["message"].as_str().unwrap_or_default().to_owned(),
-        ),
-        _ => {
-            let error = ApiError::for_status(status, String::from_utf8_lossy(&bytes).into_owned());
-            (error.status_and_code().1.to_owned(), error.to_string())
-        }
-    };
-    let body = json!({"error": {"reason": reason.to_uppercase(), "details": details}});
-    let mut fixed = (status, Json(body)).into_response();
-    for (name, value) in &parts.headers {
-        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
-            fixed.headers_mut().insert(name, value.clone());
-        }
-    }
-    fixed
+    rewrite_error_body(response, |status, body| {
+        let (reason, details) = match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Object(error)) => (
+                error["error"].as_str().unwrap_or("error").to_owned(),
+                error["message"].as_str().unwrap_or_default().to_owned(),
+            ),
+            _ => {
+                let text = String::from_utf8_lossy(body).into_owned();
+                let error = ApiError::for_status(status, text);
+                (error.status_and_code().1.to_owned(), error.to_string())
+            }
+        };
+        let body = json!({"error": {"reason": reason.to_uppercase(), "details": details}});
+        Json(body).into_response()
+    })
+    .await
 }

@@ -7,31 +7,22 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use cairn_store::model::{
-    KeptFilter, KeptKey, NameMatch, Operation, OperationKind, OperationRef, OperationStatus,
+    KeptFilter, KeptKey, Operation, OperationKind, OperationRef, OperationStatus,
 };
 use serde::{Deserialize, Serialize};
 
-use super::{parse_rfc3339, rfc3339};
+use super::operations::UploadResult;
+use super::query;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
 
-/// Largest page of the upload list.
-const MAX_PAGE: u32 = 1000;
-
 /// An upload as listed: the upload result of the contract, plus whether its content is kept.
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct UploadRecord {
-    id: String,
-    cid: Option<String>,
-    name: String,
-    size: u64,
-    mime_type: String,
-    operation_id: i64,
-    status: &'static str,
-    created_at: String,
+    #[serde(flatten)]
+    result: UploadResult,
     /// The content is stored and kept (the upload completed and is not deleted).
     pinned: bool,
 }
@@ -40,21 +31,14 @@ impl From<Operation> for UploadRecord {
     fn from(op: Operation) -> Self {
         Self {
             pinned: op.status == OperationStatus::Completed && op.deleted_at_ms.is_none(),
-            id: op.upload_id,
-            cid: op.cid,
-            name: op.name,
-            size: op.size,
-            mime_type: op.mime_type,
-            operation_id: op.id,
-            status: op.status.as_str(),
-            created_at: rfc3339(op.created_at_ms),
+            result: op.into(),
         }
     }
 }
 
 #[derive(Deserialize)]
 pub struct ListParams {
-    limit: Option<u32>,
+    limit: Option<String>,
     cursor: Option<String>,
     cid: Option<String>,
     name: Option<String>,
@@ -83,45 +67,18 @@ pub async fn list(
         .check(account.id, Endpoint::Operations)
         .await?;
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let limit = params.limit.unwrap_or(50);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::BadRequest(format!(
-            "limit must be between 1 and {MAX_PAGE}"
-        )));
-    }
-    let name_match = params
-        .name_match
-        .as_deref()
-        .map(str::parse::<NameMatch>)
-        .transpose()
-        .map_err(ApiError::BadRequest)?
-        .unwrap_or_default();
-    let statuses = params
-        .status
-        .as_deref()
-        .map(|list| {
-            list.split(',')
-                .map(|s| s.parse::<OperationStatus>())
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .transpose()
-        .map_err(ApiError::BadRequest)?
-        .unwrap_or_default();
-    let time = |name: &str, value: Option<String>| {
-        value
-            .map(|v| {
-                parse_rfc3339(&v).ok_or_else(|| {
-                    ApiError::BadRequest(format!("{name} {v:?} is not an RFC 3339 time"))
-                })
-            })
-            .transpose()
-    };
+    let limit = query::limit(params.limit.as_deref(), 50)?;
+    let statuses = query::list(params.status.as_deref(), |status| {
+        status
+            .parse::<OperationStatus>()
+            .map_err(ApiError::BadRequest)
+    })?;
     let filter = KeptFilter {
         cids: params.cid.into_iter().collect(),
-        name: params.name.map(|name| (name, name_match)),
+        name: query::name(params.name, params.name_match.as_deref())?,
         statuses,
-        created_before_ms: time("before", params.before)?,
-        created_after_ms: time("after", params.after)?,
+        created_before_ms: query::time("before", params.before.as_deref())?,
+        created_after_ms: query::time("after", params.after.as_deref())?,
         uploads_only: true,
         cursor: params.cursor.as_deref().map(parse_cursor).transpose()?,
         limit,
@@ -203,22 +160,7 @@ pub async fn delete_kept(
     );
     // The record as it was before the delete: unfinished then, its bytes are no one's now.
     if !deleted.status.is_terminal() && deleted.deleted_at_ms.is_none() {
-        let (tus_bytes, staging, kind, id) = (
-            state.tus_bytes.clone(),
-            state.staging.clone(),
-            deleted.kind,
-            upload_id.to_owned(),
-        );
-        let released = tokio::task::spawn_blocking(move || match kind {
-            OperationKind::TusUpload => tus_bytes.remove(&id),
-            OperationKind::Upload | OperationKind::CarImport => staging.remove(&id),
-            OperationKind::Pin => Ok(()),
-        })
-        .await
-        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
-        if let Err(e) = released {
-            tracing::warn!(upload = upload_id, error = %e, "releasing a deleted upload's bytes failed");
-        }
+        state.release_upload_bytes(deleted.kind, upload_id).await;
     }
     Ok(Some(deleted))
 }
