@@ -11,26 +11,21 @@ use crate::packs::SealedPack;
 use crate::StoreError;
 
 impl<B: Backend> SqlStore<B> {
+    /// An upload's operation, not completed (completing is [`Self::complete_in`]'s).
     pub(super) async fn insert_operation(
         tx: &mut Transaction<'_, B>,
         upload: &NewUpload,
         status: OperationStatus,
         message: &str,
-        cid: Option<&str>,
         failure: Option<&OperationError>,
     ) -> Result<i64, StoreError> {
         let now = now_ms();
         let terminal = status.is_terminal().then_some(now);
-        let progress = if status == OperationStatus::Completed {
-            100.0
-        } else {
-            0.0
-        };
         let row = B::query(
             "INSERT INTO operations (upload_id, account_id, kind, status, status_message, progress,
-                cid, error_code, error_message, name, size, mime_type, archive_mode, profile,
+                error_code, error_message, name, size, mime_type, archive_mode, profile,
                 created_at, updated_at, completed_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+             VALUES ($1, $2, $3, $4, $5, 0, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
              RETURNING id",
         )
         .bind(&upload.upload_id)
@@ -38,8 +33,6 @@ impl<B: Backend> SqlStore<B> {
         .bind(upload.kind.as_str())
         .bind(status.as_str())
         .bind(message)
-        .bind(progress)
-        .bind(cid)
         .bind(failure.map(|f| f.code.as_str()))
         .bind(failure.map(|f| f.message.as_str()))
         .bind(&upload.name)
@@ -133,6 +126,30 @@ impl<B: Backend> SqlStore<B> {
         Ok(())
     }
 
+    /// Mark operation `id` of `account_id` completed with `dag` as its root, keeping the root
+    /// (which may refuse it over the quota), inside the caller's transaction.
+    pub(super) async fn complete_in(
+        tx: &mut Transaction<'_, B>,
+        account_id: i64,
+        id: i64,
+        dag: &StoredDag,
+    ) -> Result<(), StoreError> {
+        Self::keep_root(tx, account_id, dag).await?;
+        let now = now_ms();
+        B::query(
+            "UPDATE operations SET status = 'completed', status_message = 'stored', progress = 100,
+                cid = $1, dag_size = $2, updated_at = $3, completed_at = $4 WHERE id = $5",
+        )
+        .bind(dag.cid.as_str())
+        .bind(dag.size as i64)
+        .bind(now)
+        .bind(now)
+        .bind(id)
+        .execute(tx)
+        .await?;
+        Ok(())
+    }
+
     /// The account no longer keeps `cid` through one of its uploads or pins; its last one gives
     /// the DAG's bytes back.
     pub(super) async fn release_root(
@@ -201,17 +218,7 @@ impl<B: Backend> SqlStore<B> {
         .await?;
         let id = row.int("id");
         if let Some(dag) = stored {
-            Self::keep_root(tx, pin.account_id, dag).await?;
-            B::query(
-                "UPDATE operations SET status = 'completed', status_message = 'stored',
-                    progress = 100, dag_size = $1, completed_at = $2
-                  WHERE id = $3",
-            )
-            .bind(dag.size as i64)
-            .bind(now)
-            .bind(id)
-            .execute(tx)
-            .await?;
+            Self::complete_in(tx, pin.account_id, id, dag).await?;
         }
         Ok(id)
     }

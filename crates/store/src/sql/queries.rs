@@ -246,21 +246,10 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     ) -> Result<Operation, StoreError> {
         let mut tx = self.write().await?;
         Self::store_pack(&mut tx, pack.as_ref()).await?;
-        Self::keep_root(&mut tx, upload.account_id, dag).await?;
-        let id = Self::insert_operation(
-            &mut tx,
-            &upload,
-            OperationStatus::Completed,
-            "stored",
-            Some(&dag.cid),
-            None,
-        )
-        .await?;
-        B::query("UPDATE operations SET dag_size = $1 WHERE id = $2")
-            .bind(dag.size as i64)
-            .bind(id)
-            .execute(&mut tx)
-            .await?;
+        // Inserted and completed in one transaction: no one sees it processing.
+        let status = OperationStatus::Processing;
+        let id = Self::insert_operation(&mut tx, &upload, status, "stored", None).await?;
+        Self::complete_in(&mut tx, upload.account_id, id, dag).await?;
         tx.commit().await?;
         self.operation_by_id(id).await
     }
@@ -278,8 +267,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
                 "waiting to be processed".to_owned(),
             ),
         };
-        let id = Self::insert_operation(&mut tx, &upload, status, &message, None, failure.as_ref())
-            .await?;
+        let id =
+            Self::insert_operation(&mut tx, &upload, status, &message, failure.as_ref()).await?;
         tx.commit().await?;
         self.operation_by_id(id).await
     }
@@ -364,19 +353,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .ok_or_else(|| StoreError::NotFound(format!("operation {id} claimed by {worker}")))?;
         let op = operation_from(&op)?;
         Self::store_pack(&mut tx, pack.as_ref()).await?;
-        Self::keep_root(&mut tx, op.account_id, dag).await?;
-        let now = now_ms();
-        B::query(
-            "UPDATE operations SET status = 'completed', status_message = 'stored', progress = 100,
-                cid = $1, dag_size = $2, updated_at = $3, completed_at = $4 WHERE id = $5",
-        )
-        .bind(dag.cid.as_str())
-        .bind(dag.size as i64)
-        .bind(now)
-        .bind(now)
-        .bind(id)
-        .execute(&mut tx)
-        .await?;
+        Self::complete_in(&mut tx, op.account_id, id, dag).await?;
         tx.commit().await?;
         self.operation_by_id(id).await
     }
@@ -416,8 +393,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             Some(upload) => {
                 let message = "receiving bytes";
                 let status = OperationStatus::Pending;
-                let id =
-                    Self::insert_operation(&mut tx, upload, status, message, None, None).await?;
+                let id = Self::insert_operation(&mut tx, upload, status, message, None).await?;
                 B::query("UPDATE operations SET ready = 0 WHERE id = $1")
                     .bind(id)
                     .execute(&mut tx)
