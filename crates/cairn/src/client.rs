@@ -151,27 +151,18 @@ impl Connection {
     }
 
     pub async fn upload_limit(&self) -> Result<u64> {
-        let response = self
-            .authed(
-                self.http
-                    .get(format!("{}/api/upload-limit", self.account_url)),
-            )?
-            .send()
-            .await
-            .context("asking for the upload limit")?;
-        let body = self.json(response).await?;
+        let request = self
+            .http
+            .get(format!("{}/api/upload-limit", self.account_url));
+        let body = self.send(request, "asking for the upload limit").await?;
         body["limit"]
             .as_u64()
             .context("the upload limit is not a number")
     }
 
     pub async fn operation(&self, id: &str) -> Result<Value> {
-        let response = self
-            .authed(self.http.get(format!("{}/api/operations/{id}", self.url)))?
-            .send()
-            .await
-            .context("asking for the operation")?;
-        self.json(response).await
+        let request = self.http.get(format!("{}/api/operations/{id}", self.url));
+        self.send(request, "asking for the operation").await
     }
 
     /// Poll an operation until it is completed or failed, backing off up to 2 s.

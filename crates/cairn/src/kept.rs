@@ -1,6 +1,7 @@
 //! What an account keeps, from the command line: `cairn uploads`, `cairn rm`, `cairn pin`,
 //! `cairn pins` and `cairn unpin`, over `/api/uploads` and the Pinning Service API (`/pins`).
 
+use std::future::Future;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -11,9 +12,25 @@ use crate::client::Connection;
 /// The largest page either list gives.
 const PAGE: u32 = 1000;
 
-/// A target names a record by its id, or everything the account keeps with that root CID.
-fn is_cid(target: &str) -> bool {
-    cairn_unixfs::Cid::try_from(target).is_ok()
+/// What a target names: a record by its id, or every record `with_cid` finds for a root CID
+/// (their `id_field`); `nothing` is the error when there is none.
+async fn resolve<F: Future<Output = Result<Vec<Value>>>>(
+    target: &str,
+    with_cid: impl FnOnce() -> F,
+    id_field: &str,
+    nothing: &str,
+) -> Result<Vec<String>> {
+    if cairn_unixfs::Cid::try_from(target).is_err() {
+        return Ok(vec![target.to_owned()]);
+    }
+    let records = with_cid().await?;
+    if records.is_empty() {
+        bail!("{nothing} {target}");
+    }
+    Ok(records
+        .iter()
+        .filter_map(|record| record[id_field].as_str().map(str::to_owned))
+        .collect())
 }
 
 /// Every upload, newest first, following the cursor.
@@ -83,18 +100,8 @@ pub async fn uploads(conn: &Connection, json: bool) -> Result<()> {
 /// `cairn rm ID|CID...`: delete uploads by id, or every upload of a root CID.
 pub async fn rm(conn: &Connection, targets: &[String]) -> Result<()> {
     for target in targets {
-        let ids: Vec<String> = if is_cid(target) {
-            let uploads = all_uploads(conn, Some(target)).await?;
-            if uploads.is_empty() {
-                bail!("no upload has the root {target}");
-            }
-            uploads
-                .iter()
-                .filter_map(|u| u["id"].as_str().map(str::to_owned))
-                .collect()
-        } else {
-            vec![target.clone()]
-        };
+        let with_cid = || all_uploads(conn, Some(target));
+        let ids = resolve(target, with_cid, "id", "no upload has the root").await?;
         for id in ids {
             let request = conn.http.delete(format!("{}/api/uploads/{id}", conn.url));
             conn.send(request, &format!("deleting upload {id}")).await?;
@@ -158,17 +165,14 @@ pub async fn pins(conn: &Connection, json: bool) -> Result<()> {
 
 /// `cairn unpin ID|CID`: remove a pin by request id, or every pin of a CID.
 pub async fn unpin(conn: &Connection, target: &str) -> Result<()> {
-    let ids: Vec<String> = if is_cid(target) {
-        let pins = all_pins(conn, Some(target)).await?;
-        if pins.is_empty() {
-            bail!("nothing is pinned with the CID {target}");
-        }
-        pins.iter()
-            .filter_map(|p| p["requestid"].as_str().map(str::to_owned))
-            .collect()
-    } else {
-        vec![target.to_owned()]
-    };
+    let with_cid = || all_pins(conn, Some(target));
+    let ids = resolve(
+        target,
+        with_cid,
+        "requestid",
+        "nothing is pinned with the CID",
+    )
+    .await?;
     for id in ids {
         let request = conn.http.delete(format!("{}/pins/{id}", conn.url));
         conn.send(request, &format!("removing pin {id}"))
