@@ -289,9 +289,19 @@ fn uploads_are_listed_pinned_and_removed_from_the_command_line() {
     assert_eq!(names, ["b.bin", "a.bin"], "newest first");
     let a_cid = uploads[1]["cid"].as_str().unwrap().to_owned();
     let b_id = uploads[0]["id"].as_str().unwrap().to_owned();
-    assert!(run(&["uploads"])
-        .lines()
-        .all(|line| line.split('\t').count() == 5));
+    let lines = run(&["uploads"]);
+    let fields: Vec<Vec<&str>> = lines.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(fields.len(), 2, "{lines}");
+    assert_eq!(
+        fields[0],
+        [
+            b_id.as_str(),
+            uploads[0]["cid"].as_str().unwrap(),
+            "2000",
+            "completed",
+            "b.bin"
+        ]
+    );
 
     // Pinning stored content: pinned at once; the pins list holds uploads and pins.
     let pinned = json(&["pin", &a_cid, "--name", "again", "--wait", "--json"]);
