@@ -47,27 +47,7 @@ async fn post(client: &reqwest::Client, node: &str, token: &str, body: Vec<u8>) 
 }
 
 async fn tus(client: &reqwest::Client, node: &str, token: &str, body: Vec<u8>) {
-    let created = client
-        .post(format!("{node}/api/upload/tus"))
-        .bearer_auth(token)
-        .header("Tus-Resumable", "1.0.0")
-        .header("Upload-Length", body.len().to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 201);
-    let location = created.headers()["location"].to_str().unwrap().to_owned();
-    let patched = client
-        .patch(location)
-        .bearer_auth(token)
-        .header("Tus-Resumable", "1.0.0")
-        .header("Content-Type", "application/offset+octet-stream")
-        .header("Upload-Offset", "0")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(patched.status(), 204);
+    server::tus_upload(client, node, token, "file.bin", body).await;
 }
 
 /// Upload every file, `IN_FLIGHT` at a time, to the nodes in turn; returns MB/s (of bytes

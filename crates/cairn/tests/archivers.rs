@@ -25,7 +25,7 @@ use std::time::Instant;
 use cairn_archive::extract::SourceStats;
 use cairn_archive::{ArchiveFormat, Extractor, Limits};
 use cairn_unixfs::{DiscardBlocks, Profile};
-use server::{cairn, finished_operation, post_upload, start, terminate, Running};
+use server::{cairn, finished_operation, post_upload, start, terminate, tus_upload, Running};
 use tools::{tools, Tools};
 use trees::{Names, Tree};
 
@@ -580,38 +580,10 @@ async fn post(server: &Running, archive: &Path) -> serde_json::Value {
 /// Upload `archive` by TUS, as a plain HTTP exchange (create, then one PATCH), and return its
 /// finished operation.
 async fn tus(server: &Running, archive: &Path) -> serde_json::Value {
-    use base64::Engine;
     let bytes = std::fs::read(archive).unwrap();
     let name = archive.file_name().unwrap().to_string_lossy().into_owned();
     let client = reqwest::Client::new();
-    let created = client
-        .post(format!("{}/api/upload/tus", server.upload))
-        .bearer_auth(&server.token)
-        .header("Tus-Resumable", "1.0.0")
-        .header("Upload-Length", bytes.len().to_string())
-        .header(
-            "Upload-Metadata",
-            format!(
-                "filename {}",
-                base64::engine::general_purpose::STANDARD.encode(name)
-            ),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 201);
-    let location = created.headers()["location"].to_str().unwrap().to_owned();
-    let patched = client
-        .patch(&location)
-        .bearer_auth(&server.token)
-        .header("Tus-Resumable", "1.0.0")
-        .header("Upload-Offset", "0")
-        .header("Content-Type", "application/offset+octet-stream")
-        .body(bytes)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(patched.status(), 204);
+    let location = tus_upload(&client, &server.upload, &server.token, &name, bytes).await;
     let id = location.rsplit('/').next().unwrap();
     finished_operation(server, &server.token, id).await
 }

@@ -250,6 +250,42 @@ pub async fn post_upload(
     (response.status(), response.json().await.unwrap())
 }
 
+/// A TUS upload of `bytes` as the file `name`, as a plain HTTP exchange on `client`: create,
+/// then one PATCH with everything. Returns the upload's URL (its last segment is its id).
+pub async fn tus_upload(
+    client: &reqwest::Client,
+    upload_url: &str,
+    token: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> String {
+    use base64::Engine;
+    let name = base64::engine::general_purpose::STANDARD.encode(name);
+    let created = client
+        .post(format!("{upload_url}/api/upload/tus"))
+        .bearer_auth(token)
+        .header("Tus-Resumable", "1.0.0")
+        .header("Upload-Length", bytes.len().to_string())
+        .header("Upload-Metadata", format!("filename {name}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let location = created.headers()["location"].to_str().unwrap().to_owned();
+    let patched = client
+        .patch(&location)
+        .bearer_auth(token)
+        .header("Tus-Resumable", "1.0.0")
+        .header("Upload-Offset", "0")
+        .header("Content-Type", "application/offset+octet-stream")
+        .body(bytes)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(patched.status(), 204);
+    location
+}
+
 /// Deterministic test bytes (xorshift64, one byte per step) from `seed`.
 pub fn content(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
