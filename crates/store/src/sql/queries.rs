@@ -920,9 +920,11 @@ fn kept_conditions<'a, B: Backend>(
     filter: &'a KeptFilter,
     paged: bool,
 ) -> (String, Vec<Value<'a>>) {
-    let mut conditions = vec!["deleted_at IS NULL".to_owned()];
+    let mut conditions = vec![
+        "account_id = $1".to_owned(),
+        "deleted_at IS NULL".to_owned(),
+    ];
     let mut values = vec![Value::Int(account_id)];
-    conditions.push("account_id = $1".to_owned());
     let param = |values: &mut Vec<Value<'a>>, value: Value<'a>| {
         values.push(value);
         format!("${}", values.len())
