@@ -133,6 +133,7 @@ ALTER TABLE operations ADD COLUMN deleted_at {int};
 ALTER TABLE operations ADD COLUMN origins TEXT NOT NULL DEFAULT '';
 ALTER TABLE operations ADD COLUMN meta TEXT NOT NULL DEFAULT '{}';
 CREATE INDEX operations_kept ON operations(account_id, created_at, id) WHERE deleted_at IS NULL;
+CREATE INDEX operations_kept_by_root ON operations(account_id, cid) WHERE deleted_at IS NULL;
 -- The quota counts each distinct root an account keeps once, at its DAG's size: `refs` is how
 -- many of the account's live uploads and pins have that root.
 CREATE TABLE account_roots (

@@ -1,0 +1,224 @@
+//! Listing what an account keeps when it keeps a lot: `GET /api/uploads` and `GET /pins`
+//! answering a page for an account with 1,000,000 uploads, on the embedded SQLite store and
+//! on PostgreSQL (the machine's server, `CAIRN_TEST_POSTGRES_URL`, default
+//! `postgres://postgres@127.0.0.1:5432/postgres`, a fresh database dropped afterwards).
+//!
+//! The rows are written straight into the schema the store migrated (one `INSERT ... SELECT`
+//! over a generated series: a million uploads through HTTP would take the run's hour), then
+//! each request is asked 20 times over real HTTP; the table shows the median and the slowest,
+//! and the ratio of the median to the 50 ms goal (issue 16).
+//!
+//! Run: `cargo bench -p cairn-server --bench kept` (`KEPT_ROWS=N` for another size).
+
+#[path = "support/host.rs"]
+mod host;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn_server::ServerConfig;
+use cairn_store::packs::Packs;
+use cairn_store::postgres::PostgresStore;
+use cairn_store::sqlite::SqliteStore;
+use cairn_store::{tokens, AccountLimits, MetadataStore};
+use host::{serve_upload_host, state_in};
+use sqlx::Connection;
+
+const GOAL: Duration = Duration::from_millis(50);
+const ASKED: usize = 20;
+/// When the first upload was made; one a second after it.
+const EPOCH_MS: i64 = 1_700_000_000_000;
+
+fn rows() -> i64 {
+    std::env::var("KEPT_ROWS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1_000_000)
+}
+
+/// The columns every upload fills, from the series' `i`, in either database's SQL.
+fn upload_columns(account_id: i64) -> String {
+    format!(
+        "'u' || i, {account_id}, 'upload', 'completed', 'stored', 100, 'bafy' || i,
+         'file-' || i || '.bin', 1000, 'application/octet-stream', 'unixfs-v1-2025',
+         {EPOCH_MS} + i * 1000, {EPOCH_MS} + i * 1000, {EPOCH_MS} + i * 1000, 1000"
+    )
+}
+
+/// One upload's root is a real CID (the others' are only text), for the CID filter.
+const FOUND_CID: &str = "bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e";
+
+fn set_found_cid() -> String {
+    format!(
+        "UPDATE operations SET cid = '{FOUND_CID}' WHERE upload_id = 'u{}'",
+        rows() / 3
+    )
+}
+
+const INSERT: &str = "INSERT INTO operations (upload_id, account_id, kind, status, status_message,
+    progress, cid, name, size, mime_type, profile, created_at, updated_at, completed_at, dag_size)";
+
+async fn account(store: &dyn MetadataStore) -> (i64, String) {
+    let account = store
+        .create_account("many", AccountLimits::default())
+        .await
+        .unwrap();
+    let token = tokens::generate();
+    store
+        .add_token(account.id, &token.hash, &token.prefix)
+        .await
+        .unwrap();
+    (account.id, token.secret)
+}
+
+/// Ask each request `ASKED` times; print a table row for each.
+async fn measure(backend: &str, url: &str, token: &str) {
+    let client = reqwest::Client::new();
+    let rows = rows();
+    let middle = humantime::format_rfc3339_millis(
+        std::time::UNIX_EPOCH + Duration::from_millis((EPOCH_MS + rows / 2 * 1000) as u64),
+    );
+    let first_page = format!("{url}/api/uploads?limit=50");
+    let cursor = format!("{}.{}", EPOCH_MS + rows / 2 * 1000, rows / 2);
+    let requests = [
+        ("uploads, first page of 50", first_page),
+        (
+            "uploads, a page half-way (cursor)",
+            format!("{url}/api/uploads?limit=50&cursor={cursor}"),
+        ),
+        ("pins, first page of 10 (with count)", format!("{url}/pins")),
+        (
+            "pins, a page half-way (before)",
+            format!("{url}/pins?before={middle}"),
+        ),
+        ("pins by cid", format!("{url}/pins?cid={FOUND_CID}")),
+        (
+            "pins by name, ipartial",
+            format!("{url}/pins?name=FILE-{}.&match=ipartial", rows / 3),
+        ),
+    ];
+    for (what, request) in requests {
+        let mut times = Vec::with_capacity(ASKED);
+        for _ in 0..ASKED {
+            let started = Instant::now();
+            let response = client
+                .get(&request)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            assert!(
+                response.status().is_success(),
+                "{request}: {}",
+                response.status()
+            );
+            response.bytes().await.unwrap();
+            times.push(started.elapsed());
+        }
+        times.sort();
+        let median = times[ASKED / 2];
+        println!(
+            "| {backend} | {what} | {:.1} | {:.1} | {:.2} |",
+            median.as_secs_f64() * 1e3,
+            times[ASKED - 1].as_secs_f64() * 1e3,
+            median.as_secs_f64() / GOAL.as_secs_f64(),
+        );
+    }
+}
+
+async fn serve(dir: &std::path::Path, store: Arc<dyn MetadataStore>) -> String {
+    let packs = Packs::open(dir.join("packs")).unwrap();
+    serve_upload_host(state_in(dir, store, packs, ServerConfig::default())).await
+}
+
+async fn sqlite(base: &std::path::Path) {
+    let dir = tempfile::tempdir_in(base).unwrap();
+    let path = dir.path().join("cairn.db");
+    let store = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let (account_id, token) = account(store.as_ref()).await;
+    let started = Instant::now();
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    sqlx::query(&format!(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {})
+         {INSERT} SELECT {} FROM n",
+        rows(),
+        upload_columns(account_id)
+    ))
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    sqlx::query(&set_found_cid())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::query("ANALYZE").execute(&mut conn).await.unwrap();
+    eprintln!(
+        "sqlite: {} rows in {:.1} s",
+        rows(),
+        started.elapsed().as_secs_f64()
+    );
+    let url = serve(dir.path(), store).await;
+    measure("SQLite", &url, &token).await;
+}
+
+async fn postgres(base: &std::path::Path) {
+    let server = std::env::var("CAIRN_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let name = format!("cairn_bench_kept_{}", std::process::id());
+    let mut admin = sqlx::PgConnection::connect(&server).await.unwrap();
+    sqlx::query(&format!("CREATE DATABASE {name}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let base_url = server.rsplit_once('/').map_or(server.as_str(), |(b, _)| b);
+    let database = format!("{base_url}/{name}");
+    {
+        let store = Arc::new(PostgresStore::open(&database).await.unwrap());
+        let (account_id, token) = account(store.as_ref()).await;
+        let started = Instant::now();
+        let mut conn = sqlx::PgConnection::connect(&database).await.unwrap();
+        sqlx::query(&format!(
+            "{INSERT} SELECT {} FROM generate_series(1::bigint, {}) AS i",
+            upload_columns(account_id),
+            rows()
+        ))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        sqlx::query(&set_found_cid())
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        sqlx::query("ANALYZE").execute(&mut conn).await.unwrap();
+        eprintln!(
+            "postgres: {} rows in {:.1} s",
+            rows(),
+            started.elapsed().as_secs_f64()
+        );
+        let dir = tempfile::tempdir_in(base).unwrap();
+        let url = serve(dir.path(), store.clone()).await;
+        measure("PostgreSQL", &url, &token).await;
+        store.close().await;
+    }
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-tmp");
+        std::fs::create_dir_all(&base).unwrap();
+        println!("| backend | request | median ms | slowest ms | median / 50 ms |");
+        println!("|---|---|---|---|---|");
+        sqlite(&base).await;
+        postgres(&base).await;
+    });
+}
