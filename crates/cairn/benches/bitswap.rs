@@ -166,7 +166,7 @@ async fn fetch_dag(
             ReadLimits::default(),
             None,
             TIMEOUT,
-            &mut |_, _| Ok(()),
+            &mut |_, _, _| Ok(()),
         )
         .await?;
     Ok(stats.bytes_fetched)

@@ -250,7 +250,7 @@ async fn fetch_bitswap(
             read,
             None,
             PER_PEER,
-            &mut |cid, block| spill.put_block(cid, BlockBytes::new(block)),
+            &mut |cid, block, _| spill.put_block(cid, BlockBytes::new(block)),
         ))?;
         Ok(spill)
     })

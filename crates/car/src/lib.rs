@@ -128,20 +128,23 @@ pub fn import_complete<R: Read>(
         }
         present.insert(cid.hash().to_bytes(), node.kind());
     }
-    let mut have = |cid: &Cid| -> Result<bool, ImportError> {
-        Ok(present.contains_key(&cid.hash().to_bytes())
-            || stored.has_block(cid).map_err(CarError::Io)?)
-    };
-    if !have(&root)? {
-        return Err(ImportError::MissingRoot(root));
+    if !present.contains_key(&root.hash().to_bytes()) {
+        if !stored.has_block(&root).map_err(CarError::Io)? {
+            return Err(ImportError::MissingRoot(root));
+        }
+        sink.link_stored(&root).map_err(CarError::Io)?;
     }
-    for (missing, parent) in &linked {
-        if !have(missing)? {
+    for (link, parent) in &linked {
+        if present.contains_key(&link.hash().to_bytes()) {
+            continue;
+        }
+        if !stored.has_block(link).map_err(CarError::Io)? {
             return Err(ImportError::Incomplete {
-                missing: missing.to_string(),
+                missing: link.to_string(),
                 parent: parent.to_string(),
             });
         }
+        sink.link_stored(link).map_err(CarError::Io)?;
     }
     for (child, parent, rule) in rules {
         let kind = match present.get(&child.hash().to_bytes()) {

@@ -44,9 +44,17 @@ impl Blockstore for StoredBlockstore {
         let Some(location) = location else {
             return Ok(None);
         };
-        let (packs, cid) = (self.packs.clone(), *cid);
+        let (packs, store, cid) = (self.packs.clone(), self.store.clone(), *cid);
+        let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let block = packs.read(&location)?;
+            let relocate = || {
+                runtime
+                    .block_on(store.block_location(&cid.hash().to_bytes()))
+                    .map_err(io::Error::other)
+            };
+            let Some(block) = packs.read_relocating(&location, relocate)? else {
+                return Ok(None);
+            };
             // Storage could have rotted since it was written: never serve a block that lies.
             verify_block(&cid, &block).map_err(io::Error::other)?;
             Ok(Some(block))

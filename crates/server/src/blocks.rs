@@ -95,17 +95,29 @@ impl StoredBlocks {
         if let Some(block) = self.read_ahead.remove(&multihash) {
             return Ok(Some(block));
         }
-        if let Some(block) = self.read_with_followers(&multihash)? {
-            return Ok(Some(block));
+        match self.read_with_followers(&multihash) {
+            Ok(Some(block)) => return Ok(Some(block)),
+            Ok(None) => {}
+            // A collection moved what was looked up ahead: look everything up again.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                self.located.clear();
+                self.upcoming.clear();
+            }
+            Err(e) => return Err(e),
         }
-        let location = match self.located.remove(&multihash) {
-            Some(location) => Some(location),
-            None => self
-                .runtime
+        let lookup = || {
+            self.runtime
                 .block_on(self.store.block_location(&multihash))
-                .map_err(io::Error::other)?,
+                .map_err(io::Error::other)
         };
-        location.map(|l| self.packs.read(&l)).transpose()
+        let location = match self.located.remove(&multihash) {
+            Some(location) => location,
+            None => match lookup()? {
+                Some(location) => location,
+                None => return Ok(None),
+            },
+        };
+        self.packs.read_relocating(&location, lookup)
     }
 
     fn remember(&mut self, cid: &Cid, block: &[u8]) {

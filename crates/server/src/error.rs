@@ -200,6 +200,11 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound(what) => Self::NotFound(format!("{what} not found")),
             StoreError::QuotaExceeded { .. } => Self::QuotaExceeded(e.to_string()),
             StoreError::Conflict(what) => Self::Conflict(format!("{what} is already set")),
+            // The garbage collector won a race for blocks the upload reused: nothing was
+            // recorded, and sending it again stores it whole.
+            StoreError::BlocksCollected(_) => {
+                Self::Unavailable(format!("{e}; send the upload again"))
+            }
             // SQLITE_FULL (13) and PostgreSQL's disk_full (53100).
             StoreError::Database(sqlx::Error::Database(ref db))
                 if matches!(db.code().as_deref(), Some("13" | "53100")) =>

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use cairn_p2p::bitswap::fetch::FetchError;
+use cairn_p2p::bitswap::fetch::{FetchError, Found};
 use cairn_p2p::{Blockstore, Multiaddr, PeerId, StoredBlockstore};
 use cairn_store::model::{Operation, OperationError, StoredDag};
 use cairn_store::packs::PackWriter;
@@ -94,15 +94,21 @@ pub(crate) async fn fetch(
             if peers.is_empty() {
                 return Err(FetchError::NoPeers);
             }
-            let (blocks, to_pack) = mpsc::sync_channel::<(Cid, Vec<u8>)>(WRITE_QUEUE);
+            let (blocks, to_pack) = mpsc::sync_channel::<ToPack>(WRITE_QUEUE);
             let pack = write_pack(state, to_pack);
             let received = received.clone();
             // A sync callback: when the pack writer falls `WRITE_QUEUE` blocks behind, the
             // fetch waits for the disk here, which is the back-pressure wanted.
-            let mut on_block = move |cid: &Cid, block: &[u8]| {
-                received.fetch_add(block.len() as u64, Ordering::Relaxed);
+            let mut on_block = move |cid: &Cid, block: &[u8], found: Found| {
+                let message = match found {
+                    Found::Fetched => {
+                        received.fetch_add(block.len() as u64, Ordering::Relaxed);
+                        ToPack::Write(*cid, block.to_vec())
+                    }
+                    Found::AlreadyHere => ToPack::Reuse(*cid, block.len() as u64),
+                };
                 blocks
-                    .send((*cid, block.to_vec()))
+                    .send(message)
                     .map_err(|_| std::io::Error::other("the pack writer stopped"))
             };
             let fetched = node
@@ -125,10 +131,10 @@ pub(crate) async fn fetch(
             lost = keep_claim(state, worker, op, &received) => return lost,
         };
         match outcome {
-            Ok((stats, pack)) => {
+            Ok((_, pack)) => {
                 let dag = StoredDag {
                     cid: op.cid.clone().unwrap_or_default(),
-                    size: pack.dag_bytes() + stats.bytes_already_here,
+                    size: pack.dag_bytes(),
                 };
                 return match pack.seal() {
                     Ok(sealed) => Outcome::Done(dag, sealed),
@@ -167,19 +173,30 @@ pub(crate) async fn fetch(
     }
 }
 
+/// What the fetch hands the pack writer.
+enum ToPack {
+    /// A block fetched, to write.
+    Write(Cid, Vec<u8>),
+    /// A block of the DAG found stored, and its length: the commit checks it still is.
+    Reuse(Cid, u64),
+}
+
 /// A pack writer on a blocking thread, fed through `blocks` until the sender is dropped.
-/// Every block it is handed was just looked up in the block index and not found (that is
-/// why it was fetched), so it does not ask the index again; one stored meanwhile by another
-/// upload is indexed once all the same (the first copy wins).
+/// Every block it is handed to write was just looked up in the block index and not found
+/// (that is why it was fetched), so it does not ask the index again; one stored meanwhile by
+/// another upload is indexed once all the same (the first copy wins).
 fn write_pack(
     state: &AppState,
-    blocks: mpsc::Receiver<(Cid, Vec<u8>)>,
+    blocks: mpsc::Receiver<ToPack>,
 ) -> tokio::task::JoinHandle<std::io::Result<PackWriter>> {
     let packs = state.packs.clone();
     tokio::task::spawn_blocking(move || {
         let mut pack = packs.writer(Box::new(|_: &[u8]| Ok(false)))?;
-        for (cid, block) in blocks {
-            pack.put_block(&cid, BlockBytes::new(&block))?;
+        for message in blocks {
+            match message {
+                ToPack::Write(cid, block) => pack.put_block(&cid, BlockBytes::new(&block))?,
+                ToPack::Reuse(cid, length) => pack.reuse(&cid, length),
+            }
         }
         Ok(pack)
     })

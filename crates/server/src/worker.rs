@@ -16,7 +16,7 @@ use cairn_archive::extract::SourceStats;
 use cairn_archive::{ArchiveError, Extractor, Limits};
 use cairn_car::{CarError, CarLimits, CarReader, ImportError};
 use cairn_store::model::{Operation, OperationError, OperationKind, StoredDag};
-use cairn_store::packs::{PackWriter, SealedPack};
+use cairn_store::packs::{PackWriter, Packed};
 use cairn_store::StoreError;
 use cairn_unixfs::{Cid, FileImporter, Profile};
 use tokio::sync::watch;
@@ -69,7 +69,7 @@ async fn run(state: AppState, worker: String, mut stop: watch::Receiver<bool>) {
 
 /// What processing an operation came to.
 pub(crate) enum Outcome {
-    Done(StoredDag, Option<SealedPack>),
+    Done(StoredDag, Packed),
     /// The operation fails with this error (a pin's content not found, for instance).
     Refused(OperationError),
     /// The archive is at fault: the operation fails with `invalid_archive`.
@@ -138,12 +138,20 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
     watcher.abort();
 
     let finished = match outcome {
-        Outcome::Done(dag, pack) => {
+        Outcome::Done(dag, packed) => {
             match state
                 .store
-                .complete_operation(op.id, worker, pack, &dag)
+                .complete_operation(op.id, worker, packed, &dag)
                 .await
             {
+                Err(e @ StoreError::BlocksCollected(_)) => {
+                    tracing::info!(operation = op.id, error = %e, "queued again");
+                    if let Err(e) = state.store.release_operation(op.id, worker).await {
+                        tracing::warn!(operation = op.id, error = %e, "releasing the claim failed; it runs out instead");
+                    }
+                    state.queue.notify_one();
+                    return;
+                }
                 Err(StoreError::QuotaExceeded { needed, remaining }) => {
                     let message = format!(
                         "the extracted archive needs {needed} bytes; the account has {remaining} left"

@@ -32,11 +32,11 @@ pub use sql::{postgres, sqlite};
 use async_trait::async_trait;
 
 use model::{
-    Account, BlockLocation, KeptFilter, LeaseAttempt, NewPin, NewTusUpload, NewUpload, NodeRecord,
-    Operation, OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress,
-    RootKey, StoredDag, TokenInfo, TusState, TusUpload,
+    Account, BlockLocation, Collected, Collection, IndexedBlock, KeptFilter, LeaseAttempt, NewPin,
+    NewTusUpload, NewUpload, NodeRecord, Operation, OperationError, OperationFilter, OperationRef,
+    OperationStatus, ProvideProgress, RootKey, StoredDag, TokenInfo, TusState, TusUpload,
 };
-use packs::SealedPack;
+use packs::Packed;
 
 /// Why a storage call failed.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +47,10 @@ pub enum StoreError {
     Conflict(String),
     #[error("the stored-bytes quota would be exceeded ({needed} bytes needed, {remaining} left)")]
     QuotaExceeded { needed: u64, remaining: u64 },
+    /// Blocks an upload found stored, and so did not write, were collected before it
+    /// committed: nothing is recorded, and processing it again writes them.
+    #[error("{0} blocks this upload found stored were collected before it finished; it must be processed again")]
+    BlocksCollected(usize),
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
     #[error("storage I/O: {0}")]
@@ -115,10 +119,11 @@ pub trait MetadataStore: Send + Sync {
     /// block index entries, the upload and its completed operation, and the root the account
     /// keeps, in one transaction. Fails with `QuotaExceeded` and changes nothing when a root
     /// the account does not keep yet does not fit its quota.
+    /// Fails with `BlocksCollected`, changing nothing, when a block it reused is gone.
     async fn commit_completed_upload(
         &self,
         upload: NewUpload,
-        pack: Option<SealedPack>,
+        packed: Packed,
         dag: &StoredDag,
     ) -> Result<Operation, StoreError>;
 
@@ -154,9 +159,11 @@ pub trait MetadataStore: Send + Sync {
         &self,
         id: i64,
         worker: &str,
-        pack: Option<SealedPack>,
+        packed: Packed,
         dag: &StoredDag,
     ) -> Result<Operation, StoreError>;
+    /// Give a claimed operation back to the queue, to be processed again from the start.
+    async fn release_operation(&self, id: i64, worker: &str) -> Result<(), StoreError>;
     async fn fail_operation(
         &self,
         id: i64,
@@ -266,6 +273,35 @@ pub trait MetadataStore: Send + Sync {
     ) -> Result<Vec<Operation>, StoreError>;
     /// How many things the filter matches, over all pages.
     async fn count_kept(&self, account_id: i64, filter: &KeptFilter) -> Result<u64, StoreError>;
+
+    /// The garbage collector's lease (one collector at a time over every node and `cairn gc`):
+    /// taken or extended by `holder` until `until_ms` unless another holder's runs at `now_ms`.
+    async fn take_collector_lease(
+        &self,
+        holder: &str,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> Result<bool, StoreError>;
+    async fn release_collector_lease(&self, holder: &str) -> Result<(), StoreError>;
+    /// The block index in multihash order after `after`, a page at a time.
+    async fn indexed_blocks(
+        &self,
+        after: &[u8],
+        limit: u32,
+    ) -> Result<Vec<IndexedBlock>, StoreError>;
+    /// Apply a collection in one transaction, unless a root kept since `since_ms` is not in
+    /// `walked`. Commits that keep a root wait for it (and it for them), so a block removed
+    /// here is either unreachable or its commit fails with `BlocksCollected`.
+    async fn apply_collection(
+        &self,
+        collection: &Collection,
+        since_ms: i64,
+        walked: &std::collections::HashSet<String>,
+    ) -> Result<Collected, StoreError>;
+    /// Packs a collection removed whose blobs may still exist.
+    async fn dead_packs(&self) -> Result<Vec<String>, StoreError>;
+    /// Their blobs are gone.
+    async fn forget_dead_packs(&self, names: &[String]) -> Result<(), StoreError>;
 
     /// Record (or refresh) a running node's addresses; nodes do this every few seconds.
     async fn announce_node(&self, node: &NodeRecord) -> Result<(), StoreError>;

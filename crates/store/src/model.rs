@@ -283,6 +283,43 @@ pub struct BlockLocation {
     pub length: u64,
 }
 
+/// A block index entry, with the size of the pack that holds it: the collector's view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedBlock {
+    pub multihash: Vec<u8>,
+    pub location: BlockLocation,
+    pub pack_size: u64,
+}
+
+/// What one collection changes in the block index, in one transaction.
+#[derive(Clone, Debug, Default)]
+pub struct Collection {
+    /// Blocks no live root reaches: their index entries are removed.
+    pub dead: Vec<Vec<u8>>,
+    /// Live blocks copied out of mostly dead packs into a new pack: their entries move to it.
+    pub compacted: Option<Compaction>,
+    /// Packs that hold no indexed block once the rest is applied: their rows are removed and
+    /// their names kept in `dead_packs` until the blobs are deleted.
+    pub emptied: Vec<String>,
+}
+
+/// A new pack of live blocks; `sources[i]` is the pack `pack.blocks[i]` was copied from.
+#[derive(Clone, Debug)]
+pub struct Compaction {
+    pub pack: crate::packs::SealedPack,
+    pub sources: Vec<String>,
+}
+
+/// How applying a [`Collection`] went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Collected {
+    /// Applied; these packs are no longer referenced and their blobs can be deleted.
+    Applied { packs_removed: Vec<String> },
+    /// Nothing applied: these roots were kept since the collector's walk began and it has not
+    /// walked them. It walks them and tries again.
+    NewRoots(Vec<String>),
+}
+
 /// The part a TUS upload plays in concatenation (TUS `concatenation` extension).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TusConcat {

@@ -48,6 +48,16 @@ impl SealedPack {
     }
 }
 
+/// What a sealed pack writer leaves: the new pack, when any block was new, and the blocks of
+/// the DAG that storage already had. A commit checks those are still stored: the collector may
+/// have removed one after the writer was told it was there (see `ARCHITECTURE.md`, "Garbage
+/// collection").
+#[derive(Clone, Debug, Default)]
+pub struct Packed {
+    pub pack: Option<SealedPack>,
+    pub reused: Vec<Vec<u8>>,
+}
+
 /// Decides whether a block is already stored (so it is not written again).
 pub type KnownBlock = Box<dyn FnMut(&[u8]) -> io::Result<bool> + Send>;
 
@@ -71,6 +81,7 @@ impl Packs {
             car: Some(car),
             blocks: Vec::new(),
             seen: HashSet::new(),
+            reused: Vec::new(),
             dag_bytes: 0,
             known,
         })
@@ -80,6 +91,24 @@ impl Packs {
     pub fn read(&self, location: &BlockLocation) -> io::Result<Vec<u8>> {
         self.blobs
             .read_range(&location.pack, location.offset, location.length)
+    }
+
+    /// Read one block's bytes from `location`, or, when that pack is gone (a collection moved
+    /// the block and deleted the pack after `location` was looked up), from where `relocate`
+    /// finds it now. `None`: the block was collected.
+    pub fn read_relocating(
+        &self,
+        location: &BlockLocation,
+        relocate: impl FnOnce() -> io::Result<Option<BlockLocation>>,
+    ) -> io::Result<Option<Vec<u8>>> {
+        match self.read(location) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match relocate()? {
+                Some(moved) if moved != *location => self.read(&moved).map(Some),
+                Some(_) => Err(e),
+                None => Ok(None),
+            },
+            read => read.map(Some),
+        }
     }
 
     /// How many bytes of neighbouring blocks are worth reading together with `read_many`
@@ -116,6 +145,8 @@ pub struct PackWriter {
     blocks: Vec<PackedBlock>,
     /// Every distinct block handed over, new or known.
     seen: HashSet<Vec<u8>>,
+    /// The known ones.
+    reused: Vec<Vec<u8>>,
     dag_bytes: u64,
     known: KnownBlock,
 }
@@ -128,7 +159,8 @@ impl BlockSink for PackWriter {
         }
         self.dag_bytes += block.len() as u64;
         if (self.known)(&multihash)? {
-            self.seen.insert(multihash);
+            self.seen.insert(multihash.clone());
+            self.reused.push(multihash);
             return Ok(());
         }
         let car = self
@@ -145,9 +177,26 @@ impl BlockSink for PackWriter {
         self.seen.insert(multihash);
         Ok(())
     }
+
+    /// The blocks under a stored link are stored too; the link is what the commit checks.
+    /// Its size is not known here, so the DAG's size leaves it out.
+    fn link_stored(&mut self, cid: &Cid) -> io::Result<()> {
+        self.reuse(cid, 0);
+        Ok(())
+    }
 }
 
 impl PackWriter {
+    /// A block of the DAG, `length` bytes, that storage already holds and that the producer
+    /// did not hand over (a fetch found it here).
+    pub fn reuse(&mut self, cid: &Cid, length: u64) {
+        let multihash = cid.hash().to_bytes();
+        if self.seen.insert(multihash.clone()) {
+            self.dag_bytes += length;
+            self.reused.push(multihash);
+        }
+    }
+
     /// Bytes of the distinct blocks handed over so far, stored already or not: the size of
     /// the DAG they make (what the quota counts).
     pub fn dag_bytes(&self) -> u64 {
@@ -159,25 +208,30 @@ impl PackWriter {
         self.blocks.iter().map(|b| b.length).sum()
     }
 
-    /// Make the pack durable under its name; `None` when every block was already stored.
-    pub fn seal(mut self) -> io::Result<Option<SealedPack>> {
+    /// Make the pack durable under its name (no pack when every block was already stored).
+    pub fn seal(mut self) -> io::Result<Packed> {
+        let reused = std::mem::take(&mut self.reused);
         let Some(car) = self.car.take() else {
-            return Ok(None);
+            return Ok(Packed { pack: None, reused });
         };
         if self.blocks.is_empty() {
             // Dropping the uncommitted blob removes it.
-            return Ok(None);
+            return Ok(Packed { pack: None, reused });
         }
         let size = car
             .into_inner()
             .into_inner()
             .map_err(|e| e.into_error())?
             .commit()?;
-        Ok(Some(SealedPack {
+        let pack = SealedPack {
             name: std::mem::take(&mut self.name),
             size,
             blocks: std::mem::take(&mut self.blocks),
-        }))
+        };
+        Ok(Packed {
+            pack: Some(pack),
+            reused,
+        })
     }
 }
 

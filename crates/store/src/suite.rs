@@ -12,7 +12,7 @@ use crate::model::{
     KeptFilter, KeptKey, NameMatch, NewPin, NewUpload, OperationFilter, OperationKind,
     OperationRef, OperationStatus, StoredDag,
 };
-use crate::packs::Packs;
+use crate::packs::{Packed, Packs};
 use crate::{tokens, AccountLimits, MetadataStore, StoreError};
 
 /// A root as a test names it, for records whose blocks the test does not need.
@@ -41,7 +41,7 @@ pub async fn pack_content(
     store: &dyn MetadataStore,
     packs: &Packs,
     content: &[u8],
-) -> (StoredDag, Option<crate::packs::SealedPack>) {
+) -> (StoredDag, Packed) {
     // The suite stores small contents: look the known blocks up first, then write synchronously.
     let profile = Profile {
         chunk_size: 1000,
@@ -251,7 +251,7 @@ async fn the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claim
     // Completion indexes the pack, sets the CID, and only the current holder may do it.
     let (dag, pack) = pack_content(store, packs, b"queued content").await;
     assert!(store
-        .complete_operation(second.id, "w2", None, &dag)
+        .complete_operation(second.id, "w2", Packed::default(), &dag)
         .await
         .is_err());
     let done = store
@@ -278,7 +278,7 @@ async fn the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claim
     assert!(failed.completed_at_ms.is_some());
     // Terminal states never change.
     assert!(store
-        .complete_operation(first.id, "w1", None, &dag)
+        .complete_operation(first.id, "w1", Packed::default(), &dag)
         .await
         .is_err());
     assert!(store.claim_next("w5", minute).await.unwrap().is_none());
@@ -357,12 +357,12 @@ async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
         .await
         .unwrap();
     let content: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
-    let (dag, pack) = pack_content(store, packs, &content).await;
-    let pack = pack.expect("new content makes a pack");
+    let (dag, packed) = pack_content(store, packs, &content).await;
+    let pack = packed.pack.clone().expect("new content makes a pack");
     assert_eq!(dag.size, pack.stored_bytes(), "every block was new");
     let first_block = pack.blocks[0].clone();
     let op = store
-        .commit_completed_upload(upload("u1", bob.id), Some(pack), &dag)
+        .commit_completed_upload(upload("u1", bob.id), packed, &dag)
         .await
         .unwrap();
     assert_eq!(op.status, OperationStatus::Completed);
@@ -393,11 +393,11 @@ async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
     assert_eq!(many, [(first_block.multihash.clone(), location.clone())]);
 
     // The same content again: nothing new is written, and a root kept already costs nothing.
-    let (again, pack) = pack_content(store, packs, &content).await;
+    let (again, packed) = pack_content(store, packs, &content).await;
     assert_eq!(again, dag);
-    assert!(pack.is_none(), "every block was already stored");
+    assert!(packed.pack.is_none(), "every block was already stored");
     store
-        .commit_completed_upload(upload("u2", bob.id), None, &dag)
+        .commit_completed_upload(upload("u2", bob.id), packed, &dag)
         .await
         .unwrap();
     assert_eq!(stored_bytes("bob").await, dag.size);
@@ -428,7 +428,7 @@ async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
         .await
         .unwrap();
     store
-        .commit_completed_upload(upload("e1", erin.id), None, &dag)
+        .commit_completed_upload(upload("e1", erin.id), Packed::default(), &dag)
         .await
         .unwrap();
     assert_eq!(stored_bytes("bob-twin").await, dag.size);
@@ -475,7 +475,11 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(store: &dyn MetadataSt
         upload
     };
     let photo = store
-        .commit_completed_upload(named("k1", "Holiday Photo.jpg"), None, &root("bafyk1", 10))
+        .commit_completed_upload(
+            named("k1", "Holiday Photo.jpg"),
+            Packed::default(),
+            &root("bafyk1", 10),
+        )
         .await
         .unwrap();
     let pending = store
@@ -501,7 +505,11 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(store: &dyn MetadataSt
     assert_eq!(pin.cid.as_deref(), Some("bafyk3"));
     assert_eq!(pin.origins, ["/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWA"]);
     store
-        .commit_completed_upload(upload("other", ivan.id), None, &root("bafyk1", 10))
+        .commit_completed_upload(
+            upload("other", ivan.id),
+            Packed::default(),
+            &root("bafyk1", 10),
+        )
         .await
         .unwrap();
 
@@ -942,7 +950,7 @@ async fn the_provide_log_lists_completed_roots_in_completion_order(store: &dyn M
         ("log-3", "bafylogb"),
     ] {
         store
-            .commit_completed_upload(upload(id, gina.id), None, &root(cid, 10))
+            .commit_completed_upload(upload(id, gina.id), Packed::default(), &root(cid, 10))
             .await
             .unwrap();
     }

@@ -132,7 +132,7 @@ async fn sweep_removes_unreferenced_and_half_written_packs_only() {
     let (_, kept) = suite::pack_content(&store, &packs, b"kept content").await;
     let (_, orphan) = suite::pack_content(&store, &packs, b"never committed").await;
     std::fs::write(dir.path().join("packs/tmp-crashed.car"), b"partial").unwrap();
-    let kept = kept.unwrap();
+    let kept = kept.pack.unwrap();
     let referenced: HashSet<String> = [kept.name.clone()].into();
     assert_eq!(packs.sweep(&referenced, Duration::ZERO).unwrap(), 2);
     let left: Vec<_> = std::fs::read_dir(dir.path().join("packs"))
@@ -140,7 +140,7 @@ async fn sweep_removes_unreferenced_and_half_written_packs_only() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(left, [kept.name]);
-    assert!(orphan.is_some());
+    assert!(orphan.pack.is_some());
 }
 
 #[tokio::test]

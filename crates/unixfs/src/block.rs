@@ -127,11 +127,21 @@ impl<'a> BlockBytes<'a> {
 /// A sink may see the same block twice (identical chunks or files); storing it once is its job.
 pub trait BlockSink {
     fn put_block(&mut self, cid: &Cid, block: BlockBytes<'_>) -> io::Result<()>;
+
+    /// The DAG links to `cid`, which was not sent because storage already holds it (a CAR
+    /// that leaves stored blocks out). A sink that stores blocks may need to know.
+    fn link_stored(&mut self, _cid: &Cid) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 impl<S: BlockSink + ?Sized> BlockSink for &mut S {
     fn put_block(&mut self, cid: &Cid, block: BlockBytes<'_>) -> io::Result<()> {
         (**self).put_block(cid, block)
+    }
+
+    fn link_stored(&mut self, cid: &Cid) -> io::Result<()> {
+        (**self).link_stored(cid)
     }
 }
 

@@ -103,6 +103,15 @@ impl Wants {
     }
 }
 
+/// Where [`Bitswap::fetch_dag`] found a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// From a peer.
+    Fetched,
+    /// In the local blockstore.
+    AlreadyHere,
+}
+
 /// What a DAG fetch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FetchStats {
@@ -172,9 +181,9 @@ impl Bitswap {
         result
     }
 
-    /// Fetch the DAG under `root` from `peers`, handing every block fetched to `on_block`
-    /// (in no particular order), within `limits` (depth, blocks, bytes). Blocks `local`
-    /// already holds are not fetched; their links are followed from there.
+    /// Fetch the DAG under `root` from `peers`, handing every block of it to `on_block` (in no
+    /// particular order), within `limits` (depth, blocks, bytes). Blocks `local` already holds
+    /// are not fetched (`on_block` is told so); their links are followed from there.
     pub async fn fetch_dag(
         &self,
         root: &Cid,
@@ -182,7 +191,7 @@ impl Bitswap {
         limits: ReadLimits,
         local: Option<Arc<dyn Blockstore>>,
         per_peer: Duration,
-        on_block: &mut (dyn FnMut(&Cid, &[u8]) -> io::Result<()> + Send),
+        on_block: &mut (dyn FnMut(&Cid, &[u8], Found) -> io::Result<()> + Send),
     ) -> Result<FetchStats, FetchError> {
         let mut stats = FetchStats::default();
         let mut queue = VecDeque::from([(*root, 0usize)]);
@@ -227,9 +236,11 @@ impl Bitswap {
                 }
                 stats.blocks_fetched += 1;
                 stats.bytes_fetched += block.len() as u64;
-                on_block(&cid, &block)?;
+                on_block(&cid, &block, Found::Fetched)?;
             } else {
                 stats.blocks_already_here += 1;
+                stats.bytes_already_here += block.len() as u64;
+                on_block(&cid, &block, Found::AlreadyHere)?;
             }
             if stats.blocks_fetched + stats.blocks_already_here > limits.max_blocks {
                 return Err(FetchError::TooLarge {

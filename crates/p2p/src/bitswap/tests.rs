@@ -79,7 +79,9 @@ fn a_dag_fetched_over_bitswap_reads_back_byte_for_byte() {
                     ReadLimits::default(),
                     None,
                     Duration::from_secs(5),
-                    &mut |cid, block| fetched.put_block(cid, cairn_unixfs::BlockBytes::new(block)),
+                    &mut |cid, block, _| {
+                        fetched.put_block(cid, cairn_unixfs::BlockBytes::new(block))
+                    },
                 )
                 .await
                 .unwrap();

@@ -15,7 +15,7 @@ use axum::Json;
 use bytes::{Bytes, BytesMut};
 use cairn_car::{CarError, CarLimits, CarReader, ImportError};
 use cairn_store::model::{Account, NewUpload, OperationKind, StoredDag};
-use cairn_store::packs::{self, SealedPack};
+use cairn_store::packs::{self, Packed};
 use cairn_store::staging::Staging;
 use cairn_store::MetadataStore;
 use cairn_unixfs::{FileImporter, Profile};
@@ -135,10 +135,10 @@ pub async fn upload(
         ContentKind::Plain => UploadKind::File,
     };
     let operation = match received.stored {
-        Stored::Content { dag, pack } => {
+        Stored::Content { dag, packed } => {
             let operation = state
                 .store
-                .commit_completed_upload(upload, pack, &dag)
+                .commit_completed_upload(upload, packed, &dag)
                 .await?;
             let cid = dag.cid;
             state
@@ -221,10 +221,7 @@ struct Received {
 /// Where a received part went.
 enum Stored {
     /// Imported: its root and the pack of its new blocks.
-    Content {
-        dag: StoredDag,
-        pack: Option<SealedPack>,
-    },
+    Content { dag: StoredDag, packed: Packed },
     /// An archive to extract, kept whole in staging for a worker.
     Staged,
 }
@@ -419,7 +416,7 @@ fn store_part(
     };
     Ok(Stored::Content {
         dag,
-        pack: pack.seal()?,
+        packed: pack.seal()?,
     })
 }
 

@@ -7,7 +7,7 @@ use sqlx::Transaction;
 use super::rows::{account_from, now_ms, operation_from, ModelRow};
 use super::{Backend, SqlStore};
 use crate::model::{NewPin, NewUpload, Operation, OperationError, OperationStatus, StoredDag};
-use crate::packs::SealedPack;
+use crate::packs::{Packed, PackedBlock};
 use crate::StoreError;
 
 impl<B: Backend> SqlStore<B> {
@@ -48,13 +48,42 @@ impl<B: Backend> SqlStore<B> {
         Ok(row.int("id"))
     }
 
-    /// Index a sealed pack's blocks, inside the caller's transaction. Another upload may have
-    /// stored the same block meanwhile: the first copy wins.
-    pub(super) async fn store_pack(
+    /// Wait for a collection being applied, and keep the next from starting until this
+    /// transaction ends (see [`Dialect::for_share`](super::dialect::Dialect::for_share)).
+    pub(super) async fn hold_off_collector(tx: &mut Transaction<'_, B>) -> Result<(), StoreError> {
+        let sql = format!(
+            "SELECT id FROM collector WHERE id = 1{}",
+            B::DIALECT.for_share()
+        );
+        B::query(&sql).fetch_optional(tx).await?;
+        Ok(())
+    }
+
+    /// Index what a pack writer sealed, inside the caller's transaction: the blocks it found
+    /// stored must still be (else `BlocksCollected`), and the new pack's blocks are indexed.
+    /// Another upload may have stored the same block meanwhile: the first copy wins.
+    pub(super) async fn store_packed(
         tx: &mut Transaction<'_, B>,
-        pack: Option<&SealedPack>,
+        packed: &Packed,
     ) -> Result<(), StoreError> {
-        let Some(pack) = pack else {
+        Self::hold_off_collector(tx).await?;
+        let mut missing = 0;
+        for batch in packed.reused.chunks(B::DIALECT.lookup_batch()) {
+            let sql = format!(
+                "SELECT COUNT(*) AS found FROM blocks WHERE multihash {}",
+                B::DIALECT.multihash_in(batch.len())
+            );
+            let found = B::query(&sql)
+                .bind_multihashes(batch)
+                .fetch_one(tx)
+                .await?
+                .int("found");
+            missing += batch.len() - found as usize;
+        }
+        if missing > 0 {
+            return Err(StoreError::BlocksCollected(missing));
+        }
+        let Some(pack) = &packed.pack else {
             return Ok(());
         };
         let pack_id =
@@ -65,7 +94,16 @@ impl<B: Backend> SqlStore<B> {
                 .fetch_one(tx)
                 .await?
                 .int("id");
-        for block in &pack.blocks {
+        Self::index_blocks(tx, pack_id, &pack.blocks).await
+    }
+
+    /// Index `blocks` as stored in pack `pack_id`; a block indexed already keeps its entry.
+    pub(super) async fn index_blocks(
+        tx: &mut Transaction<'_, B>,
+        pack_id: i64,
+        blocks: &[PackedBlock],
+    ) -> Result<(), StoreError> {
+        for block in blocks {
             B::query(
                 "INSERT INTO blocks (multihash, pack_id, \"offset\", length)
                  VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
@@ -191,7 +229,7 @@ impl<B: Backend> SqlStore<B> {
     }
 
     /// A pin by CID: queued for a worker to fetch, or completed and kept at once when its DAG
-    /// is `stored` already.
+    /// is `stored` already (and still is, collections notwithstanding).
     pub(super) async fn insert_pin(
         tx: &mut Transaction<'_, B>,
         pin: &NewPin,
@@ -218,7 +256,18 @@ impl<B: Backend> SqlStore<B> {
         .await?;
         let id = row.int("id");
         if let Some(dag) = stored {
-            Self::complete_in(tx, pin.account_id, id, dag).await?;
+            // Still stored, now that no collection can run: a stored root's whole DAG is.
+            Self::hold_off_collector(tx).await?;
+            let root = cairn_unixfs::Cid::try_from(dag.cid.as_str())
+                .map_err(|e| StoreError::Io(std::io::Error::other(e)))?;
+            let stored_now = B::query("SELECT 1 AS found FROM blocks WHERE multihash = $1")
+                .bind(root.hash().to_bytes().as_slice())
+                .fetch_optional(tx)
+                .await?
+                .is_some();
+            if stored_now {
+                Self::complete_in(tx, pin.account_id, id, dag).await?;
+            }
         }
         Ok(id)
     }

@@ -54,6 +54,17 @@ impl Dialect {
         }
     }
 
+    /// Appended to the `SELECT` of the collector's row that every commit keeping a root makes:
+    /// PostgreSQL's shared lock lets commits run together but not while the collector applies
+    /// a collection (which takes the row `FOR UPDATE`), and the collector waits for them. SQLite
+    /// needs none: its one writer already keeps them apart.
+    pub const fn for_share(self) -> &'static str {
+        match self {
+            Self::Sqlite => "",
+            Self::Postgres => " FOR SHARE",
+        }
+    }
+
     /// Appended to the queue's choice of the next operation. PostgreSQL: `FOR UPDATE SKIP
     /// LOCKED`, so nodes claiming at once neither wait on nor take the same row. SQLite:
     /// nothing, as its single writer makes the claiming `UPDATE` atomic.

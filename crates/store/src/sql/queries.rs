@@ -5,6 +5,7 @@
 //! split across files, with one method for each of the trait's: splitting it would only add a
 //! forwarding layer. What commits write is in `commit.rs`.
 
+use std::collections::HashSet;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -16,11 +17,12 @@ use super::rows::{
 };
 use super::{Backend, Param, SqlStore, Statement};
 use crate::model::{
-    Account, BlockLocation, KeptFilter, LeaseAttempt, NewPin, NewTusUpload, NewUpload, NodeRecord,
-    Operation, OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress,
-    RootKey, StoredDag, TokenInfo, TusConcat, TusState, TusUpload,
+    Account, BlockLocation, Collected, Collection, IndexedBlock, KeptFilter, LeaseAttempt, NewPin,
+    NewTusUpload, NewUpload, NodeRecord, Operation, OperationError, OperationFilter, OperationRef,
+    OperationStatus, ProvideProgress, RootKey, StoredDag, TokenInfo, TusConcat, TusState,
+    TusUpload,
 };
-use crate::packs::SealedPack;
+use crate::packs::Packed;
 use crate::{AccountLimits, MetadataStore, StoreError};
 
 impl<B: Backend> SqlStore<B> {
@@ -241,11 +243,11 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     async fn commit_completed_upload(
         &self,
         upload: NewUpload,
-        pack: Option<SealedPack>,
+        packed: Packed,
         dag: &StoredDag,
     ) -> Result<Operation, StoreError> {
         let mut tx = self.write().await?;
-        Self::store_pack(&mut tx, pack.as_ref()).await?;
+        Self::store_packed(&mut tx, &packed).await?;
         // Inserted and completed in one transaction: no one sees it processing.
         let status = OperationStatus::Processing;
         let id = Self::insert_operation(&mut tx, &upload, status, "stored", None).await?;
@@ -337,7 +339,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         &self,
         id: i64,
         worker: &str,
-        pack: Option<SealedPack>,
+        packed: Packed,
         dag: &StoredDag,
     ) -> Result<Operation, StoreError> {
         let mut tx = self.write().await?;
@@ -352,10 +354,24 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("operation {id} claimed by {worker}")))?;
         let op = operation_from(&op)?;
-        Self::store_pack(&mut tx, pack.as_ref()).await?;
+        Self::store_packed(&mut tx, &packed).await?;
         Self::complete_in(&mut tx, op.account_id, id, dag).await?;
         tx.commit().await?;
         self.operation_by_id(id).await
+    }
+
+    async fn release_operation(&self, id: i64, worker: &str) -> Result<(), StoreError> {
+        B::query(
+            "UPDATE operations SET status = 'pending', status_message = 'waiting to be processed',
+                claimed_by = NULL, claimed_until = NULL, updated_at = $1
+              WHERE id = $2 AND claimed_by = $3 AND status = 'processing'",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .bind(worker)
+        .execute(&mut self.conn().await?)
+        .await?;
+        Ok(())
     }
 
     async fn fail_operation(
@@ -772,6 +788,164 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .fetch_one(&mut self.conn().await?)
             .await?;
         Ok(row.int("n") as u64)
+    }
+
+    async fn take_collector_lease(
+        &self,
+        holder: &str,
+        now_ms: i64,
+        until_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let taken = B::query(
+            "UPDATE collector SET holder = $1, until_ms = $2
+              WHERE id = 1 AND (holder IS NULL OR holder = $3 OR until_ms < $4)",
+        )
+        .bind(holder)
+        .bind(until_ms)
+        .bind(holder)
+        .bind(now_ms)
+        .execute(&mut self.conn().await?)
+        .await?;
+        Ok(taken == 1)
+    }
+
+    async fn release_collector_lease(&self, holder: &str) -> Result<(), StoreError> {
+        B::query("UPDATE collector SET holder = NULL, until_ms = 0 WHERE id = 1 AND holder = $1")
+            .bind(holder)
+            .execute(&mut self.conn().await?)
+            .await?;
+        Ok(())
+    }
+
+    async fn indexed_blocks(
+        &self,
+        after: &[u8],
+        limit: u32,
+    ) -> Result<Vec<IndexedBlock>, StoreError> {
+        let rows = B::query(
+            "SELECT b.multihash, p.name, b.\"offset\", b.length, p.size FROM blocks b
+               JOIN packs p ON p.id = b.pack_id
+              WHERE b.multihash > $1 ORDER BY b.multihash LIMIT $2",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&mut self.conn().await?)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| IndexedBlock {
+                multihash: row.blob("multihash"),
+                location: location(row),
+                pack_size: row.int("size") as u64,
+            })
+            .collect())
+    }
+
+    async fn apply_collection(
+        &self,
+        collection: &Collection,
+        since_ms: i64,
+        walked: &HashSet<String>,
+    ) -> Result<Collected, StoreError> {
+        let mut tx = self.write().await?;
+        let sql = format!(
+            "SELECT id FROM collector WHERE id = 1{}",
+            B::DIALECT.for_update()
+        );
+        B::query(&sql).fetch_one(&mut tx).await?;
+        let kept_since = B::query(
+            "SELECT DISTINCT cid FROM operations
+              WHERE status = 'completed' AND cid IS NOT NULL AND deleted_at IS NULL
+                AND completed_at >= $1",
+        )
+        .bind(since_ms)
+        .fetch_all(&mut tx)
+        .await?;
+        let new_roots: Vec<String> = kept_since
+            .iter()
+            .map(|row| row.text("cid"))
+            .filter(|cid| !walked.contains(cid))
+            .collect();
+        if !new_roots.is_empty() {
+            return Ok(Collected::NewRoots(new_roots));
+        }
+        if let Some(compaction) = &collection.compacted {
+            let pack = &compaction.pack;
+            let pack_id = B::query(
+                "INSERT INTO packs (name, size, created_at) VALUES ($1, $2, $3) RETURNING id",
+            )
+            .bind(&pack.name)
+            .bind(pack.size as i64)
+            .bind(now_ms())
+            .fetch_one(&mut tx)
+            .await?
+            .int("id");
+            for (block, source) in pack.blocks.iter().zip(&compaction.sources) {
+                B::query(
+                    "UPDATE blocks SET pack_id = $1, \"offset\" = $2, length = $3
+                      WHERE multihash = $4 AND pack_id = (SELECT id FROM packs WHERE name = $5)",
+                )
+                .bind(pack_id)
+                .bind(block.offset as i64)
+                .bind(block.length as i64)
+                .bind(&block.multihash)
+                .bind(source)
+                .execute(&mut tx)
+                .await?;
+            }
+        }
+        for multihash in &collection.dead {
+            B::query("DELETE FROM blocks WHERE multihash = $1")
+                .bind(multihash)
+                .execute(&mut tx)
+                .await?;
+        }
+        let mut packs_removed: Vec<String> = Vec::new();
+        for name in &collection.emptied {
+            let still_used = B::query(
+                "SELECT 1 AS used FROM blocks
+                  WHERE pack_id = (SELECT id FROM packs WHERE name = $1) LIMIT 1",
+            )
+            .bind(name)
+            .fetch_optional(&mut tx)
+            .await?
+            .is_some();
+            if still_used {
+                continue;
+            }
+            let removed = B::query("DELETE FROM packs WHERE name = $1")
+                .bind(name)
+                .execute(&mut tx)
+                .await?;
+            if removed == 1 {
+                B::query("INSERT INTO dead_packs (name) VALUES ($1)")
+                    .bind(name)
+                    .execute(&mut tx)
+                    .await?;
+                packs_removed.push(name.clone());
+            }
+        }
+        tx.commit().await?;
+        Ok(Collected::Applied { packs_removed })
+    }
+
+    async fn dead_packs(&self) -> Result<Vec<String>, StoreError> {
+        let rows = B::query("SELECT name FROM dead_packs ORDER BY name")
+            .fetch_all(&mut self.conn().await?)
+            .await?;
+        Ok(rows.iter().map(|row| row.text("name")).collect())
+    }
+
+    async fn forget_dead_packs(&self, names: &[String]) -> Result<(), StoreError> {
+        let mut tx = self.write().await?;
+        for name in names {
+            B::query("DELETE FROM dead_packs WHERE name = $1")
+                .bind(name)
+                .execute(&mut tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn announce_node(&self, node: &NodeRecord) -> Result<(), StoreError> {
