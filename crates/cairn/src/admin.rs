@@ -1,8 +1,13 @@
-//! Account and token administration, straight on the data directory (safe while a server
-//! runs on it: SQLite WAL serialises the writers).
+//! Administration straight on the stores (safe while servers run on them: SQLite WAL
+//! serialises the writers, and one collector runs at a time): accounts and tokens, garbage
+//! collection and the storage check.
+
+use std::sync::Arc;
 
 use anyhow::{bail, Result};
+use cairn_server::gc::{self, GcError};
 use cairn_store::model::Account;
+use cairn_store::packs::Packs;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
 use serde_json::json;
 
@@ -113,4 +118,59 @@ pub async fn revoke_token(store: &dyn MetadataStore, prefix_or_id: &str) -> Resu
     let info = store.revoke_token(prefix_or_id).await?;
     println!("revoked token {} ({}…)", info.id, info.prefix);
     Ok(())
+}
+
+/// `cairn gc`: one collection, run as this command.
+pub async fn gc(
+    store: Arc<dyn MetadataStore>,
+    packs: Packs,
+    dry_run: bool,
+    as_json: bool,
+) -> Result<bool> {
+    let holder = format!("cairn-gc-{}", std::process::id());
+    let report = match gc::collect(store, packs, &holder, dry_run).await {
+        Ok(report) => report,
+        Err(e @ GcError::Busy) => bail!("{e}; try again later"),
+        Err(e) => return Err(e.into()),
+    };
+    if as_json {
+        println!("{}", serde_json::to_value(&report)?);
+        return Ok(true);
+    }
+    let would = if dry_run { "would be " } else { "" };
+    println!(
+        "{} live roots, {} live blocks; {} dead blocks ({} bytes)",
+        report.live_roots, report.live_blocks, report.dead_blocks, report.dead_bytes
+    );
+    println!(
+        "packs {would}deleted: {}, {would}compacted: {} ({} live bytes copied)",
+        report.packs_deleted, report.packs_compacted, report.bytes_copied
+    );
+    println!("bytes {would}reclaimed: {}", report.bytes_reclaimed);
+    if report.missing_blocks > 0 {
+        println!(
+            "{} blocks of live DAGs are missing: run `cairn fsck`",
+            report.missing_blocks
+        );
+    }
+    Ok(true)
+}
+
+/// `cairn fsck`: `false` (exit 1) when anything is wrong.
+pub async fn fsck(store: Arc<dyn MetadataStore>, packs: Packs, as_json: bool) -> Result<bool> {
+    let report = gc::fsck::check(store, packs).await?;
+    if as_json {
+        println!("{}", serde_json::to_value(&report)?);
+    } else {
+        for problem in &report.problems {
+            println!("{problem}");
+        }
+        println!(
+            "{} live roots, {} blocks checked, {} problems",
+            report.live_roots,
+            report.blocks_checked,
+            report.problems.len()
+        );
+    }
+    Ok(report.problems.is_empty())
 }

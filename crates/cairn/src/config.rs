@@ -50,6 +50,10 @@ pub struct Settings {
     /// (`30s`, `1h`) [default: 1h].
     #[arg(long, env = "CAIRN_PIN_TIMEOUT")]
     pub pin_timeout: Option<String>,
+    /// How often this node collects garbage (blocks no upload or pin keeps); `0s` never
+    /// (`cairn gc` still does) [default: 1h].
+    #[arg(long, env = "CAIRN_GC_INTERVAL")]
+    pub gc_interval: Option<String>,
     /// Build TUS `Location` URLs from `X-Forwarded-Proto`/`X-Forwarded-Host`; only behind a
     /// proxy that sets them [default: false].
     #[arg(long, env = "CAIRN_TRUST_FORWARDED_HEADERS")]
@@ -111,6 +115,8 @@ pub struct ServeConfig {
     pub workers: usize,
     pub worker_lease: std::time::Duration,
     pub pin_timeout: std::time::Duration,
+    /// Zero: no collection in the background.
+    pub gc_interval: std::time::Duration,
     pub trust_forwarded_headers: bool,
     pub uploads_per_minute: u32,
     pub tus_max_size: u64,
@@ -199,6 +205,11 @@ impl ServeConfig {
             pin_timeout: match flags.pin_timeout.or(file.pin_timeout) {
                 Some(text) => humantime::parse_duration(&text)
                     .map_err(|e| anyhow::anyhow!("pin-timeout {text:?}: {e}"))?,
+                None => std::time::Duration::from_secs(3600),
+            },
+            gc_interval: match flags.gc_interval.or(file.gc_interval) {
+                Some(text) => humantime::parse_duration(&text)
+                    .map_err(|e| anyhow::anyhow!("gc-interval {text:?}: {e}"))?,
                 None => std::time::Duration::from_secs(3600),
             },
             trust_forwarded_headers: flags

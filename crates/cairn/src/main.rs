@@ -154,6 +154,25 @@ enum Command {
         #[command(flatten)]
         connection: client::ConnectionArgs,
     },
+    /// Remove blocks no upload or pin keeps any more, and compact mostly dead packs (safe while
+    /// servers run on the same store).
+    Gc {
+        /// Report what would be removed; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        storage: StorageArgs,
+    },
+    /// Check that every live upload's and pin's DAG is whole and every stored block hashes to
+    /// its CID (reads every stored byte); exit 1 with the list of problems otherwise.
+    Fsck {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        storage: StorageArgs,
+    },
     /// List a directory CID (or CID/path).
     Ls {
         target: String,
@@ -241,6 +260,24 @@ struct StoreArgs {
 impl StoreArgs {
     async fn open(&self) -> Result<Arc<dyn MetadataStore>> {
         serve::open_store(self.database_url.as_deref(), &self.data_dir).await
+    }
+}
+
+/// The metadata store and the content store, for the admin commands that read content.
+#[derive(Args)]
+struct StorageArgs {
+    #[command(flatten)]
+    metadata: StoreArgs,
+    /// Content store shared by several nodes (`s3://...`), as `cairn serve --store`
+    /// [default: DATA_DIR].
+    #[arg(long, env = "CAIRN_STORE")]
+    store: Option<String>,
+}
+
+impl StorageArgs {
+    async fn open(&self) -> Result<(Arc<dyn MetadataStore>, cairn_store::packs::Packs)> {
+        let (packs, _, _) = serve::open_content(self.store.as_deref(), &self.metadata.data_dir)?;
+        Ok((self.metadata.open().await?, packs))
     }
 }
 
@@ -440,6 +477,18 @@ async fn run_async(command: Command) -> Result<bool> {
         }) => admin::revoke_token(store.open().await?.as_ref(), &token_prefix_or_id)
             .await
             .map(|()| true),
+        Command::Gc {
+            dry_run,
+            json,
+            storage,
+        } => {
+            let (store, packs) = storage.open().await?;
+            admin::gc(store, packs, dry_run, json).await
+        }
+        Command::Fsck { json, storage } => {
+            let (store, packs) = storage.open().await?;
+            admin::fsck(store, packs, json).await
+        }
         Command::Cid { .. } | Command::Car { .. } => unreachable!("handled synchronously"),
     }
 }

@@ -49,26 +49,14 @@ pub async fn open_store(
     bail!("unsupported database URL {url:?}: use postgres://... or sqlite://PATH")
 }
 
-pub async fn run(config: ServeConfig) -> Result<()> {
-    let store = open_store(config.database_url.as_deref(), &config.data_dir).await?;
-    let writable = || {
-        format!(
-            "data directory {} is not writable",
-            config.data_dir.display()
-        )
-    };
-    let mut server_config = ServerConfig {
-        default_profile: config.profile.clone(),
-        worker_lease: config.worker_lease,
-        pin_timeout: config.pin_timeout,
-        trust_forwarded_headers: config.trust_forwarded_headers,
-        shared_store: config.store.is_some(),
-        tus_max_size: config.tus_max_size,
-        read_limits: config.read_limits,
-        ..ServerConfig::default()
-    };
-    server_config.rate_limits.upload.quota = config.uploads_per_minute;
-    let (packs, staging, tus_bytes): (_, _, Arc<dyn TusBytes>) = match &config.store {
+/// The content stores: packs, staged uploads and TUS bytes, in the S3-compatible bucket
+/// `store_url`, or else under `data_dir`.
+pub fn open_content(
+    store_url: Option<&str>,
+    data_dir: &Path,
+) -> Result<(Packs, Staging, Arc<dyn TusBytes>)> {
+    let writable = || format!("data directory {} is not writable", data_dir.display());
+    Ok(match store_url {
         Some(url) => {
             let named = || format!("content store {}", url.split('?').next().unwrap_or(url));
             let blobs = |sub: &str| -> Result<Arc<S3Blobs>> {
@@ -82,11 +70,27 @@ pub async fn run(config: ServeConfig) -> Result<()> {
             )
         }
         None => (
-            Packs::open(config.data_dir.join("packs")).with_context(writable)?,
-            Staging::open(config.data_dir.join("staging")).with_context(writable)?,
-            Arc::new(FileTusBytes::open(config.data_dir.join("tus")).with_context(writable)?),
+            Packs::open(data_dir.join("packs")).with_context(writable)?,
+            Staging::open(data_dir.join("staging")).with_context(writable)?,
+            Arc::new(FileTusBytes::open(data_dir.join("tus")).with_context(writable)?),
         ),
+    })
+}
+
+pub async fn run(config: ServeConfig) -> Result<()> {
+    let store = open_store(config.database_url.as_deref(), &config.data_dir).await?;
+    let mut server_config = ServerConfig {
+        default_profile: config.profile.clone(),
+        worker_lease: config.worker_lease,
+        pin_timeout: config.pin_timeout,
+        trust_forwarded_headers: config.trust_forwarded_headers,
+        shared_store: config.store.is_some(),
+        tus_max_size: config.tus_max_size,
+        read_limits: config.read_limits,
+        ..ServerConfig::default()
     };
+    server_config.rate_limits.upload.quota = config.uploads_per_minute;
+    let (packs, staging, tus_bytes) = open_content(config.store.as_deref(), &config.data_dir)?;
     // A lone node's leftovers are all from before this start; on a shared store another
     // node's write in progress looks like a leftover, so only old ones go.
     let orphan_age = if config.store.is_some() {
@@ -160,9 +164,16 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         state.clone(),
         stop_rx.clone(),
     ));
-    if config.store.is_some() {
-        // Other nodes may crash while this one runs.
-        tokio::spawn(sweep_orphans_hourly(state.clone(), stop_rx.clone()));
+    // Other nodes, `cairn gc` and outdated compactions may leave packs behind while this one
+    // runs.
+    tokio::spawn(sweep_orphans_hourly(state.clone(), stop_rx.clone()));
+    if !config.gc_interval.is_zero() {
+        tokio::spawn(cairn_server::gc::keep_collecting(
+            state.clone(),
+            format!("node-{}", cairn_store::packs::random_name()),
+            config.gc_interval,
+            stop_rx.clone(),
+        ));
     }
     let header_timeout = state.config.header_timeout;
     let upload = listen::serve(
@@ -261,6 +272,33 @@ const SHARED_ORPHAN_AGE: Duration = Duration::from_secs(24 * 3600);
 /// operation needs (a crash between staging and recording the operation), and interrupted
 /// writes of either.
 async fn sweep_orphans(
+    store: &dyn MetadataStore,
+    packs: &Packs,
+    staging: &Staging,
+    older_than: Duration,
+) -> Result<()> {
+    // A collector running elsewhere (`cairn gc` on this data directory) writes packs it has
+    // not referenced yet: while it holds the lease, only old leftovers go. Holding the lease
+    // meanwhile keeps one from starting.
+    let holder = format!("orphan-sweep-{}", cairn_store::packs::random_name());
+    let now = cairn_store::now_ms();
+    let lease_until = now + SHARED_ORPHAN_AGE.as_millis() as i64;
+    let collector_idle = store
+        .take_collector_lease(&holder, now, lease_until)
+        .await?;
+    let older_than = if collector_idle {
+        older_than
+    } else {
+        older_than.max(SHARED_ORPHAN_AGE)
+    };
+    let swept = sweep_unreferenced(store, packs, staging, older_than).await;
+    if collector_idle {
+        store.release_collector_lease(&holder).await?;
+    }
+    swept
+}
+
+async fn sweep_unreferenced(
     store: &dyn MetadataStore,
     packs: &Packs,
     staging: &Staging,

@@ -26,6 +26,7 @@ pub mod blocks;
 pub mod detect;
 pub mod error;
 pub mod gateway;
+pub mod gc;
 pub mod listen;
 pub mod metrics;
 pub mod nodes;

@@ -85,6 +85,10 @@ pub struct ServiceMetrics {
     operation_duration: Family<StatusLabel, Histogram, DurationHistogram>,
     /// Read from the store at each scrape.
     operations_queued: Family<StatusLabel, Gauge>,
+    gc_runs: Counter,
+    gc_bytes_reclaimed: Counter,
+    gc_packs_deleted: Counter,
+    gc_packs_compacted: Counter,
 }
 
 impl ServiceMetrics {
@@ -97,6 +101,10 @@ impl ServiceMetrics {
             responses: Family::default(),
             operation_duration: Family::new_with_constructor(DurationHistogram),
             operations_queued: Family::default(),
+            gc_runs: Counter::default(),
+            gc_bytes_reclaimed: Counter::default(),
+            gc_packs_deleted: Counter::default(),
+            gc_packs_compacted: Counter::default(),
         };
         // Every kind is listed from the start, at zero.
         for kind in UploadKind::ALL {
@@ -135,6 +143,27 @@ impl ServiceMetrics {
             "operations_queued",
             "Operations not yet completed or failed",
             metrics.operations_queued.clone(),
+        );
+        registry.register(
+            "gc_runs",
+            "Garbage collections completed by this node",
+            metrics.gc_runs.clone(),
+        );
+        registry.register_with_unit(
+            "gc_reclaimed",
+            "Pack bytes deleted by garbage collection, less the bytes compaction rewrote",
+            Unit::Bytes,
+            metrics.gc_bytes_reclaimed.clone(),
+        );
+        registry.register(
+            "gc_packs_deleted",
+            "Packs garbage collection deleted because no live block was left in them",
+            metrics.gc_packs_deleted.clone(),
+        );
+        registry.register(
+            "gc_packs_compacted",
+            "Mostly dead packs whose live blocks garbage collection moved to a new pack",
+            metrics.gc_packs_compacted.clone(),
         );
         metrics
     }
@@ -290,6 +319,14 @@ impl Metrics {
     pub fn registry(&self) -> MutexGuard<'_, Registry> {
         // A poisoned lock only means a panic mid-registration; the registry is still usable.
         self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn gc_finished(&self, report: &crate::gc::GcReport) {
+        let service = &self.service;
+        service.gc_runs.inc();
+        service.gc_bytes_reclaimed.inc_by(report.bytes_reclaimed);
+        service.gc_packs_deleted.inc_by(report.packs_deleted);
+        service.gc_packs_compacted.inc_by(report.packs_compacted);
     }
 
     pub fn upload_stored(&self, kind: UploadKind, bytes: u64, took: Duration) {

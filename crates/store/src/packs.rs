@@ -111,6 +111,11 @@ impl Packs {
         }
     }
 
+    /// Delete a pack no metadata references any more (a pack already gone is fine).
+    pub fn delete(&self, name: &str) -> io::Result<()> {
+        self.blobs.delete(name)
+    }
+
     /// How many bytes of neighbouring blocks are worth reading together with `read_many`
     /// (0: read them one by one).
     pub fn batch_bytes(&self) -> u64 {
