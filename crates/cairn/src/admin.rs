@@ -127,8 +127,7 @@ pub async fn gc(
     dry_run: bool,
     as_json: bool,
 ) -> Result<bool> {
-    let holder = format!("cairn-gc-{}", std::process::id());
-    let report = match gc::collect(store, packs, &holder, dry_run).await {
+    let report = match gc::collect(store, packs, dry_run).await {
         Ok(report) => report,
         Err(e @ GcError::Busy) => bail!("{e}; try again later"),
         Err(e) => return Err(e.into()),

@@ -170,7 +170,6 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     if !config.gc_interval.is_zero() {
         tokio::spawn(cairn_server::gc::keep_collecting(
             state.clone(),
-            format!("node-{}", cairn_store::packs::random_name()),
             config.gc_interval,
             stop_rx.clone(),
         ));
@@ -278,24 +277,14 @@ async fn sweep_orphans(
     older_than: Duration,
 ) -> Result<()> {
     // A collector running elsewhere (`cairn gc` on this data directory) writes packs it has
-    // not referenced yet: while it holds the lease, only old leftovers go. Holding the lease
+    // not referenced yet: while it holds its lock, only old leftovers go. Holding the lock
     // meanwhile keeps one from starting.
-    let holder = format!("orphan-sweep-{}", cairn_store::packs::random_name());
-    let now = cairn_store::now_ms();
-    let lease_until = now + SHARED_ORPHAN_AGE.as_millis() as i64;
-    let collector_idle = store
-        .take_collector_lease(&holder, now, lease_until)
-        .await?;
-    let older_than = if collector_idle {
-        older_than
-    } else {
-        older_than.max(SHARED_ORPHAN_AGE)
+    let lock = store.lock_collector().await?;
+    let older_than = match lock {
+        Some(_) => older_than,
+        None => older_than.max(SHARED_ORPHAN_AGE),
     };
-    let swept = sweep_unreferenced(store, packs, staging, older_than).await;
-    if collector_idle {
-        store.release_collector_lease(&holder).await?;
-    }
-    swept
+    sweep_unreferenced(store, packs, staging, older_than).await
 }
 
 async fn sweep_unreferenced(

@@ -57,6 +57,19 @@ pub enum StoreError {
     Io(#[from] std::io::Error),
 }
 
+/// Held while a collector runs; dropping it releases the lock.
+pub struct CollectorLock {
+    _held: Box<dyn std::any::Any + Send>,
+}
+
+impl CollectorLock {
+    pub(crate) fn new(held: impl std::any::Any + Send) -> Self {
+        Self {
+            _held: Box::new(held),
+        }
+    }
+}
+
 /// Limits set on an account.
 #[derive(Clone, Copy, Debug)]
 pub struct AccountLimits {
@@ -274,15 +287,10 @@ pub trait MetadataStore: Send + Sync {
     /// How many things the filter matches, over all pages.
     async fn count_kept(&self, account_id: i64, filter: &KeptFilter) -> Result<u64, StoreError>;
 
-    /// The garbage collector's lease (one collector at a time over every node and `cairn gc`):
-    /// taken or extended by `holder` until `until_ms` unless another holder's runs at `now_ms`.
-    async fn take_collector_lease(
-        &self,
-        holder: &str,
-        now_ms: i64,
-        until_ms: i64,
-    ) -> Result<bool, StoreError>;
-    async fn release_collector_lease(&self, holder: &str) -> Result<(), StoreError>;
+    /// The garbage collector's lock, one collector at a time over every node and `cairn gc`:
+    /// `None` while another holds it. An advisory lock that its holder's end releases, even a
+    /// crash: PostgreSQL's on a session of its own, a file lock beside SQLite's database.
+    async fn lock_collector(&self) -> Result<Option<CollectorLock>, StoreError>;
     /// The block index in multihash order after `after`, a page at a time.
     async fn indexed_blocks(
         &self,

@@ -82,8 +82,9 @@ pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     rate_buckets_refill_over_time_and_are_kept_apart(store).await;
     nodes_are_named_while_they_announce_themselves(store).await;
     the_provide_log_lists_completed_roots_in_completion_order(store).await;
-    // Last: it leaves a pin queued, which the queue's checks above would claim.
-    uploads_and_pins_are_listed_filtered_and_deleted(store).await;
+    collections_never_remove_a_block_a_commit_reused(store, packs).await;
+    // Last: it leaves pins queued, which the queue's checks above would claim.
+    uploads_and_pins_are_listed_filtered_and_deleted(store, packs).await;
 }
 
 async fn tus_uploads_become_claimable_only_when_complete(store: &dyn MetadataStore) {
@@ -460,7 +461,10 @@ async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
     assert_eq!(stored_bytes("bob").await, other_dag.size);
 }
 
-async fn uploads_and_pins_are_listed_filtered_and_deleted(store: &dyn MetadataStore) {
+async fn uploads_and_pins_are_listed_filtered_and_deleted(
+    store: &dyn MetadataStore,
+    packs: &Packs,
+) {
     let hana = store
         .create_account("hana", AccountLimits::default())
         .await
@@ -665,28 +669,43 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(store: &dyn MetadataSt
         None,
         "not fetched yet"
     );
+    let (stored, packed) = pack_content(store, packs, b"ivan's stored content").await;
+    store
+        .commit_completed_upload(upload("i-stored", ivan.id), packed, &stored)
+        .await
+        .unwrap();
     let before = store
         .account_by_id(ivan.id)
         .await
         .unwrap()
         .unwrap()
         .stored_bytes;
+    let pin_of = |request_id: &str, cid: &str| NewPin {
+        request_id: request_id.into(),
+        account_id: ivan.id,
+        cid: cid.into(),
+        name: String::new(),
+        origins: Vec::new(),
+        meta: "{}".into(),
+    };
     let at_once = store
-        .create_pin(
-            NewPin {
-                request_id: "i2".into(),
-                account_id: ivan.id,
-                cid: "bafyk1".into(),
-                name: String::new(),
-                origins: Vec::new(),
-                meta: "{}".into(),
-            },
-            Some(&root("bafyk1", 10)),
-        )
+        .create_pin(pin_of("i2", &stored.cid), Some(&stored))
         .await
         .unwrap();
     assert_eq!(at_once.status, OperationStatus::Completed);
-    assert_eq!(at_once.dag_size, Some(10));
+    assert_eq!(at_once.dag_size, Some(stored.size));
+    // A root whose blocks are gone by the time the pin commits (collected since it was looked
+    // up) is fetched instead.
+    let never = {
+        let mut importer = FileImporter::new(&Profile::default(), cairn_unixfs::DiscardBlocks);
+        importer.push(b"never stored").unwrap();
+        importer.finish().unwrap().cid.to_string()
+    };
+    let fetched = store
+        .create_pin(pin_of("i3", &never), Some(&root(&never, 10)))
+        .await
+        .unwrap();
+    assert_eq!(fetched.status, OperationStatus::Pending);
     let after = store
         .account_by_id(ivan.id)
         .await
@@ -1006,4 +1025,194 @@ async fn the_provide_log_lists_completed_roots_in_completion_order(store: &dyn M
         store.provide_progress("12D3KooWB").await.unwrap(),
         Some(moved)
     );
+}
+
+/// Every live root in the store: what a collector's walk would have walked.
+async fn live_roots(store: &dyn MetadataStore) -> std::collections::HashSet<String> {
+    let mut roots = std::collections::HashSet::new();
+    let mut after = String::new();
+    loop {
+        let page = store.distinct_roots(&after, 1000).await.unwrap();
+        let Some(last) = page.last() else {
+            return roots;
+        };
+        after = last.clone();
+        roots.extend(page);
+    }
+}
+
+/// The race that breaks most stores: an upload skips writing blocks it finds stored, while a
+/// collection removes them. Whichever commits first, no live DAG loses a block.
+async fn collections_never_remove_a_block_a_commit_reused(
+    store: &dyn MetadataStore,
+    packs: &Packs,
+) {
+    use crate::model::{Collected, Collection, Compaction};
+    let gus = store
+        .create_account("gus", AccountLimits::default())
+        .await
+        .unwrap();
+    let since = crate::now_ms() - 600_000;
+
+    // The collection first: the upload's commit fails, changing nothing, and processing it
+    // again writes the blocks anew.
+    let content: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let (dag, packed) = pack_content(store, packs, &content).await;
+    let first = packed.pack.clone().expect("new content");
+    store
+        .commit_completed_upload(upload("g1", gus.id), packed, &dag)
+        .await
+        .unwrap();
+    store.delete_kept(gus.id, "g1").await.unwrap().unwrap();
+    let (_, reused) = pack_content(store, packs, &content).await;
+    assert!(reused.pack.is_none());
+    assert_eq!(reused.reused.len(), first.blocks.len());
+    let collection = Collection {
+        dead: first.blocks.iter().map(|b| b.multihash.clone()).collect(),
+        compacted: None,
+        emptied: vec![first.name.clone()],
+    };
+    let applied = store
+        .apply_collection(&collection, since, &live_roots(store).await)
+        .await
+        .unwrap();
+    assert_eq!(
+        applied,
+        Collected::Applied {
+            packs_removed: vec![first.name.clone()]
+        }
+    );
+    assert_eq!(store.dead_packs().await.unwrap(), [first.name.clone()]);
+    store
+        .forget_dead_packs(&[first.name.clone()])
+        .await
+        .unwrap();
+    assert!(store.dead_packs().await.unwrap().is_empty());
+    let result = store
+        .commit_completed_upload(upload("g2", gus.id), reused, &dag)
+        .await;
+    assert!(
+        matches!(result, Err(StoreError::BlocksCollected(n)) if n == first.blocks.len()),
+        "{result:?}"
+    );
+    let by_id = OperationRef::UploadId("g2".into());
+    assert_eq!(store.operation(gus.id, &by_id).await.unwrap(), None);
+    let (_, again) = pack_content(store, packs, &content).await;
+    assert!(
+        again.pack.is_some(),
+        "the collected blocks are written again"
+    );
+    store
+        .commit_completed_upload(upload("g2", gus.id), again, &dag)
+        .await
+        .unwrap();
+    for block in &first.blocks {
+        assert!(store.has_block(&block.multihash).await.unwrap());
+    }
+
+    // The commit first: the collection, planned from a walk that did not see the new root,
+    // is refused and names the root to walk.
+    let content: Vec<u8> = (0..5000u32).map(|i| (i * 11 % 241) as u8).collect();
+    let (dag, packed) = pack_content(store, packs, &content).await;
+    let second = packed.pack.clone().expect("new content");
+    store
+        .commit_completed_upload(upload("g3", gus.id), packed, &dag)
+        .await
+        .unwrap();
+    store.delete_kept(gus.id, "g3").await.unwrap().unwrap();
+    let walked = live_roots(store).await;
+    let (_, reused) = pack_content(store, packs, &content).await;
+    store
+        .commit_completed_upload(upload("g4", gus.id), reused, &dag)
+        .await
+        .unwrap();
+    let collection = Collection {
+        dead: second.blocks.iter().map(|b| b.multihash.clone()).collect(),
+        compacted: None,
+        emptied: vec![second.name.clone()],
+    };
+    let refused = store
+        .apply_collection(&collection, since, &walked)
+        .await
+        .unwrap();
+    assert_eq!(refused, Collected::NewRoots(vec![dag.cid.clone()]));
+    for block in &second.blocks {
+        assert!(store.has_block(&block.multihash).await.unwrap());
+    }
+
+    // A compaction moves live blocks to a new pack; a read that looked one up before it
+    // finds the old pack gone and reads the block where it is now.
+    let block = &second.blocks[0];
+    let before = store
+        .block_location(&block.multihash)
+        .await
+        .unwrap()
+        .unwrap();
+    let bytes = packs.read(&before).unwrap();
+    let mut writer = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
+    for block in &second.blocks {
+        let location = store
+            .block_location(&block.multihash)
+            .await
+            .unwrap()
+            .unwrap();
+        let cid = [&[1u8, 0x55][..], &block.multihash].concat();
+        let cid = cairn_unixfs::Cid::try_from(cid.as_slice()).unwrap();
+        use cairn_unixfs::BlockSink;
+        writer
+            .put_block(
+                &cid,
+                cairn_unixfs::BlockBytes::new(&packs.read(&location).unwrap()),
+            )
+            .unwrap();
+    }
+    let moved_to = writer.seal().unwrap().pack.unwrap();
+    let collection = Collection {
+        dead: Vec::new(),
+        compacted: Some(Compaction {
+            sources: vec![second.name.clone(); moved_to.blocks.len()],
+            pack: moved_to.clone(),
+        }),
+        emptied: vec![second.name.clone()],
+    };
+    let applied = store
+        .apply_collection(&collection, since, &live_roots(store).await)
+        .await
+        .unwrap();
+    assert_eq!(
+        applied,
+        Collected::Applied {
+            packs_removed: vec![second.name.clone()]
+        }
+    );
+    packs.delete(&second.name).unwrap();
+    store
+        .forget_dead_packs(&[second.name.clone()])
+        .await
+        .unwrap();
+    let now = store
+        .block_location(&block.multihash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(now.pack, moved_to.name);
+    let read = packs
+        .read_relocating(&before, || Ok(Some(now.clone())))
+        .unwrap();
+    assert_eq!(read, Some(bytes));
+
+    // One collector at a time; its end releases the lock.
+    let lock = store.lock_collector().await.unwrap().expect("free");
+    assert!(store.lock_collector().await.unwrap().is_none());
+    drop(lock);
+    let mut again = None;
+    for _ in 0..100 {
+        again = store.lock_collector().await.unwrap();
+        if again.is_some() {
+            break;
+        }
+        // PostgreSQL releases it once it sees the session's connection close.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(again.is_some(), "released");
 }

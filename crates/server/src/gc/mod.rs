@@ -40,8 +40,6 @@ use walk::{walk, Damage};
 
 /// A pack whose live blocks are less than this share of its bytes is compacted.
 const COMPACT_BELOW_LIVE: f64 = 0.5;
-/// How long the collector's lease lasts without being renewed.
-const LEASE: Duration = Duration::from_secs(600);
 /// Roots kept this long before the walk began are checked again when the plan is applied:
 /// more than any clock difference between nodes.
 const CLOCK_SKEW: Duration = Duration::from_secs(600);
@@ -73,7 +71,7 @@ pub struct GcReport {
 
 #[derive(Debug, thiserror::Error)]
 pub enum GcError {
-    #[error("another collector is running (its lease has not run out)")]
+    #[error("another collector is running")]
     Busy,
     #[error("a live block is damaged, so what it links to is unknown; run `cairn fsck`: {0}")]
     Damaged(String),
@@ -98,12 +96,11 @@ struct Index {
     packs: HashMap<String, (u64, Vec<Entry>)>,
 }
 
-/// Run one collection as `holder` (a node's or a command's name). `dry_run` reports what it
-/// would remove and changes nothing.
+/// Run one collection (`GcError::Busy` while another runs). `dry_run` reports what it would
+/// remove and changes nothing.
 pub async fn collect(
     store: Arc<dyn MetadataStore>,
     packs: Packs,
-    holder: &str,
     dry_run: bool,
 ) -> Result<GcReport, GcError> {
     let started = Instant::now();
@@ -111,13 +108,15 @@ pub async fn collect(
         dry_run,
         ..GcReport::default()
     };
+    // Held to the end; dropping it (or dying) releases it.
+    let _lock = match dry_run {
+        true => None,
+        false => Some(store.lock_collector().await?.ok_or(GcError::Busy)?),
+    };
     if !dry_run {
-        if !renew(store.as_ref(), holder).await? {
-            return Err(GcError::Busy);
-        }
         delete_dead_packs(store.as_ref(), &packs).await?;
     }
-    let result = async {
+    {
         let since_ms = now_ms() - CLOCK_SKEW.as_millis() as i64;
         let mut marked = Marked::default();
         let mut after = String::new();
@@ -126,9 +125,6 @@ pub async fn collect(
             let Some(last) = roots.last() else { break };
             after = last.clone();
             marked = mark(&store, &packs, marked, roots).await?;
-            if !dry_run && !renew(store.as_ref(), holder).await? {
-                return Err(GcError::Busy);
-            }
         }
         let index = read_index(store.as_ref()).await?;
         for attempt in 1.. {
@@ -143,7 +139,8 @@ pub async fn collect(
             if dry_run {
                 report.bytes_copied = plan.live_bytes_to_copy;
                 report.bytes_reclaimed = plan.reclaimable(&index);
-                return Ok(());
+                report.seconds = started.elapsed().as_secs_f64();
+                return Ok(report);
             }
             let compaction = compact(&packs, &index, &plan).await?;
             let mut emptied = plan.dead_packs.clone();
@@ -185,24 +182,9 @@ pub async fn collect(
             }
         }
         delete_dead_packs(store.as_ref(), &packs).await?;
-        Ok(())
     }
-    .await;
-    if !dry_run {
-        if let Err(e) = store.release_collector_lease(holder).await {
-            tracing::warn!(error = %e, "releasing the collector's lease failed; it runs out");
-        }
-    }
-    result?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
-}
-
-async fn renew(store: &dyn MetadataStore, holder: &str) -> Result<bool, StoreError> {
-    let now = now_ms();
-    store
-        .take_collector_lease(holder, now, now + LEASE.as_millis() as i64)
-        .await
 }
 
 /// What the walk found live so far.
@@ -424,11 +406,10 @@ async fn delete_dead_packs(store: &dyn MetadataStore, packs: &Packs) -> Result<(
     Ok(())
 }
 
-/// Collect every `interval` until `stop`, as this node (`holder`); a collection another node
-/// or `cairn gc` is running is left to it.
+/// Collect every `interval` until `stop`; a collection another node or `cairn gc` is running
+/// is left to it.
 pub async fn keep_collecting(
     state: crate::AppState,
-    holder: String,
     interval: Duration,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -437,7 +418,7 @@ pub async fn keep_collecting(
             _ = tokio::time::sleep(interval) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        match collect(state.store.clone(), state.packs.clone(), &holder, false).await {
+        match collect(state.store.clone(), state.packs.clone(), false).await {
             Ok(report) => {
                 state.metrics.gc_finished(&report);
                 tracing::info!(

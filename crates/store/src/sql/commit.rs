@@ -258,13 +258,14 @@ impl<B: Backend> SqlStore<B> {
         if let Some(dag) = stored {
             // Still stored, now that no collection can run: a stored root's whole DAG is.
             Self::hold_off_collector(tx).await?;
-            let root = cairn_unixfs::Cid::try_from(dag.cid.as_str())
-                .map_err(|e| StoreError::Io(std::io::Error::other(e)))?;
-            let stored_now = B::query("SELECT 1 AS found FROM blocks WHERE multihash = $1")
-                .bind(root.hash().to_bytes().as_slice())
-                .fetch_optional(tx)
-                .await?
-                .is_some();
+            let stored_now = match cairn_unixfs::Cid::try_from(dag.cid.as_str()) {
+                Ok(root) => B::query("SELECT 1 AS found FROM blocks WHERE multihash = $1")
+                    .bind(root.hash().to_bytes().as_slice())
+                    .fetch_optional(tx)
+                    .await?
+                    .is_some(),
+                Err(_) => false,
+            };
             if stored_now {
                 Self::complete_in(tx, pin.account_id, id, dag).await?;
             }

@@ -31,6 +31,8 @@ use sqlx::{Arguments, Database, Encode, Executor, IntoArguments, Pool, Transacti
 use dialect::{BindMultihashes, Dialect};
 use rows::ModelRow;
 
+use crate::{CollectorLock, StoreError};
+
 /// One database's side of the store, as the shared queries see it: its dialect and its sqlx
 /// types. Connection setup and migrations are each backend's own (`sqlite.rs`, `postgres.rs`).
 pub trait Backend:
@@ -39,6 +41,11 @@ pub trait Backend:
     /// A statement's arguments.
     type Args<'q>: Bind<'q> + BindMultihashes<'q> + IntoArguments<'q, Self>;
     const DIALECT: Dialect;
+
+    /// The garbage collector's lock (see [`crate::MetadataStore::lock_collector`]).
+    fn lock_collector(
+        pool: &Pool<Self>,
+    ) -> impl std::future::Future<Output = Result<Option<CollectorLock>, StoreError>> + Send;
 
     fn query(sql: &str) -> Statement<'_, Self> {
         Statement {

@@ -15,7 +15,7 @@ use super::dialect::Dialect;
 use super::rows::ModelRow;
 use super::schema;
 use super::{Backend, SqlStore};
-use crate::StoreError;
+use crate::{CollectorLock, StoreError};
 
 /// The shared store.
 pub type PostgresStore = SqlStore<Postgres>;
@@ -27,9 +27,23 @@ const MIGRATION_LOCK: i64 = 0x6361_6972_6e00;
 /// version 1, and numbered each later step from there. Version `v` is step `v + 2`.
 const STEPS_IN_VERSION_1: usize = 3;
 
+/// The advisory lock one garbage collector at a time holds.
+const COLLECTOR_LOCK: i64 = 0x6361_6972_6e01;
+
 impl Backend for Postgres {
     type Args<'q> = PgArguments;
     const DIALECT: Dialect = Dialect::Postgres;
+
+    /// A session lock on a connection taken out of the pool: when the lock is dropped, or its
+    /// process dies, the connection closes and the server releases the lock.
+    async fn lock_collector(pool: &PgPool) -> Result<Option<CollectorLock>, StoreError> {
+        let mut conn = pool.acquire().await?;
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(COLLECTOR_LOCK)
+            .fetch_one(&mut *conn)
+            .await?;
+        Ok(locked.then(|| CollectorLock::new(conn.detach())))
+    }
 }
 
 impl PostgresStore {

@@ -23,7 +23,7 @@ use crate::model::{
     TusUpload,
 };
 use crate::packs::Packed;
-use crate::{AccountLimits, MetadataStore, StoreError};
+use crate::{AccountLimits, CollectorLock, MetadataStore, StoreError};
 
 impl<B: Backend> SqlStore<B> {
     async fn account_where<'q>(
@@ -790,31 +790,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         Ok(row.int("n") as u64)
     }
 
-    async fn take_collector_lease(
-        &self,
-        holder: &str,
-        now_ms: i64,
-        until_ms: i64,
-    ) -> Result<bool, StoreError> {
-        let taken = B::query(
-            "UPDATE collector SET holder = $1, until_ms = $2
-              WHERE id = 1 AND (holder IS NULL OR holder = $3 OR until_ms < $4)",
-        )
-        .bind(holder)
-        .bind(until_ms)
-        .bind(holder)
-        .bind(now_ms)
-        .execute(&mut self.conn().await?)
-        .await?;
-        Ok(taken == 1)
-    }
-
-    async fn release_collector_lease(&self, holder: &str) -> Result<(), StoreError> {
-        B::query("UPDATE collector SET holder = NULL, until_ms = 0 WHERE id = 1 AND holder = $1")
-            .bind(holder)
-            .execute(&mut self.conn().await?)
-            .await?;
-        Ok(())
+    async fn lock_collector(&self) -> Result<Option<CollectorLock>, StoreError> {
+        B::lock_collector(&self.pool).await
     }
 
     async fn indexed_blocks(

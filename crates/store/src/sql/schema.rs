@@ -143,14 +143,9 @@ CREATE TABLE account_roots (
     refs {int} NOT NULL,
     PRIMARY KEY (account_id, cid)
 );
--- The garbage collector: one row, whose lease lets one collector run at a time and whose
--- lock keeps a collection's transaction and the commits that keep roots apart.
-CREATE TABLE collector (
-    id {int} PRIMARY KEY,
-    holder TEXT,
-    until_ms {int} NOT NULL
-);
-INSERT INTO collector (id, holder, until_ms) VALUES (1, NULL, 0);
+-- One row, whose lock keeps a collection's transaction and the commits that keep roots apart.
+CREATE TABLE collector (id {int} PRIMARY KEY);
+INSERT INTO collector (id) VALUES (1);
 -- Packs a collection removed from the index, until their blobs are deleted.
 CREATE TABLE dead_packs (name TEXT PRIMARY KEY);
 -- Earlier releases did not record a DAG's size: the bytes uploaded stand in for it.

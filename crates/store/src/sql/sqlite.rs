@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use sqlx::sqlite::{
-    SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
-    SqliteTransactionManager,
+    SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous, SqliteTransactionManager,
 };
 use sqlx::{Sqlite, TransactionManager};
 
@@ -17,7 +17,7 @@ use super::dialect::Dialect;
 use super::rows::ModelRow;
 use super::schema;
 use super::{Backend, SqlStore};
-use crate::StoreError;
+use crate::{CollectorLock, StoreError};
 
 /// The embedded store.
 pub type SqliteStore = SqlStore<Sqlite>;
@@ -25,6 +25,23 @@ pub type SqliteStore = SqlStore<Sqlite>;
 impl Backend for Sqlite {
     type Args<'q> = SqliteArguments<'q>;
     const DIALECT: Dialect = Dialect::Sqlite;
+
+    /// A lock on the file `DATABASE.gc-lock`: every process using the database is on this
+    /// machine, and the system releases the lock when its holder exits, however it does.
+    async fn lock_collector(pool: &SqlitePool) -> Result<Option<CollectorLock>, StoreError> {
+        let database = pool.connect_options().get_filename().to_owned();
+        let path = format!("{}.gc-lock", database.display());
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(CollectorLock::new(file))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+        }
+    }
 }
 
 impl SqliteStore {

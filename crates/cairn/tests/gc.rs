@@ -1,0 +1,278 @@
+//! Garbage collection on the real binary: `cairn gc` beside a running server frees the disk a
+//! deleted upload used unless another account still stores it, compacts a pack that is mostly
+//! dead, keeps every live byte readable, and survives being killed at any moment (`cairn
+//! fsck` stays clean).
+
+mod server;
+
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use server::{admin, cairn, content, finished_operation, post_upload, start, Running};
+
+/// Bytes of every pack file in the data directory.
+fn pack_bytes(data: &Path) -> u64 {
+    std::fs::read_dir(data.join("packs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+fn gc(data: &Path) -> serde_json::Value {
+    serde_json::from_slice(&admin(&["gc", "--json"], data)).unwrap()
+}
+
+fn fsck(data: &Path) -> Output {
+    cairn()
+        .args(["fsck", "--data-dir"])
+        .arg(data)
+        .output()
+        .unwrap()
+}
+
+fn assert_fsck_clean(data: &Path) {
+    let output = fsck(data);
+    assert!(
+        output.status.success(),
+        "fsck: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+async fn delete(running: &Running, token: &str, id: &str) {
+    let response = reqwest::Client::new()
+        .delete(format!("{}/api/uploads/{id}", running.upload))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 204, "deleting {id}");
+}
+
+async fn read(running: &Running, path: &str) -> Vec<u8> {
+    let response = reqwest::get(format!("{}/ipfs/{path}", running.upload))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "reading {path}");
+    response.bytes().await.unwrap().to_vec()
+}
+
+/// A stored upload: its id and root CID.
+async fn upload(running: &Running, token: &str, name: &str, bytes: Vec<u8>) -> (String, String) {
+    let (status, body) = post_upload(running, token, name, bytes).await;
+    assert_eq!(status, 200, "{body}");
+    let op = match body["status"].as_str() {
+        Some("completed") => body,
+        _ => {
+            let id = body["operationId"].to_string();
+            finished_operation(running, token, &id).await
+        }
+    };
+    assert_eq!(op["status"], "completed", "{op}");
+    (
+        op["id"].as_str().unwrap().to_owned(),
+        op["cid"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// A tar holding `files`, extracted into a directory on upload.
+fn tar(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (name, bytes) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append_data(&mut header, name, *bytes).unwrap();
+    }
+    builder.into_inner().unwrap()
+}
+
+fn second_account(data: &Path) -> String {
+    let created: serde_json::Value =
+        serde_json::from_slice(&admin(&["account", "create", "second", "--json"], data)).unwrap();
+    created["token"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_frees_what_no_one_keeps_and_compacts_mostly_dead_packs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let running = start(&data, &["--gc-interval", "0s"]);
+    let first = running.token.clone();
+    let second = second_account(&data);
+
+    // The same 3 MB in two accounts: stored once.
+    let shared = content(3_000_000, 1);
+    let (first_shared, shared_cid) = upload(&running, &first, "shared.bin", shared.clone()).await;
+    let (second_shared, _) = upload(&running, &second, "shared.bin", shared.clone()).await;
+    // A directory of a small file and a large one; the small file is also uploaded alone.
+    let small = content(200_000, 2);
+    let large = content(4_000_000, 3);
+    let archive = tar(&[("small.bin", &small), ("large.bin", &large)]);
+    let (tree, tree_cid) = upload(&running, &first, "tree.tar", archive).await;
+    let (_, small_cid) = upload(&running, &first, "small.bin", small.clone()).await;
+    let stored = pack_bytes(&data);
+    assert!(stored > 7_200_000, "{stored}");
+
+    // Nothing is dead yet.
+    let report = gc(&data);
+    assert_eq!(report["deadBlocks"], 0, "{report}");
+    assert_eq!(pack_bytes(&data), stored);
+
+    // One account deletes the shared content; the other still stores it: nothing to free.
+    delete(&running, &first, &first_shared).await;
+    let report = gc(&data);
+    assert_eq!(report["deadBlocks"], 0, "{report}");
+    assert_eq!(pack_bytes(&data), stored);
+    assert_eq!(read(&running, &shared_cid).await, shared);
+
+    // Now no one does: its pack goes.
+    delete(&running, &second, &second_shared).await;
+    let dry =
+        serde_json::from_slice::<serde_json::Value>(&admin(&["gc", "--dry-run", "--json"], &data))
+            .unwrap();
+    assert_eq!(dry["packsDeleted"], 1, "{dry}");
+    assert_eq!(pack_bytes(&data), stored, "a dry run changes nothing");
+    let report = gc(&data);
+    assert_eq!(report["packsDeleted"], 1, "{report}");
+    let after_shared = pack_bytes(&data);
+    assert!(
+        stored - after_shared >= shared.len() as u64,
+        "{stored} -> {after_shared}"
+    );
+
+    // Deleting the directory leaves its pack mostly dead, but the small file lives on: the
+    // pack is compacted, and the small file is still read byte for byte.
+    delete(&running, &first, &tree).await;
+    let report = gc(&data);
+    assert_eq!(report["packsCompacted"], 1, "{report}");
+    assert!(report["bytesCopied"].as_u64().unwrap() >= small.len() as u64);
+    let after_tree = pack_bytes(&data);
+    assert!(
+        after_shared - after_tree >= large.len() as u64,
+        "{after_shared} -> {after_tree}"
+    );
+    assert_eq!(read(&running, &small_cid).await, small);
+    let gone = reqwest::get(format!("{}/ipfs/{tree_cid}?format=car", running.upload))
+        .await
+        .unwrap();
+    assert!(!gone.status().is_success(), "{}", gone.status());
+    assert_fsck_clean(&data);
+
+    // Collecting again finds nothing more.
+    let report = gc(&data);
+    assert_eq!(report["deadBlocks"], 0, "{report}");
+    assert_eq!(pack_bytes(&data), after_tree);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_collects_on_its_own_every_gc_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let running = start(&data, &["--gc-interval", "1s"]);
+    let token = running.token.clone();
+    let (id, _) = upload(&running, &token, "a.bin", content(1_000_000, 7)).await;
+    let stored = pack_bytes(&data);
+    assert!(stored > 1_000_000);
+    delete(&running, &token, &id).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pack_bytes(&data) >= 1_000_000 {
+        assert!(Instant::now() < deadline, "not collected in 30 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let metrics = reqwest::get(format!("{}/metrics", running.account))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let reclaimed = metrics
+        .lines()
+        .find(|l| l.starts_with("cairn_gc_reclaimed_bytes_total "))
+        .unwrap_or_else(|| panic!("{metrics}"));
+    let bytes: u64 = reclaimed.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(bytes >= 1_000_000, "{reclaimed}");
+}
+
+/// `cairn gc` killed (SIGKILL) at a random moment, round after round, while the server keeps
+/// taking uploads and deletes: every live upload stays readable and `cairn fsck` clean.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_killed_at_any_moment_loses_no_live_block() {
+    let rounds: usize = std::env::var("CAIRN_GC_KILL_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let running = start(&data, &["--gc-interval", "0s"]);
+    let token = running.token.clone();
+    let mut live: Vec<(String, String, Vec<u8>)> = Vec::new();
+    let mut seed = 100;
+    let mut random = rand_from(std::process::id() as u64);
+    // How long a whole collection takes here bounds the kill delays.
+    let timed = Instant::now();
+    gc(&data);
+    let whole = timed.elapsed().max(Duration::from_millis(50)) * 3;
+    for round in 0..rounds {
+        // New garbage every round: directories whose files partly live on (compactions),
+        // whole uploads deleted (dead packs), and content kept.
+        for _ in 0..3 {
+            seed += 1;
+            let kept = content(150_000 + (seed as usize % 7) * 10_000, seed);
+            let dropped = content(600_000, seed + 1000);
+            let archive = tar(&[("kept.bin", &kept), ("dropped.bin", &dropped)]);
+            let (tree, _) = upload(&running, &token, "tree.tar", archive).await;
+            let (id, cid) = upload(&running, &token, "kept.bin", kept.clone()).await;
+            live.push((id, cid, kept));
+            delete(&running, &token, &tree).await;
+        }
+        if round % 3 == 2 {
+            let (id, _, _) = live.remove(random() as usize % live.len());
+            delete(&running, &token, &id).await;
+        }
+        let mut child = cairn()
+            .args(["gc", "--data-dir"])
+            .arg(&data)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let delay = whole.mul_f64((random() % 1000) as f64 / 1000.0);
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        child.wait().unwrap();
+        assert_fsck_clean(&data);
+        for (_, cid, bytes) in &live {
+            assert_eq!(&read(&running, cid).await, bytes, "round {round}: {cid}");
+        }
+    }
+    // A collection left to finish after all that removes every dead byte.
+    std::thread::sleep(Duration::from_millis(100));
+    let before = pack_bytes(&data);
+    gc(&data);
+    let kept: u64 = live.iter().map(|(_, _, b)| b.len() as u64).sum();
+    let after = pack_bytes(&data);
+    assert!(after <= before);
+    assert!(
+        after < kept * 2 + 1_000_000,
+        "{after} bytes left for {kept} live"
+    );
+    assert_fsck_clean(&data);
+    for (_, cid, bytes) in &live {
+        assert_eq!(&read(&running, cid).await, bytes);
+    }
+}
+
+/// xorshift64 from `seed`.
+fn rand_from(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed | 1;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
