@@ -63,18 +63,13 @@ async fn read(running: &Running, path: &str) -> Vec<u8> {
 async fn upload(running: &Running, token: &str, name: &str, bytes: Vec<u8>) -> (String, String) {
     let (status, body) = post_upload(running, token, name, bytes).await;
     assert_eq!(status, 200, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
     let op = match body["status"].as_str() {
         Some("completed") => body,
-        _ => {
-            let id = body["operationId"].to_string();
-            finished_operation(running, token, &id).await
-        }
+        _ => finished_operation(running, token, &body["operationId"].to_string()).await,
     };
     assert_eq!(op["status"], "completed", "{op}");
-    (
-        op["id"].as_str().unwrap().to_owned(),
-        op["cid"].as_str().unwrap().to_owned(),
-    )
+    (id, op["cid"].as_str().unwrap().to_owned())
 }
 
 /// A tar holding `files`, extracted into a directory on upload.
@@ -183,7 +178,7 @@ async fn the_server_collects_on_its_own_every_gc_interval() {
         assert!(Instant::now() < deadline, "not collected in 30 s");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let metrics = reqwest::get(format!("{}/metrics", running.account))
+    let metrics = reqwest::get(format!("{}/metrics", running.upload))
         .await
         .unwrap()
         .text()
@@ -207,15 +202,16 @@ async fn gc_killed_at_any_moment_loses_no_live_block() {
         .unwrap_or(20);
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let running = start(&data, &["--gc-interval", "0s"]);
+    let running = start(
+        &data,
+        &["--gc-interval", "0s", "--uploads-per-minute", "100000"],
+    );
     let token = running.token.clone();
     let mut live: Vec<(String, String, Vec<u8>)> = Vec::new();
     let mut seed = 100;
     let mut random = rand_from(std::process::id() as u64);
-    // How long a whole collection takes here bounds the kill delays.
-    let timed = Instant::now();
-    gc(&data);
-    let whole = timed.elapsed().max(Duration::from_millis(50)) * 3;
+    // Rounds killed before the collection ended, and rounds where it had freed some bytes.
+    let (mut interrupted, mut reclaimed_some) = (0, 0);
     for round in 0..rounds {
         // New garbage every round: directories whose files partly live on (compactions),
         // whole uploads deleted (dead packs), and content kept.
@@ -233,6 +229,12 @@ async fn gc_killed_at_any_moment_loses_no_live_block() {
             let (id, _, _) = live.remove(random() as usize % live.len());
             delete(&running, &token, &id).await;
         }
+        // A dry run (the walk and the plan) takes most of what a collection takes: kill
+        // anywhere up to three times as long.
+        let timed = Instant::now();
+        admin(&["gc", "--dry-run"], &data);
+        let whole = timed.elapsed() * 3;
+        let before = pack_bytes(&data);
         let mut child = cairn()
             .args(["gc", "--data-dir"])
             .arg(&data)
@@ -242,13 +244,24 @@ async fn gc_killed_at_any_moment_loses_no_live_block() {
             .unwrap();
         let delay = whole.mul_f64((random() % 1000) as f64 / 1000.0);
         std::thread::sleep(delay);
+        if child.try_wait().unwrap().is_none() {
+            interrupted += 1;
+        }
         let _ = child.kill();
         child.wait().unwrap();
+        if pack_bytes(&data) < before {
+            reclaimed_some += 1;
+        }
         assert_fsck_clean(&data);
         for (_, cid, bytes) in &live {
             assert_eq!(&read(&running, cid).await, bytes, "round {round}: {cid}");
         }
     }
+    eprintln!(
+        "{rounds} rounds: {interrupted} collections killed before they finished, \
+         {reclaimed_some} had freed bytes"
+    );
+    assert!(interrupted > 0, "no collection was interrupted");
     // A collection left to finish after all that removes every dead byte.
     std::thread::sleep(Duration::from_millis(100));
     let before = pack_bytes(&data);
