@@ -1,6 +1,7 @@
 //! Two `cairn serve` nodes sharing PostgreSQL (metadata, queue, upload leases) and S3
 //! (content): what one node stores, the other serves; queued work is done once by whichever
-//! node claims it; and a TUS upload begun on a node that dies is finished on the other.
+//! node claims it; a TUS upload begun on a node that dies is finished on the other; and
+//! `cairn gc` on the shared stores empties the bucket of what no one keeps while a node reads.
 
 mod server;
 
@@ -15,7 +16,10 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
 use moto::Moto;
-use server::{client, content, finished_operation, start, terminate, Running, TestDatabase};
+use server::{
+    cairn, client, content, finished_operation, post_upload, start, terminate, Running,
+    TestDatabase,
+};
 
 #[test]
 fn two_nodes_share_uploads_operations_and_content() {
@@ -267,4 +271,81 @@ async fn a_tus_upload_begun_on_a_node_that_is_killed_is_finished_on_another() {
         "the content read back through B is the content sent"
     );
     assert!(terminate(b).0.success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gc_on_shared_stores_frees_the_bucket_while_another_node_serves() {
+    let moto = Moto::start();
+    let store = moto.bucket("gc");
+    let database = TestDatabase::create("scale_out_gc");
+    let work = tempfile::tempdir().unwrap();
+    let shared = [
+        "--database-url",
+        &database.url,
+        "--store",
+        &store,
+        "--gc-interval",
+        "0s",
+    ];
+    let a = start(&work.path().join("a"), &shared);
+    let b = start(&work.path().join("b"), &shared);
+    let token = a.token.clone();
+    let dropped = content(2_000_000, 11);
+    let kept = content(1_000_000, 12);
+    let (_, gone) = post_upload(&a, &token, "dropped.bin", dropped).await;
+    let (_, stays) = post_upload(&a, &token, "kept.bin", kept.clone()).await;
+    let packs = |moto: &Moto| moto.bytes_under("gc", "cairn/packs/");
+    let before = packs(&moto);
+    assert!(before > 3_000_000, "{before}");
+
+    // Deleted through B; collected by `cairn gc` on the shared stores while B keeps reading
+    // the other upload.
+    let deleted = reqwest::Client::new()
+        .delete(format!(
+            "{}/api/uploads/{}",
+            b.upload,
+            gone["id"].as_str().unwrap()
+        ))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    let url = format!("{}/ipfs/{}", b.upload, stays["cid"].as_str().unwrap());
+    let reading = tokio::spawn(async move {
+        let mut reads = 0;
+        for _ in 0..40 {
+            let body = reqwest::get(&url).await.unwrap().bytes().await.unwrap();
+            assert_eq!(body.len(), kept.len());
+            reads += 1;
+        }
+        reads
+    });
+    let on_shared = |command: &str| {
+        let output = cairn()
+            .args([
+                command,
+                "--json",
+                "--database-url",
+                &database.url,
+                "--store",
+                &store,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "cairn {command}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let report = on_shared("gc");
+    assert_eq!(report["packsDeleted"], 1, "{report}");
+    assert_eq!(reading.await.unwrap(), 40);
+    let after = packs(&moto);
+    assert!(before - after >= 2_000_000, "{before} -> {after}");
+    assert_eq!(on_shared("fsck")["problems"], serde_json::json!([]));
+    drop((a, b));
 }

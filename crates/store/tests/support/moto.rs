@@ -67,6 +67,34 @@ impl Moto {
     }
 }
 
+impl Moto {
+    /// Bytes of the objects under `prefix` in bucket `name`.
+    pub fn bytes_under(&self, name: &str, prefix: &str) -> u64 {
+        let script = format!(
+            "import boto3\n\
+             s3 = boto3.client('s3', endpoint_url='{}', region_name='us-east-1',\n\
+                 aws_access_key_id='cairn', aws_secret_access_key='cairn')\n\
+             pages = s3.get_paginator('list_objects_v2').paginate(Bucket='{name}', Prefix='{prefix}')\n\
+             print(sum(o['Size'] for p in pages for o in p.get('Contents', [])))",
+            self.endpoint
+        );
+        let output = Command::new(self.bin.join("python"))
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
 impl Drop for Moto {
     fn drop(&mut self) {
         let _ = self.child.kill();
