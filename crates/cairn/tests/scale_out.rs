@@ -276,7 +276,7 @@ async fn a_tus_upload_begun_on_a_node_that_is_killed_is_finished_on_another() {
 #[tokio::test(flavor = "multi_thread")]
 async fn gc_on_shared_stores_frees_the_bucket_while_another_node_serves() {
     let moto = Moto::start();
-    let store = moto.bucket("gc");
+    let store = moto.bucket("collected");
     let database = TestDatabase::create("scale_out_gc");
     let work = tempfile::tempdir().unwrap();
     let shared = [
@@ -294,7 +294,7 @@ async fn gc_on_shared_stores_frees_the_bucket_while_another_node_serves() {
     let kept = content(1_000_000, 12);
     let (_, gone) = post_upload(&a, &token, "dropped.bin", dropped).await;
     let (_, stays) = post_upload(&a, &token, "kept.bin", kept.clone()).await;
-    let packs = |moto: &Moto| moto.bytes_under("gc", "cairn/packs/");
+    let packs = |moto: &Moto| moto.bytes_under("collected", "cairn/packs/");
     let before = packs(&moto);
     assert!(before > 3_000_000, "{before}");
 
