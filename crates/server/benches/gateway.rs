@@ -7,20 +7,21 @@
 mod host;
 #[path = "support/noise.rs"]
 mod noise;
+#[path = "support/stored.rs"]
+mod stored;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_server::ServerConfig;
-use cairn_store::model::{NewUpload, OperationKind, StoredDag};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::{AccountLimits, MetadataStore};
-use cairn_unixfs::{FileImporter, Profile};
 use host::{serve_upload_host, state_in};
 use noise::noise;
 use sha2::{Digest, Sha256};
+use stored::store_file;
 
 const SIZE: usize = 1 << 30;
 
@@ -52,32 +53,7 @@ async fn main() {
         .create_account("bench", AccountLimits::default())
         .await
         .unwrap();
-    let mut pack = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
-    let mut importer = FileImporter::new(&Profile::default(), &mut pack);
-    importer.push(&data).unwrap();
-    let cid = importer.finish().unwrap().cid.to_string();
-    let upload = NewUpload {
-        upload_id: "bench".into(),
-        account_id: account.id,
-        kind: OperationKind::Upload,
-        name: "big.bin".into(),
-        size: SIZE as u64,
-        mime_type: "application/octet-stream".into(),
-        archive_mode: None,
-        profile: Profile::default().name.into(),
-    };
-    let pack_dag_bytes = pack.dag_bytes();
-    store
-        .commit_completed_upload(
-            upload,
-            pack.seal().unwrap(),
-            &StoredDag {
-                cid: cid.clone(),
-                size: pack_dag_bytes,
-            },
-        )
-        .await
-        .unwrap();
+    let cid = store_file(store.as_ref(), &packs, account.id, "bench", &data).await;
 
     let state = state_in(dir.path(), store, packs, ServerConfig::default());
     let url = format!("{}/ipfs/{cid}", serve_upload_host(state).await);

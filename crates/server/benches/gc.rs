@@ -11,15 +11,20 @@
 //!
 //! Run: `cargo bench -p cairn-server --bench gc` (`GC_UPLOADS=N` for another count).
 
+#[path = "support/noise.rs"]
+mod noise;
+#[path = "support/stored.rs"]
+mod stored;
+
 use std::sync::Arc;
 use std::time::Instant;
 
 use cairn_server::gc;
-use cairn_store::model::{NewUpload, OperationKind, StoredDag};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::{AccountLimits, MetadataStore};
-use cairn_unixfs::{FileImporter, Profile};
+use noise::noise;
+use stored::store_file;
 
 const SIZES: [usize; 2] = [16 << 10, 256 << 10];
 const DELETED_EVERY: usize = 10;
@@ -50,19 +55,6 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
-/// Distinct bytes for upload `i` (xorshift64).
-fn content(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 struct Row {
     size: usize,
     stored: u64,
@@ -85,35 +77,10 @@ async fn measure(size: usize, count: usize) -> Row {
         .create_account("bench", AccountLimits::default())
         .await
         .unwrap();
-    let profile = Profile::default();
     let started = Instant::now();
     for i in 0..count {
-        let bytes = content(size, (size * count + i) as u64);
-        let (dag, packed) = {
-            let mut writer = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
-            let mut importer = FileImporter::new(&profile, &mut writer);
-            importer.push(&bytes).unwrap();
-            let root = importer.finish().unwrap();
-            let dag = StoredDag {
-                cid: root.cid.to_string(),
-                size: writer.dag_bytes(),
-            };
-            (dag, writer.seal().unwrap())
-        };
-        let upload = NewUpload {
-            upload_id: format!("u{i}"),
-            account_id: account.id,
-            kind: OperationKind::Upload,
-            name: format!("{i}.bin"),
-            size: size as u64,
-            mime_type: "application/octet-stream".into(),
-            archive_mode: None,
-            profile: profile.name.to_owned(),
-        };
-        store
-            .commit_completed_upload(upload, packed, &dag)
-            .await
-            .unwrap();
+        let bytes = noise(size, (size * count + i) as u64);
+        store_file(store.as_ref(), &packs, account.id, &format!("u{i}"), &bytes).await;
     }
     for i in (0..count).step_by(DELETED_EVERY) {
         store

@@ -1041,6 +1041,30 @@ async fn live_roots(store: &dyn MetadataStore) -> std::collections::HashSet<Stri
     }
 }
 
+/// Apply `collection` as a collector that walked every live root would: it removes `pack`,
+/// whose name waits in `dead_packs` until its blob is deleted.
+async fn collect_removing(
+    store: &dyn MetadataStore,
+    collection: &crate::model::Collection,
+    since: i64,
+    pack: &str,
+) {
+    let applied = store
+        .apply_collection(collection, since, &live_roots(store).await)
+        .await
+        .unwrap();
+    let removed = vec![pack.to_owned()];
+    assert_eq!(
+        applied,
+        crate::model::Collected::Applied {
+            packs_removed: removed.clone()
+        }
+    );
+    assert_eq!(store.dead_packs().await.unwrap(), removed);
+    store.forget_dead_packs(&removed).await.unwrap();
+    assert!(store.dead_packs().await.unwrap().is_empty());
+}
+
 /// The race that breaks most stores: an upload skips writing blocks it finds stored, while a
 /// collection removes them. Whichever commits first, no live DAG loses a block.
 async fn collections_never_remove_a_block_a_commit_reused(
@@ -1072,22 +1096,7 @@ async fn collections_never_remove_a_block_a_commit_reused(
         compacted: None,
         emptied: vec![first.name.clone()],
     };
-    let applied = store
-        .apply_collection(&collection, since, &live_roots(store).await)
-        .await
-        .unwrap();
-    assert_eq!(
-        applied,
-        Collected::Applied {
-            packs_removed: vec![first.name.clone()]
-        }
-    );
-    assert_eq!(store.dead_packs().await.unwrap(), [first.name.clone()]);
-    store
-        .forget_dead_packs(&[first.name.clone()])
-        .await
-        .unwrap();
-    assert!(store.dead_packs().await.unwrap().is_empty());
+    collect_removing(store, &collection, since, &first.name).await;
     let result = store
         .commit_completed_upload(upload("g2", gus.id), reused, &dag)
         .await;
@@ -1175,21 +1184,8 @@ async fn collections_never_remove_a_block_a_commit_reused(
         }),
         emptied: vec![second.name.clone()],
     };
-    let applied = store
-        .apply_collection(&collection, since, &live_roots(store).await)
-        .await
-        .unwrap();
-    assert_eq!(
-        applied,
-        Collected::Applied {
-            packs_removed: vec![second.name.clone()]
-        }
-    );
+    collect_removing(store, &collection, since, &second.name).await;
     packs.delete(&second.name).unwrap();
-    store
-        .forget_dead_packs(&[second.name.clone()])
-        .await
-        .unwrap();
     let now = store
         .block_location(&block.multihash)
         .await

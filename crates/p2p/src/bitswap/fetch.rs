@@ -112,6 +112,9 @@ pub enum Found {
     AlreadyHere,
 }
 
+/// Handed each block of a fetched DAG, and where it was found.
+pub type OnBlock<'a> = dyn FnMut(&Cid, &[u8], Found) -> io::Result<()> + Send + 'a;
+
 /// What a DAG fetch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FetchStats {
@@ -191,7 +194,7 @@ impl Bitswap {
         limits: ReadLimits,
         local: Option<Arc<dyn Blockstore>>,
         per_peer: Duration,
-        on_block: &mut (dyn FnMut(&Cid, &[u8], Found) -> io::Result<()> + Send),
+        on_block: &mut OnBlock<'_>,
     ) -> Result<FetchStats, FetchError> {
         let mut stats = FetchStats::default();
         let mut queue = VecDeque::from([(*root, 0usize)]);

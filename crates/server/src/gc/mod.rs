@@ -315,6 +315,9 @@ fn plan(index: &Index, live: &HashSet<Vec<u8>>) -> Plan {
     plan
 }
 
+/// A pack's live blocks: multihash and location.
+type LiveBlocks = Vec<(Vec<u8>, BlockLocation)>;
+
 /// Copy the live blocks of the packs to compact into one new pack, verifying each on the way
 /// (a damaged block is not copied into a new home: its pack is left as it is).
 async fn compact(packs: &Packs, index: &Index, plan: &Plan) -> Result<Option<Compaction>, GcError> {
@@ -330,7 +333,7 @@ async fn compact(packs: &Packs, index: &Index, plan: &Plan) -> Result<Option<Com
             .filter(|m| !dead.contains(m))
             .collect()
     };
-    let sources: Vec<(String, Vec<(Vec<u8>, BlockLocation)>)> = plan
+    let sources: Vec<(String, LiveBlocks)> = plan
         .compact
         .iter()
         .map(|name| {

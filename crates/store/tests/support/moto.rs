@@ -1,5 +1,6 @@
 //! An S3-compatible server for tests: moto's, installed from PyPI into `target/` on first run
 //! and started on a free loopback port. Shared by the store's and the binary's tests.
+#![allow(dead_code)] // each test binary uses a different part
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
