@@ -134,10 +134,6 @@ ALTER TABLE operations ADD COLUMN origins TEXT NOT NULL DEFAULT '';
 ALTER TABLE operations ADD COLUMN meta TEXT NOT NULL DEFAULT '{}';
 CREATE INDEX operations_kept ON operations(account_id, created_at, id) WHERE deleted_at IS NULL;
 CREATE INDEX operations_kept_by_root ON operations(account_id, cid) WHERE deleted_at IS NULL;
--- What `/pins` lists (every upload with a root, and every pin), with the status it filters
--- on: its pages, and the total count the API requires, never read the table.
-CREATE INDEX operations_pins ON operations(account_id, created_at, id, status)
-    WHERE deleted_at IS NULL AND cid IS NOT NULL;
 -- The quota counts each distinct root an account keeps once, at its DAG's size: `refs` is how
 -- many of the account's live uploads and pins have that root.
 CREATE TABLE account_roots (
