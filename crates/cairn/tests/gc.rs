@@ -289,3 +289,55 @@ fn rand_from(seed: u64) -> impl FnMut() -> u64 {
         x
     }
 }
+
+/// `cairn fsck` finds what storage lost or damaged, says where, and exits 1; a collection
+/// refuses to guess past a damaged block that links to others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fsck_lists_damaged_and_missing_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let running = start(&data, &["--gc-interval", "0s"]);
+    let token = running.token.clone();
+    // Two files in a directory: its pack holds both files' leaves and the directory node.
+    let archive = tar(&[
+        ("a.bin", &content(300_000, 21)),
+        ("b.bin", &content(300_000, 22)),
+    ]);
+    let (_, tree_cid) = upload(&running, &token, "tree.tar", archive).await;
+    let (_, single_cid) = upload(&running, &token, "single.bin", content(200_000, 23)).await;
+    assert_fsck_clean(&data);
+    let packs: Vec<_> = std::fs::read_dir(data.join("packs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(packs.len(), 2);
+    let (tree_pack, single_pack) = {
+        let big = |p: &std::path::PathBuf| std::fs::metadata(p).unwrap().len() > 500_000;
+        let tree = packs.iter().find(|p| big(p)).unwrap().clone();
+        let single = packs.iter().find(|p| !big(p)).unwrap().clone();
+        (tree, single)
+    };
+    // Rot one byte near the end of the tree's pack (the directory node is written last),
+    // and lose the single file's pack.
+    let mut bytes = std::fs::read(&tree_pack).unwrap();
+    let at = bytes.len() - 20;
+    bytes[at] ^= 0xff;
+    std::fs::write(&tree_pack, bytes).unwrap();
+    std::fs::remove_file(&single_pack).unwrap();
+
+    let output = fsck(&data);
+    assert_eq!(output.status.code(), Some(1));
+    let printed = String::from_utf8(output.stdout).unwrap();
+    assert!(printed.contains(&format!("root {tree_cid}")), "{printed}");
+    assert!(printed.contains(&format!("root {single_cid}")), "{printed}");
+    assert!(printed.contains("2 problems"), "{printed}");
+
+    let collected = cairn()
+        .args(["gc", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(!collected.status.success());
+    let said = String::from_utf8_lossy(&collected.stderr);
+    assert!(said.contains("cairn fsck"), "{said}");
+}

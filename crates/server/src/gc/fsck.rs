@@ -45,7 +45,9 @@ pub async fn check(store: Arc<dyn MetadataStore>, packs: Packs) -> Result<FsckRe
                 let mut note = |cid: &Cid, damage: &Damage| {
                     problems.push(match damage {
                         Damage::Missing => format!("root {root}: block {cid} is missing"),
-                        Damage::Corrupt(why) => format!("root {root}: block {cid}: {why}"),
+                        Damage::Corrupt(why) | Damage::Lost(why) => {
+                            format!("root {root}: block {cid}: {why}")
+                        }
                     });
                     true
                 };

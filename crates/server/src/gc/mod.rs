@@ -213,12 +213,12 @@ async fn mark(
                 .map_err(|e| GcError::Damaged(format!("root {text:?} is not a CID: {e}")))?;
             let mut missing = 0;
             // A missing block is gone already: nothing below it can be found to keep. A
-            // corrupt one hides what it links to, which must not be collected.
+            // corrupt or unreadable one hides what it links to, which must not be collected.
             let mut go_on = |_: &Cid, damage: &Damage| {
                 missing += 1;
                 *damage == Damage::Missing
             };
-            if let Some((cid, Damage::Corrupt(why))) =
+            if let Some((cid, Damage::Corrupt(why) | Damage::Lost(why))) =
                 walk(&mut blocks, &root, &mut marked.blocks, false, &mut go_on)?
             {
                 return Err(GcError::Damaged(format!(

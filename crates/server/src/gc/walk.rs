@@ -13,6 +13,8 @@ use cairn_unixfs::{BlockSource, Cid};
 pub enum Damage {
     /// Not in the block index.
     Missing,
+    /// In the index, but storage cannot find its bytes (its pack is gone).
+    Lost(String),
     /// Stored, but its bytes do not hash to its CID, or it is not the UnixFS its parent says.
     Corrupt(String),
 }
@@ -49,6 +51,7 @@ pub fn walk(
             Ok(None) => Damage::Missing,
             // The source verifies every block against its CID (`StoredBlocks`).
             Err(e) if is_block_error(&e) => Damage::Corrupt(e.to_string()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Damage::Lost(e.to_string()),
             Err(e) => return Err(e),
         };
         if !damaged(&cid, &damage) {
