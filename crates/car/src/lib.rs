@@ -14,10 +14,10 @@
 //! The header is DAG-CBOR `{"roots": [CID...], "version": 1}`. It is encoded and parsed by hand:
 //! that one fixed shape does not justify a general CBOR dependency.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 
-use cairn_unixfs::block::{verify_block, BlockError};
+use cairn_unixfs::block::{verify_block, BlockError, IDENTITY, RAW};
 use cairn_unixfs::node::{ChildRule, Node, NodeError, NodeKind};
 use cairn_unixfs::read::{ReadError, ReadLimits, Reader, Repeats};
 use cairn_unixfs::{BlockBytes, BlockSink, BlockSource, Cid};
@@ -128,11 +128,14 @@ pub fn import_complete<R: Read>(
         }
         present.insert(cid.hash().to_bytes(), node.kind());
     }
+    // What the CAR leaves out must be stored; it is part of the DAG all the same (its size,
+    // and the blocks the commit checks), found through the index.
+    let mut walked = HashSet::new();
     if !present.contains_key(&root.hash().to_bytes()) {
         if !stored.has_block(&root).map_err(CarError::Io)? {
             return Err(ImportError::MissingRoot(root));
         }
-        sink.link_stored(&root).map_err(CarError::Io)?;
+        put_stored_dag(&root, &root, &present, stored, sink, &mut walked)?;
     }
     for (link, parent) in &linked {
         if present.contains_key(&link.hash().to_bytes()) {
@@ -144,7 +147,7 @@ pub fn import_complete<R: Read>(
                 parent: parent.to_string(),
             });
         }
-        sink.link_stored(link).map_err(CarError::Io)?;
+        put_stored_dag(link, parent, &present, stored, sink, &mut walked)?;
     }
     for (child, parent, rule) in rules {
         let kind = match present.get(&child.hash().to_bytes()) {
@@ -168,6 +171,54 @@ pub fn import_complete<R: Read>(
             })?;
     }
     Ok(root)
+}
+
+/// Hand `sink` every block of the stored DAG under `top` (linked from `parent`) that the CAR
+/// does not hold, with its length. Raw leaves are sized from `stored` without being read;
+/// other blocks are read for their links. At most [`MAX_IMPORT_LINKS`] blocks in all.
+fn put_stored_dag(
+    top: &Cid,
+    parent: &Cid,
+    present: &HashMap<Vec<u8>, NodeKind>,
+    stored: &mut dyn BlockSource,
+    sink: &mut dyn BlockSink,
+    walked: &mut HashSet<Vec<u8>>,
+) -> Result<(), ImportError> {
+    let mut stack = vec![(*top, *parent)];
+    while let Some((cid, parent)) = stack.pop() {
+        let multihash = cid.hash().to_bytes();
+        // Inlined in its CID, or counted already.
+        if cid.hash().code() == IDENTITY
+            || present.contains_key(&multihash)
+            || !walked.insert(multihash)
+        {
+            continue;
+        }
+        if walked.len() > MAX_IMPORT_LINKS {
+            return Err(ImportError::TooManyLinks(MAX_IMPORT_LINKS));
+        }
+        let missing = || ImportError::Incomplete {
+            missing: cid.to_string(),
+            parent: parent.to_string(),
+        };
+        if cid.codec() == RAW {
+            let length = stored
+                .block_size(&cid)
+                .map_err(CarError::Io)?
+                .ok_or_else(missing)?;
+            sink.put_stored(&cid, length).map_err(CarError::Io)?;
+            continue;
+        }
+        let block = stored
+            .get_block(&cid)
+            .map_err(CarError::Io)?
+            .ok_or_else(missing)?;
+        sink.put_stored(&cid, block.len() as u64)
+            .map_err(CarError::Io)?;
+        let node = Node::decode(&cid, block)?;
+        stack.extend(node.links().into_iter().map(|(link, _)| (link, cid)));
+    }
+    Ok(())
 }
 
 /// The encoded CAR v1 header naming `roots`.
@@ -627,6 +678,64 @@ mod tests {
             import_complete(reader, &mut MemoryBlocks::default(), &mut NoBlocks),
             Err(ImportError::RootCount(2))
         ));
+    }
+
+    /// Records what it is handed: blocks sent, and stored blocks with their lengths.
+    #[derive(Default)]
+    struct Counting {
+        sent: HashMap<Cid, u64>,
+        stored: HashMap<Cid, u64>,
+    }
+
+    impl BlockSink for Counting {
+        fn put_block(&mut self, cid: &Cid, block: BlockBytes<'_>) -> io::Result<()> {
+            self.sent.insert(*cid, block.len() as u64);
+            Ok(())
+        }
+
+        fn put_stored(&mut self, cid: &Cid, length: u64) -> io::Result<()> {
+            self.stored.insert(*cid, length);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn blocks_a_car_leaves_out_because_they_are_stored_count_as_part_of_the_dag() {
+        let (root, mut blocks) = sample();
+        let whole: u64 = blocks.iter().map(|(_, b)| b.len() as u64).sum();
+        // Only the root travels; everything under it is stored.
+        let mut writer = CarWriter::new(Vec::new(), &[root]).unwrap();
+        let root_block = blocks.get_block(&root).unwrap().unwrap();
+        writer
+            .write_block(&root, BlockBytes::new(&root_block))
+            .unwrap();
+        let car = writer.into_inner();
+        let mut sink = Counting::default();
+        let reader = CarReader::new(&car[..], CarLimits::default()).unwrap();
+        assert_eq!(
+            import_complete(reader, &mut sink, &mut blocks).unwrap(),
+            root
+        );
+        assert_eq!(sink.sent.len(), 1);
+        assert_eq!(sink.sent.len() + sink.stored.len(), blocks.len());
+        let counted: u64 = sink.sent.values().chain(sink.stored.values()).sum();
+        assert_eq!(counted, whole, "every block once, at its length");
+
+        // A stored DAG missing a block below the link is incomplete, and says where.
+        let mut broken = MemoryBlocks::default();
+        let leaf = blocks
+            .iter()
+            .find(|(cid, _)| cid.codec() == RAW)
+            .map(|(cid, _)| *cid)
+            .unwrap();
+        for (cid, block) in blocks.iter().filter(|(cid, _)| **cid != leaf) {
+            broken.put_block(cid, BlockBytes::new(block)).unwrap();
+        }
+        let reader = CarReader::new(&car[..], CarLimits::default()).unwrap();
+        match import_complete(reader, &mut Counting::default(), &mut broken) {
+            Err(ImportError::Incomplete { missing, .. }) => assert_eq!(missing, leaf.to_string()),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -158,6 +158,14 @@ impl BlockSource for StoredBlocks {
             .map_err(io::Error::other)
     }
 
+    fn block_size(&mut self, cid: &Cid) -> io::Result<Option<u64>> {
+        let location = self
+            .runtime
+            .block_on(self.store.block_location(&cid.hash().to_bytes()))
+            .map_err(io::Error::other)?;
+        Ok(location.map(|l| l.length))
+    }
+
     /// One index query for a node's children instead of one per block; their bytes are then
     /// read in runs (see `read_with_followers`).
     fn prefetch(&mut self, cids: &[Cid]) -> io::Result<()> {

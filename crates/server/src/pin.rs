@@ -195,7 +195,7 @@ fn write_pack(
         for message in blocks {
             match message {
                 ToPack::Write(cid, block) => pack.put_block(&cid, BlockBytes::new(&block))?,
-                ToPack::Reuse(cid, length) => pack.reuse(&cid, length),
+                ToPack::Reuse(cid, length) => pack.put_stored(&cid, length)?,
             }
         }
         Ok(pack)

@@ -390,3 +390,34 @@ async fn wait_for_pin(server: &TestServer, url: &str, token: &str, status: &str)
     }
     panic!("{url} never became {status}");
 }
+
+/// A CAR may leave out blocks Cairn stores; the DAG it makes still includes them, so the
+/// account is charged for all of it, whatever sizes the CAR's links claim.
+#[tokio::test]
+async fn a_car_that_leaves_out_stored_content_is_charged_for_it() {
+    use cairn_car::CarWriter;
+    use cairn_unixfs::{BlockBytes, Cid, DirectoryBuilder, Link, MemoryBlocks, Profile};
+    let server = TestServer::start().await;
+    let owner = server.new_account("owner", 10_000_000).await;
+    let big: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let stored = upload(&server, &owner, "big.bin", &big).await;
+    let cid = Cid::try_from(stored["cid"].as_str().unwrap()).unwrap();
+    // The directory node alone, claiming a tiny size for the file it links to.
+    let mut dir = DirectoryBuilder::new(&Profile::default());
+    dir.add_file("big.bin", Link { cid, tsize: 10 }).unwrap();
+    let mut blocks = MemoryBlocks::default();
+    let root = dir.finish(&mut blocks).unwrap().cid;
+    let mut car = CarWriter::new(Vec::new(), &[root]).unwrap();
+    for (cid, block) in blocks.iter() {
+        car.write_block(cid, BlockBytes::new(block)).unwrap();
+    }
+    let car = car.into_inner();
+    assert!(car.len() < 1000);
+    let other = server.new_account("other", 10_000_000).await;
+    let linked = upload(&server, &other, "linked.car", &car).await;
+    assert_eq!(linked["cid"], root.to_string(), "{linked}");
+    let (used, _) = stored_bytes(&server, &other).await;
+    assert!(used > big.len() as u64, "charged {used} bytes");
+}

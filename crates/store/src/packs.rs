@@ -183,25 +183,18 @@ impl BlockSink for PackWriter {
         Ok(())
     }
 
-    /// The blocks under a stored link are stored too; the link is what the commit checks.
-    /// Its size is not known here, so the DAG's size leaves it out.
-    fn link_stored(&mut self, cid: &Cid) -> io::Result<()> {
-        self.reuse(cid, 0);
-        Ok(())
-    }
-}
-
-impl PackWriter {
-    /// A block of the DAG, `length` bytes, that storage already holds and that the producer
-    /// did not hand over (a fetch found it here).
-    pub fn reuse(&mut self, cid: &Cid, length: u64) {
+    /// Counted in the DAG's size like any block, and checked by the commit.
+    fn put_stored(&mut self, cid: &Cid, length: u64) -> io::Result<()> {
         let multihash = cid.hash().to_bytes();
         if self.seen.insert(multihash.clone()) {
             self.dag_bytes += length;
             self.reused.push(multihash);
         }
+        Ok(())
     }
+}
 
+impl PackWriter {
     /// Bytes of the distinct blocks handed over so far, stored already or not: the size of
     /// the DAG they make (what the quota counts).
     pub fn dag_bytes(&self) -> u64 {

@@ -128,9 +128,9 @@ impl<'a> BlockBytes<'a> {
 pub trait BlockSink {
     fn put_block(&mut self, cid: &Cid, block: BlockBytes<'_>) -> io::Result<()>;
 
-    /// The DAG links to `cid`, which was not sent because storage already holds it (a CAR
-    /// that leaves stored blocks out). A sink that stores blocks may need to know.
-    fn link_stored(&mut self, _cid: &Cid) -> io::Result<()> {
+    /// A block of the DAG, `length` bytes, that storage already holds and that is not sent
+    /// again (a CAR that leaves stored blocks out). A sink that stores blocks counts it.
+    fn put_stored(&mut self, _cid: &Cid, _length: u64) -> io::Result<()> {
         Ok(())
     }
 }
@@ -140,8 +140,8 @@ impl<S: BlockSink + ?Sized> BlockSink for &mut S {
         (**self).put_block(cid, block)
     }
 
-    fn link_stored(&mut self, cid: &Cid) -> io::Result<()> {
-        (**self).link_stored(cid)
+    fn put_stored(&mut self, cid: &Cid, length: u64) -> io::Result<()> {
+        (**self).put_stored(cid, length)
     }
 }
 
@@ -149,6 +149,12 @@ impl<S: BlockSink + ?Sized> BlockSink for &mut S {
 pub trait BlockSource {
     /// The block, or `None` when the source does not hold it.
     fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>>;
+
+    /// The block's length, or `None` when the source does not hold it; a source that can tell
+    /// without reading it should.
+    fn block_size(&mut self, cid: &Cid) -> io::Result<Option<u64>> {
+        Ok(self.get_block(cid)?.map(|block| block.len() as u64))
+    }
 
     /// Whether the source holds the block; a source that can tell without reading it should.
     fn has_block(&mut self, cid: &Cid) -> io::Result<bool> {
