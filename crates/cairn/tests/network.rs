@@ -294,6 +294,61 @@ fn content_kubo_holds_is_pinned_on_cairn_as_ipfs_pin_remote_add_does() {
     );
 }
 
+/// A pin with no origins, on a node connected neither to the content's holder nor to anyone
+/// who has it: the node asks the DHT who provides the CID, connects to the holder it names,
+/// and fetches the content from it. The holder is a Kubo that is only a DHT client, so the
+/// node's own routing never meets it: only its provider record leads there.
+#[test]
+fn a_pin_without_origins_finds_its_provider_through_the_dht() {
+    peers::install();
+    netns::isolated(
+        "a_pin_without_origins_finds_its_provider_through_the_dht",
+        || {
+            let work = tempfile::tempdir().unwrap();
+            let work = work.path();
+            let loopback = ["--p2p-listen", "/ip4/127.0.0.1/tcp/0"];
+            let mut router = start(&work.join("router"), &loopback);
+            let router_addr = Node::read(&mut router, 1).addr("/tcp/");
+            let mut kubo = Kubo::start_dht_client(&work.join("kubo"));
+            kubo.connect(&router_addr).unwrap();
+            // Kubo provides what it adds once, at once: only to DHT peers it knows by then,
+            // which takes an identify exchange after connecting.
+            std::thread::sleep(Duration::from_secs(3));
+            let data = server::content(2 << 20, 31);
+            std::fs::write(work.join("data.bin"), &data).unwrap();
+            let cid = kubo.add(&work.join("data.bin")).unwrap();
+
+            let joined = [loopback[0], loopback[1], "--p2p-bootstrap", &router_addr];
+            let mut pinner = start(&work.join("pinner"), &joined);
+            Node::read(&mut pinner, 1);
+            let pins = format!("{}/pins", pinner.upload);
+            let (status, added) = http_send(
+                "POST",
+                &pins,
+                &pinner.token,
+                Some(serde_json::json!({"cid": cid})),
+            );
+            assert_eq!(status, 202, "{added}");
+            let url = format!("{pins}/{}", added["requestid"].as_str().unwrap());
+            // Kubo provides within a minute or so of adding; the pin looks again every 30 s.
+            eventually("the pin is pinned", Duration::from_secs(120), || {
+                std::thread::sleep(Duration::from_millis(500));
+                let (_, pin) = http_send("GET", &url, &pinner.token, None);
+                assert_ne!(pin["status"], "failed", "{pin}");
+                (pin["status"] == "pinned").then_some(())
+            });
+            drop(kubo);
+            let gateway = format!("{}/ipfs/{cid}", pinner.upload);
+            let fetched = tokio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(async { reqwest::get(&gateway).await.unwrap().bytes().await.unwrap() });
+            assert!(fetched == data, "the pinner serves what Kubo held");
+            terminate(pinner);
+            terminate(router);
+        },
+    );
+}
+
 /// `method url` with `token` and a JSON body: the status and the JSON answer.
 fn http_send(
     method: &str,

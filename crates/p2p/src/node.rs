@@ -105,6 +105,11 @@ enum Command {
         reply: oneshot::Sender<Result<PeerId, NodeError>>,
     },
     ConnectedPeers(oneshot::Sender<Vec<PeerId>>),
+    /// Ask both DHTs who provides a block, and connect to them; answers those connected.
+    ConnectProviders {
+        cid: Cid,
+        reply: oneshot::Sender<Vec<PeerId>>,
+    },
     /// Announce this node as a provider of a block in both DHTs; answers how many peers
     /// took part (0: the routing tables are empty).
     Provide {
@@ -164,6 +169,14 @@ impl NodeHandle {
     pub async fn provide(&self, cid: Cid) -> Result<usize, NodeError> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Provide { cid, reply }).await?;
+        answer.await.map_err(|_| NodeError::Stopped)
+    }
+
+    /// Look up the providers of `cid` in both DHTs and connect to them: the providers now
+    /// connected (none when the routing tables are empty).
+    pub async fn connect_providers(&self, cid: Cid) -> Result<Vec<PeerId>, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::ConnectProviders { cid, reply }).await?;
         answer.await.map_err(|_| NodeError::Stopped)
     }
 
@@ -259,6 +272,10 @@ pub async fn start(
         dht_peers: dht_peers_tx,
         dials: HashMap::new(),
         provides: HashMap::new(),
+        lookups: HashMap::new(),
+        lookup_queries: HashMap::new(),
+        lookup_dials: HashMap::new(),
+        next_lookup: 0,
     };
     tokio::spawn(task.run());
     Ok(NodeHandle {
@@ -334,6 +351,16 @@ async fn listen(
     Ok(bound)
 }
 
+/// A provider lookup under way: the two DHTs' queries, the dials to the providers they found
+/// (made as each is found: the addresses a query learns are forgotten when it ends), and the
+/// providers connected.
+struct Finding {
+    reply: oneshot::Sender<Vec<PeerId>>,
+    queries: Vec<QueryId>,
+    dialling: Vec<ConnectionId>,
+    connected: Vec<PeerId>,
+}
+
 /// A provide under way: the two DHTs' queries, and the peers they reached.
 struct Providing {
     reply: Option<oneshot::Sender<usize>>,
@@ -350,6 +377,11 @@ struct Task {
     dht_peers: watch::Sender<usize>,
     dials: HashMap<ConnectionId, (Multiaddr, oneshot::Sender<Result<PeerId, NodeError>>)>,
     provides: HashMap<QueryId, usize>,
+    /// Provider lookups under way, by number; the lookup of each query and dial.
+    lookups: HashMap<u64, Finding>,
+    lookup_queries: HashMap<QueryId, u64>,
+    lookup_dials: HashMap<ConnectionId, u64>,
+    next_lookup: u64,
 }
 
 impl Task {
@@ -388,6 +420,34 @@ impl Task {
             }
             Command::ConnectedPeers(reply) => {
                 let _ = reply.send(self.swarm.connected_peers().copied().collect());
+            }
+            Command::ConnectProviders { cid, reply } => {
+                let key = dht::provider_key(&cid);
+                let behaviour = self.swarm.behaviour_mut();
+                let mut queries = Vec::new();
+                for dht in [&mut behaviour.lan, &mut behaviour.wan] {
+                    if routing_table_size(dht) > 0 {
+                        queries.push(dht.get_providers(key.clone()));
+                    }
+                }
+                if queries.is_empty() {
+                    let _ = reply.send(Vec::new());
+                    return;
+                }
+                let lookup = self.next_lookup;
+                self.next_lookup += 1;
+                for query in &queries {
+                    self.lookup_queries.insert(*query, lookup);
+                }
+                self.lookups.insert(
+                    lookup,
+                    Finding {
+                        reply,
+                        queries,
+                        dialling: Vec::new(),
+                        connected: Vec::new(),
+                    },
+                );
             }
             Command::Provide { cid, reply } => {
                 let key = dht::provider_key(&cid);
@@ -433,6 +493,7 @@ impl Task {
                 if let Some((_, reply)) = self.dials.remove(&connection_id) {
                     let _ = reply.send(Ok(peer_id));
                 }
+                self.lookup_dial_ended(connection_id, Some(peer_id));
             }
             SwarmEvent::OutgoingConnectionError {
                 connection_id,
@@ -445,6 +506,7 @@ impl Task {
                         reason: error.to_string(),
                     }));
                 }
+                self.lookup_dial_ended(connection_id, None);
             }
             SwarmEvent::Behaviour(BehaviourEvent::Identify(identify::Event::Received {
                 peer_id,
@@ -476,6 +538,28 @@ impl Task {
             kad::Event::RoutingUpdated { .. } => self.count_dht_peers(),
             kad::Event::OutboundQueryProgressed {
                 id,
+                result: kad::QueryResult::GetProviders(result),
+                step,
+                ..
+            } => {
+                let Some(&lookup) = self.lookup_queries.get(&id) else {
+                    return;
+                };
+                if let Ok(kad::GetProvidersOk::FoundProviders { providers, .. }) = result {
+                    for peer in providers {
+                        self.connect_provider(lookup, peer);
+                    }
+                }
+                if step.last {
+                    self.lookup_queries.remove(&id);
+                    if let Some(finding) = self.lookups.get_mut(&lookup) {
+                        finding.queries.retain(|q| *q != id);
+                    }
+                    self.finish_lookup_if_done(lookup);
+                }
+            }
+            kad::Event::OutboundQueryProgressed {
+                id,
                 result: kad::QueryResult::StartProviding(result),
                 stats,
                 step,
@@ -503,6 +587,56 @@ impl Task {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Connect to a provider a lookup found, now, while its query still knows its addresses.
+    fn connect_provider(&mut self, lookup: u64, peer: PeerId) {
+        if peer == *self.swarm.local_peer_id() {
+            return;
+        }
+        let Some(finding) = self.lookups.get_mut(&lookup) else {
+            return;
+        };
+        if finding.connected.contains(&peer) {
+            return;
+        }
+        if self.swarm.is_connected(&peer) {
+            finding.connected.push(peer);
+            return;
+        }
+        let opts = DialOpts::peer_id(peer).build();
+        let id = opts.connection_id();
+        match self.swarm.dial(opts) {
+            Ok(()) => {
+                finding.dialling.push(id);
+                self.lookup_dials.insert(id, lookup);
+            }
+            Err(e) => tracing::debug!(%peer, error = %e, "dialling a provider failed"),
+        }
+    }
+
+    fn lookup_dial_ended(&mut self, connection: ConnectionId, peer: Option<PeerId>) {
+        let Some(lookup) = self.lookup_dials.remove(&connection) else {
+            return;
+        };
+        if let Some(finding) = self.lookups.get_mut(&lookup) {
+            finding.dialling.retain(|c| *c != connection);
+            if let Some(peer) = peer.filter(|p| !finding.connected.contains(p)) {
+                finding.connected.push(peer);
+            }
+        }
+        self.finish_lookup_if_done(lookup);
+    }
+
+    /// Answer a lookup once its queries and its dials have all ended.
+    fn finish_lookup_if_done(&mut self, lookup: u64) {
+        let done = self
+            .lookups
+            .get(&lookup)
+            .is_some_and(|f| f.queries.is_empty() && f.dialling.is_empty());
+        if let Some(finding) = done.then(|| self.lookups.remove(&lookup)).flatten() {
+            let _ = finding.reply.send(finding.connected);
         }
     }
 

@@ -1,6 +1,7 @@
 //! Pins by CID: a worker fetches the DAG over Bitswap, from the pin's `origins` first (dialled
-//! before anything else) and then from every peer this node is connected to (clients such as
-//! Kubo connect to the pin's `delegates` to offer what they hold). Every block is verified
+//! before anything else) and then from every peer this node is connected to: clients such as
+//! Kubo connect to the pin's `delegates` to offer what they hold, and the providers the DHTs
+//! name are looked up and connected to (every 30 s while nothing arrives). Every block is verified
 //! against its CID as it arrives and followed as UnixFS; blocks stored already are read
 //! locally; new ones go to a pack, written on a blocking thread; the root is then kept as an
 //! upload's is. A pin that receives nothing for `pin_timeout` fails as not found.
@@ -24,6 +25,10 @@ const PER_PEER: Duration = Duration::from_secs(15);
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Between attempts, while no peer has the content.
 const RETRY_EVERY: Duration = Duration::from_secs(2);
+/// Between provider lookups in the DHTs, while no peer has the content.
+const LOOKUP_EVERY: Duration = Duration::from_secs(30);
+/// How long one lookup (and the dials to what it finds) may take.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(75);
 /// Blocks waiting for the pack writer before the fetch waits for it.
 const WRITE_QUEUE: usize = 64;
 /// How often progress is reported (which renews the worker's claim).
@@ -80,9 +85,24 @@ pub(crate) async fn fetch(
     let received = Arc::new(AtomicU64::new(0));
     let mut last_progress = Instant::now();
     let mut last_received = 0;
+    let mut last_lookup: Option<Instant> = None;
     loop {
         if abandon.load(Ordering::Relaxed) {
             return Outcome::Abandoned;
+        }
+        // Providers the DHTs name, connected to (they then count as connected peers).
+        if last_lookup.is_none_or(|at| at.elapsed() >= LOOKUP_EVERY) {
+            last_lookup = Some(Instant::now());
+            match tokio::time::timeout(LOOKUP_TIMEOUT, node.connect_providers(root)).await {
+                Ok(Ok(providers)) if !providers.is_empty() => {
+                    tracing::info!(pin = %op.upload_id, providers = providers.len(), "connected to providers the DHT named");
+                }
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(pin = %op.upload_id, error = %e, "provider lookup failed")
+                }
+                Err(_) => tracing::info!(pin = %op.upload_id, "provider lookup timed out"),
+            }
         }
         let mut peers = origins.clone();
         for peer in node.connected_peers().await.unwrap_or_default() {

