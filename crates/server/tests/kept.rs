@@ -421,3 +421,100 @@ async fn a_car_that_leaves_out_stored_content_is_charged_for_it() {
     let (used, _) = stored_bytes(&server, &other).await;
     assert!(used > big.len() as u64, "charged {used} bytes");
 }
+
+/// The race that breaks most stores, on the real upload path: uploads that find their blocks
+/// stored (and so do not write them) while collections remove the blocks of deleted uploads,
+/// back to back. An upload that loses the race is refused whole (`503`, sent again), never
+/// stored with a block missing; afterwards every live upload reads back and the storage check
+/// is clean. (How often the race is lost depends on timing, and is printed; the store suite
+/// plays both of its orders deterministically.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_that_reuse_blocks_while_collections_run_never_lose_one() {
+    use cairn_server::rate_limit::{Policy, RateLimits};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let plenty = Policy {
+        quota: 100_000,
+        window: std::time::Duration::from_secs(60),
+    };
+    let server = TestServer::start_with(cairn_server::ServerConfig {
+        rate_limits: RateLimits {
+            upload: plenty,
+            operations: plenty,
+            account: plenty,
+        },
+        ..cairn_server::ServerConfig::default()
+    })
+    .await;
+    let token = server.new_account("racer", 10_000_000).await;
+    let contents: Vec<Vec<u8>> = (0..4u32)
+        .map(|n| {
+            (0..300_000u32)
+                .map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(n) >> 11) as u8)
+                .collect()
+        })
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let collections = Arc::new(AtomicU64::new(0));
+    let collector = {
+        let (state, stop, collections) = (server.state.clone(), stop.clone(), collections.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let (store, packs) = (state.store.clone(), state.packs.clone());
+                match cairn_server::gc::collect(store, packs, false).await {
+                    Ok(_) => collections.fetch_add(1, Ordering::Relaxed),
+                    Err(e) => panic!("collection failed: {e}"),
+                };
+            }
+        })
+    };
+    let mut live: Vec<(String, String, usize)> = Vec::new();
+    let mut refused = 0;
+    for round in 0..30 {
+        for (n, bytes) in contents.iter().enumerate() {
+            loop {
+                let file = Part::bytes(bytes.clone()).file_name(format!("{n}.bin"));
+                let (status, body) = server.post_file(&token, "", file).await;
+                if status == StatusCode::SERVICE_UNAVAILABLE {
+                    assert_error(&body, "unavailable");
+                    refused += 1;
+                    continue;
+                }
+                assert_eq!(status, StatusCode::OK, "{body}");
+                let id = body["id"].as_str().unwrap().to_owned();
+                live.push((id, body["cid"].as_str().unwrap().to_owned(), n));
+                break;
+            }
+        }
+        // Every upload of the round before goes: its blocks are dead until uploaded again.
+        let old: Vec<_> = live.drain(..live.len() - contents.len()).collect();
+        for (id, _, _) in old {
+            let url = format!("{}/api/uploads/{id}", server.upload);
+            let (status, _) = request(&server, reqwest::Method::DELETE, url, &token, None).await;
+            assert_eq!(status, StatusCode::NO_CONTENT, "round {round}");
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    collector.await.unwrap();
+    let (store, packs) = (server.state.store.clone(), server.state.packs.clone());
+    cairn_server::gc::collect(store.clone(), packs.clone(), false)
+        .await
+        .unwrap();
+    let report = cairn_server::gc::fsck::check(store, packs).await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    for (_, cid, n) in &live {
+        let response = server
+            .client
+            .get(format!("{}/ipfs/{cid}", server.upload))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert!(response.bytes().await.unwrap() == contents[*n], "{cid}");
+    }
+    eprintln!(
+        "{} collections ran; {refused} uploads lost the race and were sent again",
+        collections.load(Ordering::Relaxed)
+    );
+    assert!(collections.load(Ordering::Relaxed) > 5);
+}
