@@ -295,56 +295,83 @@ fn content_kubo_holds_is_pinned_on_cairn_as_ipfs_pin_remote_add_does() {
 }
 
 /// A pin with no origins, on a node connected neither to the content's holder nor to anyone
-/// who has it: the node asks the DHT who provides the CID, connects to the holder it names,
-/// and fetches the content from it. The holder is a Kubo that is only a DHT client, so the
-/// node's own routing never meets it: only its provider record leads there.
+/// who has it, while the holder is a Kubo that is only a DHT client (so no routing meets it:
+/// only its provider record, on a third node, leads there). Returns the pin's URL, with the
+/// nodes still running.
+struct DhtPin {
+    router: Running,
+    kubo: Kubo,
+    pinner: Running,
+    cid: String,
+    data: Vec<u8>,
+    url: String,
+}
+
+fn pin_what_only_the_dht_names(work: &Path) -> DhtPin {
+    let loopback = ["--p2p-listen", "/ip4/127.0.0.1/tcp/0"];
+    let mut router = start(&work.join("router"), &loopback);
+    let router_addr = Node::read(&mut router, 1).addr("/tcp/");
+    let mut kubo = Kubo::start_dht_client(&work.join("kubo"));
+    kubo.connect(&router_addr).unwrap();
+    // Kubo provides what it adds once, at once (its next reprovide is hours away): only to the
+    // DHT peers it knows by then, which takes an Identify exchange after connecting.
+    std::thread::sleep(Duration::from_secs(3));
+    let data = server::content(2 << 20, 31);
+    std::fs::write(work.join("data.bin"), &data).unwrap();
+    let cid = kubo.add(&work.join("data.bin")).unwrap();
+    let joined = [loopback[0], loopback[1], "--p2p-bootstrap", &router_addr];
+    let mut pinner = start(&work.join("pinner"), &joined);
+    Node::read(&mut pinner, 1);
+    let pins = format!("{}/pins", pinner.upload);
+    let (status, added) = http_send(
+        "POST",
+        &pins,
+        &pinner.token,
+        Some(serde_json::json!({"cid": cid})),
+    );
+    assert_eq!(status, 202, "{added}");
+    let url = format!("{pins}/{}", added["requestid"].as_str().unwrap());
+    DhtPin {
+        router,
+        kubo,
+        pinner,
+        cid,
+        data,
+        url,
+    }
+}
+
+/// The pin's worker finds the Kubo through the DHT, fetches the content from it, and then
+/// serves it with Kubo gone. Ignored, for two reasons. In about one run in five, Kubo never
+/// answers the wants Cairn sends: each attempt waits 15 s for Kubo, which sends neither
+/// blocks nor DONT_HAVE. That is the Kubo interop problem behind issue 14's failing 256 MiB
+/// fetch. And in a network this small, Kubo's own DHT refreshes connect it to the pinner, so
+/// this cannot show that the lookup did it. `cairn_p2p`'s
+/// `a_provider_is_found_and_connected_through_a_dht_peer` tests the lookup. Run it with
+/// `-- --ignored`.
 #[test]
-fn a_pin_without_origins_finds_its_provider_through_the_dht() {
+#[ignore = "Kubo sometimes never answers wants on a connection Cairn opened (issue 14)"]
+fn a_pin_without_origins_fetches_from_the_provider_the_dht_names() {
     peers::install();
     netns::isolated(
-        "a_pin_without_origins_finds_its_provider_through_the_dht",
+        "a_pin_without_origins_fetches_from_the_provider_the_dht_names",
         || {
             let work = tempfile::tempdir().unwrap();
-            let work = work.path();
-            let loopback = ["--p2p-listen", "/ip4/127.0.0.1/tcp/0"];
-            let mut router = start(&work.join("router"), &loopback);
-            let router_addr = Node::read(&mut router, 1).addr("/tcp/");
-            let mut kubo = Kubo::start_dht_client(&work.join("kubo"));
-            kubo.connect(&router_addr).unwrap();
-            // Kubo provides what it adds once, at once: only to DHT peers it knows by then,
-            // which takes an identify exchange after connecting.
-            std::thread::sleep(Duration::from_secs(3));
-            let data = server::content(2 << 20, 31);
-            std::fs::write(work.join("data.bin"), &data).unwrap();
-            let cid = kubo.add(&work.join("data.bin")).unwrap();
-
-            let joined = [loopback[0], loopback[1], "--p2p-bootstrap", &router_addr];
-            let mut pinner = start(&work.join("pinner"), &joined);
-            Node::read(&mut pinner, 1);
-            let pins = format!("{}/pins", pinner.upload);
-            let (status, added) = http_send(
-                "POST",
-                &pins,
-                &pinner.token,
-                Some(serde_json::json!({"cid": cid})),
-            );
-            assert_eq!(status, 202, "{added}");
-            let url = format!("{pins}/{}", added["requestid"].as_str().unwrap());
-            // Kubo provides within a minute or so of adding; the pin looks again every 30 s.
+            let pin = pin_what_only_the_dht_names(work.path());
             eventually("the pin is pinned", Duration::from_secs(120), || {
                 std::thread::sleep(Duration::from_millis(500));
-                let (_, pin) = http_send("GET", &url, &pinner.token, None);
-                assert_ne!(pin["status"], "failed", "{pin}");
-                (pin["status"] == "pinned").then_some(())
+                let (_, status) = http_send("GET", &pin.url, &pin.pinner.token, None);
+                assert_ne!(status["status"], "failed", "{status}");
+                (status["status"] == "pinned").then_some(())
             });
-            drop(kubo);
-            let gateway = format!("{}/ipfs/{cid}", pinner.upload);
+            drop(pin.kubo);
+            let gateway = format!("{}/ipfs/{}", pin.pinner.upload, pin.cid);
             let fetched = tokio::runtime::Runtime::new()
                 .unwrap()
                 .block_on(async { reqwest::get(&gateway).await.unwrap().bytes().await.unwrap() });
-            assert!(fetched == data, "the pinner serves what Kubo held");
-            terminate(pinner);
-            terminate(router);
+            assert!(fetched == pin.data, "the pinner serves what Kubo held");
+            terminate(pin.pinner);
+            terminate(pin.router);
         },
     );
 }

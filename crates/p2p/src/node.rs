@@ -173,7 +173,7 @@ impl NodeHandle {
     }
 
     /// Look up the providers of `cid` in both DHTs and connect to them: the providers now
-    /// connected (none when the routing tables are empty).
+    /// connected and identified, ready for wants (none when the routing tables are empty).
     pub async fn connect_providers(&self, cid: Cid) -> Result<Vec<PeerId>, NodeError> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::ConnectProviders { cid, reply }).await?;
@@ -352,13 +352,16 @@ async fn listen(
 }
 
 /// A provider lookup under way: the two DHTs' queries, the dials to the providers they found
-/// (made as each is found: the addresses a query learns are forgotten when it ends), and the
-/// providers connected.
+/// (made as each is found: the addresses a query learns are forgotten when it ends), the
+/// providers connected but not identified yet, and those ready. A provider is ready once the
+/// two sides have exchanged Identify: Kubo ignores for good the wants of a peer that sends
+/// them before.
 struct Finding {
     reply: oneshot::Sender<Vec<PeerId>>,
     queries: Vec<QueryId>,
     dialling: Vec<ConnectionId>,
-    connected: Vec<PeerId>,
+    identifying: Vec<PeerId>,
+    ready: Vec<PeerId>,
 }
 
 /// A provide under way: the two DHTs' queries, and the peers they reached.
@@ -445,7 +448,8 @@ impl Task {
                         reply,
                         queries,
                         dialling: Vec::new(),
-                        connected: Vec::new(),
+                        identifying: Vec::new(),
+                        ready: Vec::new(),
                     },
                 );
             }
@@ -514,6 +518,7 @@ impl Task {
                 ..
             })) => {
                 tracing::debug!(%peer_id, agent = %info.agent_version, "identified a peer");
+                self.identified(peer_id);
                 let behaviour = self.swarm.behaviour_mut();
                 let speaks = |p: &libp2p::StreamProtocol| info.protocols.contains(p);
                 for addr in &info.listen_addrs {
@@ -525,6 +530,11 @@ impl Task {
                 }
                 self.count_dht_peers();
             }
+            SwarmEvent::ConnectionClosed {
+                peer_id,
+                num_established: 0,
+                ..
+            } => self.disconnected(peer_id),
             SwarmEvent::Behaviour(BehaviourEvent::Lan(event))
             | SwarmEvent::Behaviour(BehaviourEvent::Wan(event)) => {
                 self.dht_event(event, providing);
@@ -598,11 +608,11 @@ impl Task {
         let Some(finding) = self.lookups.get_mut(&lookup) else {
             return;
         };
-        if finding.connected.contains(&peer) {
+        if finding.ready.contains(&peer) || finding.identifying.contains(&peer) {
             return;
         }
         if self.swarm.is_connected(&peer) {
-            finding.connected.push(peer);
+            finding.ready.push(peer);
             return;
         }
         let opts = DialOpts::peer_id(peer).build();
@@ -622,21 +632,52 @@ impl Task {
         };
         if let Some(finding) = self.lookups.get_mut(&lookup) {
             finding.dialling.retain(|c| *c != connection);
-            if let Some(peer) = peer.filter(|p| !finding.connected.contains(p)) {
-                finding.connected.push(peer);
+            if let Some(peer) = peer.filter(|p| !finding.identifying.contains(p)) {
+                finding.identifying.push(peer);
             }
         }
         self.finish_lookup_if_done(lookup);
     }
 
+    /// A provider that lookups wait for is ready; one whose connection closed is not.
+    fn identified(&mut self, peer: PeerId) {
+        let waiting: Vec<u64> = self
+            .lookups
+            .iter_mut()
+            .filter(|(_, f)| f.identifying.contains(&peer))
+            .map(|(lookup, f)| {
+                f.identifying.retain(|p| *p != peer);
+                f.ready.push(peer);
+                *lookup
+            })
+            .collect();
+        for lookup in waiting {
+            self.finish_lookup_if_done(lookup);
+        }
+    }
+
+    fn disconnected(&mut self, peer: PeerId) {
+        let waiting: Vec<u64> = self
+            .lookups
+            .iter_mut()
+            .filter(|(_, f)| f.identifying.contains(&peer))
+            .map(|(lookup, f)| {
+                f.identifying.retain(|p| *p != peer);
+                *lookup
+            })
+            .collect();
+        for lookup in waiting {
+            self.finish_lookup_if_done(lookup);
+        }
+    }
+
     /// Answer a lookup once its queries and its dials have all ended.
     fn finish_lookup_if_done(&mut self, lookup: u64) {
-        let done = self
-            .lookups
-            .get(&lookup)
-            .is_some_and(|f| f.queries.is_empty() && f.dialling.is_empty());
+        let done = self.lookups.get(&lookup).is_some_and(|f| {
+            f.queries.is_empty() && f.dialling.is_empty() && f.identifying.is_empty()
+        });
         if let Some(finding) = done.then(|| self.lookups.remove(&lookup)).flatten() {
-            let _ = finding.reply.send(finding.connected);
+            let _ = finding.reply.send(finding.ready);
         }
     }
 

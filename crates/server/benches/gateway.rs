@@ -11,17 +11,13 @@ mod noise;
 mod stored;
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_server::ServerConfig;
-use cairn_store::packs::Packs;
-use cairn_store::sqlite::SqliteStore;
-use cairn_store::{AccountLimits, MetadataStore};
 use host::{serve_upload_host, state_in};
 use noise::noise;
 use sha2::{Digest, Sha256};
-use stored::store_file;
+use stored::{embedded_store, store_file};
 
 const SIZE: usize = 1 << 30;
 
@@ -43,17 +39,8 @@ async fn main() {
     }
 
     // Store the file as an upload would, straight through the engine and the store.
-    let store = Arc::new(
-        SqliteStore::open(&dir.path().join("cairn.db"))
-            .await
-            .unwrap(),
-    );
-    let packs = Packs::open(dir.path().join("packs")).unwrap();
-    let account = store
-        .create_account("bench", AccountLimits::default())
-        .await
-        .unwrap();
-    let cid = store_file(store.as_ref(), &packs, account.id, "bench", &data).await;
+    let (store, packs, account_id) = embedded_store(dir.path()).await;
+    let cid = store_file(store.as_ref(), &packs, account_id, "bench", &data).await;
 
     let state = state_in(dir.path(), store, packs, ServerConfig::default());
     let url = format!("{}/ipfs/{cid}", serve_upload_host(state).await);

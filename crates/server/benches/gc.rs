@@ -20,11 +20,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cairn_server::gc;
-use cairn_store::packs::Packs;
-use cairn_store::sqlite::SqliteStore;
-use cairn_store::{AccountLimits, MetadataStore};
+use cairn_store::MetadataStore;
 use noise::noise;
-use stored::store_file;
+use stored::{embedded_store, store_file};
 
 const SIZES: [usize; 2] = [16 << 10, 256 << 10];
 const DELETED_EVERY: usize = 10;
@@ -67,24 +65,16 @@ struct Row {
 
 async fn measure(size: usize, count: usize) -> Row {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn MetadataStore> = Arc::new(
-        SqliteStore::open(&dir.path().join("cairn.db"))
-            .await
-            .unwrap(),
-    );
-    let packs = Packs::open(dir.path().join("packs")).unwrap();
-    let account = store
-        .create_account("bench", AccountLimits::default())
-        .await
-        .unwrap();
+    let (store, packs, account_id) = embedded_store(dir.path()).await;
+    let store: Arc<dyn MetadataStore> = store;
     let started = Instant::now();
     for i in 0..count {
         let bytes = noise(size, (size * count + i) as u64);
-        store_file(store.as_ref(), &packs, account.id, &format!("u{i}"), &bytes).await;
+        store_file(store.as_ref(), &packs, account_id, &format!("u{i}"), &bytes).await;
     }
     for i in (0..count).step_by(DELETED_EVERY) {
         store
-            .delete_kept(account.id, &format!("u{i}"))
+            .delete_kept(account_id, &format!("u{i}"))
             .await
             .unwrap();
     }

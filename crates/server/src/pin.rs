@@ -95,7 +95,7 @@ pub(crate) async fn fetch(
             last_lookup = Some(Instant::now());
             match tokio::time::timeout(LOOKUP_TIMEOUT, node.connect_providers(root)).await {
                 Ok(Ok(providers)) if !providers.is_empty() => {
-                    tracing::info!(pin = %op.upload_id, providers = providers.len(), "connected to providers the DHT named");
+                    tracing::info!(pin = %op.upload_id, ?providers, "connected to providers the DHT named");
                 }
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => {
@@ -174,6 +174,7 @@ pub(crate) async fn fetch(
             Err(FetchError::Io(e)) => return Outcome::Failed(e),
             // Nobody had it (yet): providers may connect, so try again until the timeout.
             Err(e @ (FetchError::NotFound { .. } | FetchError::NoPeers)) => {
+                tracing::debug!(pin = %op.upload_id, error = %e, ?peers, "not found; trying again");
                 let now = received.load(Ordering::Relaxed);
                 if now > last_received {
                     (last_received, last_progress) = (now, Instant::now());

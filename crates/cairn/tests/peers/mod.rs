@@ -200,8 +200,9 @@ impl Kubo {
         Self::launch(dir, tcp_port, quic_port, None)
     }
 
-    /// Start a node that is only a client of the DHTs: it provides through them, but no
-    /// DHT peer adds it to its routing table, so others reach it only through its records.
+    /// Start a node that is only a client of the DHTs: it provides through them, but no DHT
+    /// peer adds it to its routing table, so others reach it only through its provider
+    /// records (or when it dials them).
     pub fn start_dht_client(dir: &Path) -> Self {
         Self::launch(dir, 0, 0, Some("dhtclient"))
     }

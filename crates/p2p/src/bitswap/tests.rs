@@ -237,3 +237,42 @@ fn an_oversized_message_cuts_the_peer_off() {
         panic!("the peer that announced a 64 MiB message is still connected");
     });
 }
+
+/// A node that knows only a DHT peer finds through it who provides a CID, and connects to
+/// the provider (the pin worker's way to content its origins do not have).
+#[test]
+fn a_provider_is_found_and_connected_through_a_dht_peer() {
+    isolated(
+        "a_provider_is_found_and_connected_through_a_dht_peer",
+        || async {
+            let (root, _, store) = file(5_000);
+            let router = node(MemoryBlockstore::default()).await;
+            let holder = node(store).await;
+            let seeker = node(MemoryBlockstore::default()).await;
+            let router_addr = router.listen_addrs()[0].clone();
+            for joining in [&holder, &seeker] {
+                joining.dial(router_addr.clone()).await.unwrap();
+                let mut peers = joining.dht_peers();
+                tokio::time::timeout(Duration::from_secs(10), peers.wait_for(|n| *n > 0))
+                    .await
+                    .expect("the router enters the routing table")
+                    .unwrap();
+            }
+            assert!(
+                holder.provide(root).await.unwrap() >= 1,
+                "provided to the router"
+            );
+            let found =
+                tokio::time::timeout(Duration::from_secs(30), seeker.connect_providers(root))
+                    .await
+                    .expect("the lookup ends")
+                    .unwrap();
+            assert_eq!(found, [holder.peer_id()]);
+            let connected = seeker.connected_peers().await.unwrap();
+            assert!(connected.contains(&holder.peer_id()), "{connected:?}");
+            // A CID nobody provides: no one.
+            let (other, _, _) = file(6_000);
+            assert!(seeker.connect_providers(other).await.unwrap().is_empty());
+        },
+    );
+}

@@ -1,10 +1,25 @@
 //! Storing a file as an upload would, straight through the engine and the store (no HTTP),
 //! for the benches that measure what comes after.
 
+use std::path::Path;
+use std::sync::Arc;
+
 use cairn_store::model::{NewUpload, OperationKind, StoredDag};
 use cairn_store::packs::Packs;
-use cairn_store::MetadataStore;
+use cairn_store::sqlite::SqliteStore;
+use cairn_store::{AccountLimits, MetadataStore};
 use cairn_unixfs::{FileImporter, Profile};
+
+/// An embedded store in `dir` (`cairn.db`, `packs/`) with one account; its id.
+pub async fn embedded_store(dir: &Path) -> (Arc<SqliteStore>, Packs, i64) {
+    let store = Arc::new(SqliteStore::open(&dir.join("cairn.db")).await.unwrap());
+    let packs = Packs::open(dir.join("packs")).unwrap();
+    let account = store
+        .create_account("bench", AccountLimits::default())
+        .await
+        .unwrap();
+    (store, packs, account.id)
+}
 
 /// Store `bytes` as the completed upload `upload_id` of `account_id`, every block new; its CID.
 pub async fn store_file(
