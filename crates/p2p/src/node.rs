@@ -353,9 +353,9 @@ async fn listen(
 
 /// A provider lookup under way: the two DHTs' queries, the dials to the providers they found
 /// (made as each is found: the addresses a query learns are forgotten when it ends), the
-/// providers connected but not identified yet, and those ready. A provider is ready once the
-/// two sides have exchanged Identify: Kubo ignores for good the wants of a peer that sends
-/// them before.
+/// providers connected but not identified yet, and those ready: identified, so that wants
+/// are not the first thing a fresh connection carries (Kubo left some of those unanswered in
+/// our tests; see the ignored DHT pin test in `crates/cairn/tests/network.rs`).
 struct Finding {
     reply: oneshot::Sender<Vec<PeerId>>,
     queries: Vec<QueryId>,
