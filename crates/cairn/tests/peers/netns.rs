@@ -38,7 +38,9 @@ pub fn isolated(test_name: &str, body: impl FnOnce()) {
             "sh",
         ])
         .arg(test_binary)
-        .args(["--exact", test_name, "--nocapture", "--test-threads", "1"])
+        // `--include-ignored`: an ignored test asked for by name runs inside too.
+        .args(["--exact", test_name, "--include-ignored", "--nocapture"])
+        .args(["--test-threads", "1"])
         .env(INSIDE, test_name)
         .output()
         .expect("run unshare");
