@@ -518,7 +518,7 @@ impl Task {
                 ..
             })) => {
                 tracing::debug!(%peer_id, agent = %info.agent_version, "identified a peer");
-                self.identified(peer_id);
+                self.stop_waiting_for(peer_id, true);
                 let behaviour = self.swarm.behaviour_mut();
                 let speaks = |p: &libp2p::StreamProtocol| info.protocols.contains(p);
                 for addr in &info.listen_addrs {
@@ -534,7 +534,7 @@ impl Task {
                 peer_id,
                 num_established: 0,
                 ..
-            } => self.disconnected(peer_id),
+            } => self.stop_waiting_for(peer_id, false),
             SwarmEvent::Behaviour(BehaviourEvent::Lan(event))
             | SwarmEvent::Behaviour(BehaviourEvent::Wan(event)) => {
                 self.dht_event(event, providing);
@@ -639,30 +639,18 @@ impl Task {
         self.finish_lookup_if_done(lookup);
     }
 
-    /// A provider that lookups wait for is ready; one whose connection closed is not.
-    fn identified(&mut self, peer: PeerId) {
+    /// Lookups stop waiting for `peer` to be identified: it is ready (`identified`), or its
+    /// connection closed.
+    fn stop_waiting_for(&mut self, peer: PeerId, identified: bool) {
         let waiting: Vec<u64> = self
             .lookups
             .iter_mut()
             .filter(|(_, f)| f.identifying.contains(&peer))
             .map(|(lookup, f)| {
                 f.identifying.retain(|p| *p != peer);
-                f.ready.push(peer);
-                *lookup
-            })
-            .collect();
-        for lookup in waiting {
-            self.finish_lookup_if_done(lookup);
-        }
-    }
-
-    fn disconnected(&mut self, peer: PeerId) {
-        let waiting: Vec<u64> = self
-            .lookups
-            .iter_mut()
-            .filter(|(_, f)| f.identifying.contains(&peer))
-            .map(|(lookup, f)| {
-                f.identifying.retain(|p| *p != peer);
+                if identified {
+                    f.ready.push(peer);
+                }
                 *lookup
             })
             .collect();
