@@ -262,11 +262,20 @@ fn a_provider_is_found_and_connected_through_a_dht_peer() {
                 holder.provide(root).await.unwrap() >= 1,
                 "provided to the router"
             );
-            let found =
-                tokio::time::timeout(Duration::from_secs(30), seeker.connect_providers(root))
+            // A provider record has no acknowledgement: the router stores it a moment after
+            // the provide returns.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let found = loop {
+                let lookup = seeker.connect_providers(root);
+                let found = tokio::time::timeout(Duration::from_secs(30), lookup)
                     .await
                     .expect("the lookup ends")
                     .unwrap();
+                if !found.is_empty() || Instant::now() > deadline {
+                    break found;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            };
             assert_eq!(found, [holder.peer_id()]);
             let connected = seeker.connected_peers().await.unwrap();
             assert!(connected.contains(&holder.peer_id()), "{connected:?}");
