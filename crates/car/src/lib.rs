@@ -17,7 +17,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 
-use cairn_unixfs::block::{verify_block, BlockError, IDENTITY, RAW};
+use cairn_unixfs::block::{verify_block, BlockError, RAW};
 use cairn_unixfs::node::{ChildRule, Node, NodeError, NodeKind};
 use cairn_unixfs::read::{ReadError, ReadLimits, Reader, Repeats};
 use cairn_unixfs::{BlockBytes, BlockSink, BlockSource, Cid};
@@ -137,16 +137,8 @@ pub fn import_complete<R: Read>(
         }
         put_stored_dag(&root, &root, &present, stored, sink, &mut walked)?;
     }
+    // A link the CAR does not hold and storage does not either is `Incomplete`.
     for (link, parent) in &linked {
-        if present.contains_key(&link.hash().to_bytes()) {
-            continue;
-        }
-        if !stored.has_block(link).map_err(CarError::Io)? {
-            return Err(ImportError::Incomplete {
-                missing: link.to_string(),
-                parent: parent.to_string(),
-            });
-        }
         put_stored_dag(link, parent, &present, stored, sink, &mut walked)?;
     }
     for (child, parent, rule) in rules {
@@ -187,11 +179,8 @@ fn put_stored_dag(
     let mut stack = vec![(*top, *parent)];
     while let Some((cid, parent)) = stack.pop() {
         let multihash = cid.hash().to_bytes();
-        // Inlined in its CID, or counted already.
-        if cid.hash().code() == IDENTITY
-            || present.contains_key(&multihash)
-            || !walked.insert(multihash)
-        {
+        // In the CAR, or counted already.
+        if present.contains_key(&multihash) || !walked.insert(multihash) {
             continue;
         }
         if walked.len() > MAX_IMPORT_LINKS {

@@ -162,12 +162,11 @@ impl BlockSink for PackWriter {
         if self.seen.contains(&multihash) {
             return Ok(());
         }
-        self.dag_bytes += block.len() as u64;
         if (self.known)(&multihash)? {
-            self.seen.insert(multihash.clone());
-            self.reused.push(multihash);
+            self.reuse(multihash, block.len() as u64);
             return Ok(());
         }
+        self.dag_bytes += block.len() as u64;
         let car = self
             .car
             .as_mut()
@@ -186,15 +185,21 @@ impl BlockSink for PackWriter {
     /// Counted in the DAG's size like any block, and checked by the commit.
     fn put_stored(&mut self, cid: &Cid, length: u64) -> io::Result<()> {
         let multihash = cid.hash().to_bytes();
-        if self.seen.insert(multihash.clone()) {
-            self.dag_bytes += length;
-            self.reused.push(multihash);
+        if !self.seen.contains(&multihash) {
+            self.reuse(multihash, length);
         }
         Ok(())
     }
 }
 
 impl PackWriter {
+    /// A block of the DAG, not seen before, that storage already holds.
+    fn reuse(&mut self, multihash: Vec<u8>, length: u64) {
+        self.dag_bytes += length;
+        self.seen.insert(multihash.clone());
+        self.reused.push(multihash);
+    }
+
     /// Bytes of the distinct blocks handed over so far, stored already or not: the size of
     /// the DAG they make (what the quota counts).
     pub fn dag_bytes(&self) -> u64 {

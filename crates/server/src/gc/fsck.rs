@@ -1,10 +1,11 @@
 //! `cairn fsck`: every live root's DAG is whole, and every indexed block hashes to its name.
 //! It reads every stored byte once.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::Arc;
 
+use cairn_store::model::IndexedBlock;
 use cairn_store::packs::Packs;
 use cairn_store::MetadataStore;
 use cairn_unixfs::block::verify_block;
@@ -73,17 +74,31 @@ pub async fn check(store: Arc<dyn MetadataStore>, packs: Packs) -> Result<FsckRe
         report.blocks_checked += unvisited.len() as u64;
         let packs = packs.clone();
         let found = tokio::task::spawn_blocking(move || -> io::Result<Vec<String>> {
+            // A pack's neighbouring blocks in one read where that pays (one request on S3).
+            let mut by_pack: HashMap<&str, Vec<&IndexedBlock>> = HashMap::new();
+            for block in &unvisited {
+                by_pack.entry(&block.location.pack).or_default().push(block);
+            }
+            let batch_bytes = packs.batch_bytes();
             let mut problems = Vec::new();
-            for block in unvisited {
-                let cid = raw_cid(&block.multihash)?;
-                let name = &block.location.pack;
-                match packs.read(&block.location) {
-                    Ok(bytes) => {
-                        if let Err(e) = verify_block(&cid, &bytes) {
+            for (name, blocks) in by_pack {
+                for batch in batches(&blocks, batch_bytes) {
+                    let locations: Vec<_> = batch.iter().map(|b| &b.location).collect();
+                    let mut read = packs.read_many(name, &locations).map(Vec::into_iter);
+                    for block in batch {
+                        let cid = raw_cid(&block.multihash)?;
+                        let bytes = match &mut read {
+                            Ok(read) => read.next().ok_or_else(|| io::Error::other("short read")),
+                            // Which block is unreadable: each on its own.
+                            Err(_) => packs.read(&block.location),
+                        };
+                        let checked = bytes
+                            .map_err(|e| e.to_string())
+                            .and_then(|b| verify_block(&cid, &b).map_err(|e| e.to_string()));
+                        if let Err(e) = checked {
                             problems.push(format!("pack {name}: block {cid}: {e}"));
                         }
                     }
-                    Err(e) => problems.push(format!("pack {name}: block {cid}: {e}")),
                 }
             }
             Ok(problems)
@@ -93,4 +108,21 @@ pub async fn check(store: Arc<dyn MetadataStore>, packs: Packs) -> Result<FsckRe
         report.problems.extend(found);
     }
     Ok(report)
+}
+
+/// `blocks` in runs of at most `batch_bytes` (each block alone when it is 0, or larger).
+fn batches<'a>(blocks: &'a [&'a IndexedBlock], batch_bytes: u64) -> Vec<&'a [&'a IndexedBlock]> {
+    let mut runs = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, block) in blocks.iter().enumerate() {
+        if i > start && bytes + block.location.length > batch_bytes {
+            runs.push(&blocks[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += block.location.length;
+    }
+    if start < blocks.len() {
+        runs.push(&blocks[start..]);
+    }
+    runs
 }

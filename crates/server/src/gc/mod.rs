@@ -109,80 +109,81 @@ pub async fn collect(
         ..GcReport::default()
     };
     // Held to the end; dropping it (or dying) releases it.
-    let _lock = match dry_run {
-        true => None,
-        false => Some(store.lock_collector().await?.ok_or(GcError::Busy)?),
+    let _lock = if dry_run {
+        None
+    } else {
+        let lock = store.lock_collector().await?.ok_or(GcError::Busy)?;
+        delete_dead_packs(store.as_ref(), &packs).await?;
+        Some(lock)
     };
-    if !dry_run {
-        delete_dead_packs(store.as_ref(), &packs).await?;
+    let since_ms = now_ms() - CLOCK_SKEW.as_millis() as i64;
+    let mut marked = Marked::default();
+    let mut after = String::new();
+    loop {
+        let roots = store.distinct_roots(&after, PAGE).await?;
+        let Some(last) = roots.last() else { break };
+        after = last.clone();
+        marked = mark(&store, &packs, marked, roots).await?;
     }
-    {
-        let since_ms = now_ms() - CLOCK_SKEW.as_millis() as i64;
-        let mut marked = Marked::default();
-        let mut after = String::new();
-        loop {
-            let roots = store.distinct_roots(&after, PAGE).await?;
-            let Some(last) = roots.last() else { break };
-            after = last.clone();
-            marked = mark(&store, &packs, marked, roots).await?;
+    let index = read_index(store.as_ref()).await?;
+    for attempt in 1.. {
+        let mut plan = plan(&index, &marked.blocks);
+        report.live_roots = marked.roots.len() as u64;
+        report.live_blocks = marked.blocks.len() as u64;
+        report.missing_blocks = marked.missing;
+        report.dead_blocks = plan.dead.len() as u64;
+        report.dead_bytes = plan.dead_bytes;
+        report.packs_deleted = plan.dead_packs.len() as u64;
+        report.packs_compacted = plan.compact.len() as u64;
+        if dry_run {
+            report.bytes_copied = plan.live_bytes_to_copy;
+            report.bytes_reclaimed = plan.reclaimable(&index);
+            report.seconds = started.elapsed().as_secs_f64();
+            return Ok(report);
         }
-        let index = read_index(store.as_ref()).await?;
-        for attempt in 1.. {
-            let plan = plan(&index, &marked.blocks);
-            report.live_roots = marked.roots.len() as u64;
-            report.live_blocks = marked.blocks.len() as u64;
-            report.missing_blocks = marked.missing;
-            report.dead_blocks = plan.dead.len() as u64;
-            report.dead_bytes = plan.dead_bytes;
-            report.packs_deleted = plan.dead_packs.len() as u64;
-            report.packs_compacted = plan.compact.len() as u64;
-            if dry_run {
-                report.bytes_copied = plan.live_bytes_to_copy;
-                report.bytes_reclaimed = plan.reclaimable(&index);
-                report.seconds = started.elapsed().as_secs_f64();
-                return Ok(report);
+        let collection = Collection {
+            compacted: compact(&packs, &index, &plan).await?,
+            dead: std::mem::take(&mut plan.dead),
+            emptied: plan
+                .dead_packs
+                .iter()
+                .chain(&plan.compact)
+                .cloned()
+                .collect(),
+        };
+        match store
+            .apply_collection(&collection, since_ms, &marked.roots)
+            .await?
+        {
+            Collected::Applied { packs_removed } => {
+                let removed: u64 = packs_removed
+                    .iter()
+                    .filter_map(|name| index.packs.get(name).map(|(size, _)| *size))
+                    .sum();
+                let compacted = collection.compacted.as_ref();
+                report.bytes_copied = compacted.map_or(0, |c| c.pack.stored_bytes());
+                report.bytes_reclaimed =
+                    removed.saturating_sub(compacted.map_or(0, |c| c.pack.size));
+                report.packs_deleted = packs_removed
+                    .iter()
+                    .filter(|name| plan.dead_packs.contains(name))
+                    .count() as u64;
+                report.packs_compacted = packs_removed.len() as u64 - report.packs_deleted;
+                break;
             }
-            let compaction = compact(&packs, &index, &plan).await?;
-            let mut emptied = plan.dead_packs.clone();
-            emptied.extend(plan.compact.iter().cloned());
-            let collection = Collection {
-                dead: plan.dead.clone(),
-                compacted: compaction.clone(),
-                emptied,
-            };
-            match store
-                .apply_collection(&collection, since_ms, &marked.roots)
-                .await?
-            {
-                Collected::Applied { packs_removed } => {
-                    let removed: u64 = packs_removed
-                        .iter()
-                        .filter_map(|name| index.packs.get(name).map(|(size, _)| *size))
-                        .sum();
-                    let copied = compaction.as_ref().map_or(0, |c| c.pack.size);
-                    report.bytes_copied = compaction.map_or(0, |c| c.pack.stored_bytes());
-                    report.bytes_reclaimed = removed.saturating_sub(copied);
-                    report.packs_deleted = packs_removed
-                        .iter()
-                        .filter(|name| plan.dead_packs.contains(name))
-                        .count() as u64;
-                    report.packs_compacted = packs_removed.len() as u64 - report.packs_deleted;
-                    break;
+            Collected::NewRoots(roots) => {
+                // The copy (if any) was for the old plan, and nothing references it.
+                if let Some(old) = &collection.compacted {
+                    packs.delete(&old.pack.name)?;
                 }
-                Collected::NewRoots(roots) => {
-                    // The copy (if any) was for the old plan, and nothing references it.
-                    if let Some(old) = compaction {
-                        packs.delete(&old.pack.name)?;
-                    }
-                    if attempt == APPLY_ATTEMPTS {
-                        return Err(GcError::Overrun);
-                    }
-                    marked = mark(&store, &packs, marked, roots).await?;
+                if attempt == APPLY_ATTEMPTS {
+                    return Err(GcError::Overrun);
                 }
+                marked = mark(&store, &packs, marked, roots).await?;
             }
         }
-        delete_dead_packs(store.as_ref(), &packs).await?;
     }
+    delete_dead_packs(store.as_ref(), &packs).await?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -215,8 +216,9 @@ async fn mark(
             // A missing block is gone already: nothing below it can be found to keep. A
             // corrupt or unreadable one hides what it links to, which must not be collected.
             let mut go_on = |_: &Cid, damage: &Damage| {
-                missing += 1;
-                *damage == Damage::Missing
+                let gone = *damage == Damage::Missing;
+                missing += u64::from(gone);
+                gone
             };
             if let Some((cid, Damage::Corrupt(why) | Damage::Lost(why))) =
                 walk(&mut blocks, &root, &mut marked.blocks, false, &mut go_on)?
