@@ -1,0 +1,252 @@
+// The web page's browser tests: drives the machine's Chromium with playwright-core through one
+// scenario against a running `cairn serve`, the way a person would, finding everything by its
+// accessible role and label (so the page's labelling is tested too). Run by
+// crates/cairn/tests/web_page.rs.
+//
+// Usage: node browser.mjs SCENARIO
+//   SCENARIO: wrong-token | small | big | folder | archive | resume | delete | pin
+// Environment: CAIRN_PAGE_URL (the account host), CAIRN_TOKEN, CAIRN_FIXTURES (small.txt,
+// big.bin, folder/, site.tar.gz), CAIRN_SCREENSHOTS (where <scenario>.png goes), CHROMIUM
+// (the browser), CAIRN_PIN_CID (for `pin`).
+// On success prints one JSON line, {"scenario": ..., "cid": ...}; on failure a message on
+// stderr and a non-zero exit. Either way a full-page screenshot is saved.
+
+import { chromium } from 'playwright-core'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+
+const TIMEOUT_MS = 60_000
+const scenario = process.argv[2]
+
+function env (name) {
+  const value = process.env[name]
+  if (!value) throw new Error(`${name} is not set`)
+  return value
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+
+/** Waits until `check()` returns something other than undefined, or fails saying `what`. */
+async function until (what, check, timeoutMs = TIMEOUT_MS) {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`)
+    await sleep(100)
+  }
+}
+
+async function signIn (page, { keyboard = false } = {}) {
+  await page.goto(env('CAIRN_PAGE_URL'))
+  await page.getByLabel('API token').fill(env('CAIRN_TOKEN'))
+  if (keyboard) await page.getByLabel('API token').press('Enter')
+  else await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('button', { name: 'Sign out' }).waitFor()
+  await page.getByRole('heading', { name: 'Upload', exact: true }).waitFor()
+}
+
+/** The list item of a transfer, by the name it shows. */
+function transfer (page, name) {
+  return page.getByRole('list', { name: 'Transfers' }).getByRole('listitem', { name, exact: true }).first()
+}
+
+/** Waits for a transfer's CID; fails with the page's own message if the transfer fails. */
+async function cidOf (item, name) {
+  await item.waitFor()
+  return until(`the CID of ${name}`, async () => {
+    const status = (await item.getByRole('status').textContent()) || ''
+    if (/^(Failed|Cancelled)/.test(status)) throw new Error(`${name}: ${status}`)
+    const cid = item.getByLabel('CID', { exact: true })
+    if (await cid.isVisible()) {
+      const value = await cid.inputValue()
+      if (value) return value
+    }
+    return undefined
+  })
+}
+
+async function upload (page, fixture) {
+  await page.getByLabel('Choose files').setInputFiles(fixture)
+  return cidOf(transfer(page, path.basename(fixture)), path.basename(fixture))
+}
+
+/** Checks that the page's progress bar and text for `item` say everything was sent. */
+async function assertProgressComplete (item) {
+  const bar = item.getByRole('progressbar', { name: 'Upload progress' })
+  const [value, max] = await bar.evaluate(el => [el.value, el.max])
+  if (value !== max) throw new Error(`the progress bar stopped at ${value} of ${max}`)
+  const text = await item.getByText(/ of .*\(\d+%\)/).textContent()
+  if (!text.includes('(100%)')) throw new Error(`the progress text says ${text}`)
+}
+
+const scenarios = {
+  async 'wrong-token' (page) {
+    await page.goto(env('CAIRN_PAGE_URL'))
+    await page.getByLabel('API token').fill('cairn_this-token-does-not-exist')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    const alert = page.getByRole('alert').filter({ hasText: 'not accepted' })
+    await alert.waitFor()
+    if (await page.getByRole('button', { name: 'Sign out' }).isVisible()) throw new Error('signed in with a wrong token')
+    if (await page.getByRole('heading', { name: 'Upload', exact: true }).isVisible()) throw new Error('the upload controls show without a valid token')
+    return { message: await alert.textContent() }
+  },
+
+  async small (page) {
+    // A phone-sized screen: everything must fit without scrolling sideways.
+    await page.setViewportSize({ width: 375, height: 800 })
+    await signIn(page, { keyboard: true })
+    const cid = await upload(page, path.join(env('CAIRN_FIXTURES'), 'small.txt'))
+    const item = transfer(page, 'small.txt')
+    const href = name => item.getByRole('link', { name, exact: true }).getAttribute('href')
+    const gateway = await href('Path gateway')
+    if (!gateway.endsWith(`/ipfs/${cid}`)) throw new Error(`the path gateway link is ${gateway}`)
+    if (await href('IPFS link') !== `ipfs://${cid}`) throw new Error(`the ipfs:// link is ${await href('IPFS link')}`)
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
+    if (overflow > 0) throw new Error(`the page is ${overflow} px wider than a 375 px screen`)
+    return { cid }
+  },
+
+  async big (page) {
+    await signIn(page)
+    let patches = 0
+    page.on('request', request => { if (request.method() === 'PATCH') patches++ })
+    const cid = await upload(page, path.join(env('CAIRN_FIXTURES'), 'big.bin'))
+    await assertProgressComplete(transfer(page, 'big.bin'))
+    if (patches < 2) throw new Error(`big.bin went in ${patches} PATCH requests: not over TUS in chunks`)
+    return { cid, patches }
+  },
+
+  async folder (page) {
+    await signIn(page)
+    // Chromium's folder picker: Playwright hands it a directory for a webkitdirectory input.
+    await page.getByLabel('Choose a folder').setInputFiles(path.join(env('CAIRN_FIXTURES'), 'folder'))
+    const cid = await cidOf(transfer(page, 'folder'), 'folder')
+    return { cid }
+  },
+
+  async archive (page) {
+    await signIn(page)
+    await page.getByRole('radio', { name: /^Extract/ }).check()
+    const cid = await upload(page, path.join(env('CAIRN_FIXTURES'), 'site.tar.gz'))
+    return { cid }
+  },
+
+  async resume (page) {
+    await signIn(page)
+    const big = path.join(env('CAIRN_FIXTURES'), 'big.bin')
+    // Let two chunks through, then hold the next one: the server has what it acknowledged.
+    let acknowledged = 0
+    let holding = true
+    let held = false
+    page.on('response', response => {
+      if (response.request().method() === 'PATCH' && response.status() === 204) acknowledged++
+    })
+    const isTus = url => new URL(url).pathname.startsWith('/api/upload/tus/')
+    await page.route(isTus, route => {
+      if (holding && route.request().method() === 'PATCH' && acknowledged >= 2) {
+        held = true
+        return // never answered: the chunk hangs, as over a dead connection
+      }
+      return route.continue()
+    })
+    await page.getByLabel('Choose files').setInputFiles(big)
+    await until('two acknowledged chunks and a held third', async () => (held ? true : undefined))
+    // The reload abandons the held chunk (it never reached the server); what the new page
+    // sends goes through.
+    holding = false
+    await page.reload()
+    await page.getByRole('button', { name: 'Sign out' }).waitFor()
+    await page.unrouteAll({ behavior: 'ignoreErrors' })
+    // The page remembers the unfinished upload; choosing the file again resumes it.
+    await page.getByRole('list', { name: 'Unfinished uploads' }).getByText('big.bin').waitFor()
+    await page.getByLabel('Choose files').setInputFiles(big)
+    const item = transfer(page, 'big.bin')
+    const resumed = await item.getByText(/^Resumed at/).textContent()
+    const resumedAt = Number(/\((\d+) bytes were already on the server\)/.exec(resumed)?.[1])
+    if (!(resumedAt > 0)) throw new Error(`expected to resume past 0, the page says: ${resumed}`)
+    const cid = await cidOf(item, 'big.bin')
+    await assertProgressComplete(item)
+    return { cid, resumedAt }
+  },
+
+  async delete (page) {
+    await signIn(page)
+    const cid = await upload(page, path.join(env('CAIRN_FIXTURES'), 'small.txt'))
+    const uploads = page.getByRole('list', { name: 'Uploads', exact: true })
+    // Newest first: the first small.txt showing this CID is the one just uploaded.
+    const row = uploads.getByRole('listitem', { name: 'small.txt', exact: true }).filter({ hasText: cid }).first()
+    await row.waitFor()
+    const id = /\bid (\S+)/.exec(await row.innerText())?.[1]
+    if (!id) throw new Error('the upload shows no id')
+    const shown = uploads.getByText(`id ${id}`, { exact: true })
+    await shown.waitFor()
+    await row.getByRole('button', { name: 'Delete' }).click()
+    const dialog = page.getByRole('dialog')
+    await dialog.waitFor()
+    await dialog.getByRole('button', { name: 'Delete' }).click()
+    await shown.waitFor({ state: 'detached' })
+    return { cid, deleted: id }
+  },
+
+  async pin (page) {
+    await signIn(page)
+    const cid = env('CAIRN_PIN_CID')
+    const name = `browser pin ${Date.now()}`
+    await page.getByLabel('CID to pin').fill(cid)
+    await page.getByLabel('Name (optional)').fill(name)
+    await page.getByRole('button', { name: 'Pin', exact: true }).click()
+    const pins = page.getByRole('list', { name: 'Pins', exact: true })
+    const row = pins.getByRole('listitem', { name, exact: true })
+    await row.waitFor()
+    await until(`the pin "${name}" to be pinned`, async () => {
+      const text = (await row.textContent()) || ''
+      if (/failed/.test(text)) throw new Error(`the pin failed: ${text}`)
+      return text.includes('pinned') && text.includes(cid) ? true : undefined
+    })
+    return { cid }
+  }
+}
+
+async function main () {
+  const run = scenarios[scenario]
+  if (!run) throw new Error(`unknown scenario ${JSON.stringify(scenario)}: one of ${Object.keys(scenarios).join(', ')}`)
+  const screenshots = env('CAIRN_SCREENSHOTS')
+  fs.mkdirSync(screenshots, { recursive: true })
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-chromium-'))
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: env('CHROMIUM'),
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1280, height: 900 },
+    timeout: TIMEOUT_MS
+  })
+  const page = context.pages()[0] || await context.newPage()
+  page.setDefaultTimeout(TIMEOUT_MS)
+  // The page must run under its CSP without a violation and without an uncaught error.
+  const problems = []
+  page.on('pageerror', error => problems.push(`uncaught error in the page: ${error.message}`))
+  page.on('console', message => {
+    if (message.type() === 'error' && /Content.Security.Policy/i.test(message.text())) problems.push(`CSP: ${message.text()}`)
+  })
+  const shot = () => page.screenshot({ path: path.join(screenshots, `${scenario}.png`), fullPage: true }).catch(() => {})
+  try {
+    const result = await run(page)
+    if (problems.length) throw new Error(problems.join('\n'))
+    await shot()
+    process.stdout.write(JSON.stringify({ scenario, ...result }) + '\n')
+  } catch (error) {
+    await shot()
+    throw new Error(`${scenario}: ${error.message}${problems.length ? '\n' + problems.join('\n') : ''}`)
+  } finally {
+    await context.close().catch(() => {})
+    fs.rmSync(profile, { recursive: true, force: true })
+  }
+}
+
+main().catch(error => {
+  process.stderr.write(`${error.message}\n`)
+  process.exit(1)
+})

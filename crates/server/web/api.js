@@ -1,0 +1,201 @@
+// The page's way to the server: JSON requests with the bearer token to the account host (this
+// page's origin) and the upload host (from /api/web-config), each error body turned into an
+// ApiError carrying the server's own message; plus the gateway links for a CID.
+
+/** An error the server answered with (or a failure to reach it: status 0). */
+export class ApiError extends Error {
+  constructor (status, code, message) {
+    super(message)
+    this.name = 'ApiError'
+    this.status = status
+    this.code = code
+  }
+}
+
+/**
+ * The error a response carries. Cairn's routes answer `{"error", "message"}`; the Pinning
+ * Service API at /pins answers `{"error": {"reason", "details"}}`. Anything else (a proxy's
+ * HTML page) gets a message from the status alone.
+ */
+export async function errorFrom (response) {
+  let body = null
+  try {
+    body = await response.json()
+  } catch {
+    // Not JSON: fall through to the status line.
+  }
+  const error = body?.error
+  if (typeof error === 'string') {
+    return new ApiError(response.status, error, body.message || error)
+  }
+  if (error && typeof error === 'object') {
+    const code = String(error.reason || 'error').toLowerCase()
+    return new ApiError(response.status, code, error.details || code)
+  }
+  return new ApiError(response.status, 'http_' + response.status,
+    `The server answered ${response.status} ${response.statusText}`.trim())
+}
+
+/** A fetch that failed before any answer (offline, server down, CORS refused). */
+export function unreachable (url, cause) {
+  const error = new ApiError(0, 'unreachable', `Cannot reach ${new URL(url).origin}: is the server running?`)
+  error.cause = cause
+  return error
+}
+
+/** The deployment's public settings; needs no token. */
+export async function webConfig () {
+  let response
+  try {
+    response = await fetch('/api/web-config', { cache: 'no-store' })
+  } catch (cause) {
+    throw unreachable(location.href, cause)
+  }
+  if (!response.ok) throw await errorFrom(response)
+  const config = await response.json()
+  return {
+    uploadUrl: String(config.uploadUrl).replace(/\/+$/, ''),
+    subdomainGateway: config.subdomainGateway || null
+  }
+}
+
+export class Api {
+  /** @param {string} token  @param {{uploadUrl: string, subdomainGateway: string|null}} config */
+  constructor (token, config) {
+    this.token = token
+    this.config = config
+  }
+
+  get uploadUrl () { return this.config.uploadUrl }
+
+  /** Headers every authenticated request carries. */
+  authHeaders (extra = {}) {
+    return { Authorization: `Bearer ${this.token}`, ...extra }
+  }
+
+  /** A request to the account host (same origin), answered with JSON or nothing. */
+  account (path, init) { return this.request(path, init) }
+
+  /** A request to the upload host. */
+  upload (path, init) { return this.request(this.uploadUrl + path, init) }
+
+  async request (url, { method = 'GET', json, signal } = {}) {
+    const headers = this.authHeaders(json === undefined ? {} : { 'Content-Type': 'application/json' })
+    let response
+    try {
+      response = await fetch(url, {
+        method,
+        headers,
+        signal,
+        cache: 'no-store',
+        body: json === undefined ? undefined : JSON.stringify(json)
+      })
+    } catch (cause) {
+      if (cause.name === 'AbortError') throw cause
+      throw unreachable(new URL(url, location.href).href, cause)
+    }
+    if (!response.ok) throw await errorFrom(response)
+    if (response.status === 204 || response.status === 202 && !response.headers.get('content-type')) return null
+    const type = response.headers.get('content-type') || ''
+    return type.startsWith('application/json') ? response.json() : null
+  }
+
+  /** `{limit, storedBytes, quota}`; a 401 here means the token is not accepted. */
+  uploadLimit () { return this.account('/api/upload-limit') }
+
+  operation (id, signal) { return this.upload(`/api/operations/${encodeURIComponent(id)}`, { signal }) }
+
+  /** One page of uploads, newest first. `search` is a CID or part of a name. */
+  listUploads ({ search = '', cursor = null, limit = 10 } = {}) {
+    const query = new URLSearchParams({ limit: String(limit) })
+    addSearch(query, search)
+    if (cursor) query.set('cursor', cursor)
+    return this.account(`/api/uploads?${query}`)
+  }
+
+  deleteUpload (id) { return this.account(`/api/uploads/${encodeURIComponent(id)}`, { method: 'DELETE' }) }
+
+  /** One page of pins (uploads included), newest first; paged by `before` (a `created`). */
+  listPins ({ search = '', before = null, limit = 10 } = {}) {
+    const query = new URLSearchParams({ limit: String(limit) })
+    addSearch(query, search)
+    if (before) query.set('before', before)
+    return this.upload(`/pins?${query}`)
+  }
+
+  addPin (cid, name) {
+    return this.upload('/pins', { method: 'POST', json: name ? { cid, name } : { cid } })
+  }
+
+  pinStatus (requestId) { return this.upload(`/pins/${encodeURIComponent(requestId)}`) }
+
+  removePin (requestId) { return this.upload(`/pins/${encodeURIComponent(requestId)}`, { method: 'DELETE' }) }
+
+  /** The ways to open a CID: path gateway, subdomain gateway (when deployed), ipfs://. */
+  links (cid) {
+    const links = { path: `${this.uploadUrl}/ipfs/${cid}`, subdomain: null, ipfs: `ipfs://${cid}` }
+    const v1 = cidV1Base32(cid)
+    if (this.config.subdomainGateway && v1) {
+      links.subdomain = this.config.subdomainGateway.replace('{cid}', v1)
+    }
+    return links
+  }
+}
+
+/** A CID (CIDv1 base32 `b...` or CIDv0 `Qm...`) or part of a name. */
+export function looksLikeCid (text) {
+  return /^(Qm[1-9A-HJ-NP-Za-km-z]{44}|b[a-z2-7]{50,})$/.test(text)
+}
+
+function addSearch (query, search) {
+  const text = search.trim()
+  if (!text) return
+  if (looksLikeCid(text)) {
+    query.set('cid', text)
+  } else {
+    query.set('name', text)
+    query.set('match', 'ipartial')
+  }
+}
+
+const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567'
+
+/**
+ * The CIDv1 base32 form a subdomain gateway needs (DNS labels are case-insensitive): CIDv1
+ * base32 stays as it is; CIDv0 (base58btc sha2-256 multihash, dag-pb) becomes
+ * `b` + base32(0x01 0x70 multihash). `null` for anything else.
+ */
+export function cidV1Base32 (cid) {
+  if (/^b[a-z2-7]+$/.test(cid)) return cid
+  if (!/^Qm[1-9A-HJ-NP-Za-km-z]{44}$/.test(cid)) return null
+  let bytes = [0]
+  for (const char of cid) {
+    let carry = BASE58.indexOf(char)
+    for (let i = 0; i < bytes.length; i++) {
+      carry += bytes[i] * 58
+      bytes[i] = carry & 0xff
+      carry >>= 8
+    }
+    while (carry > 0) {
+      bytes.push(carry & 0xff)
+      carry >>= 8
+    }
+  }
+  bytes = bytes.reverse()
+  while (bytes.length > 34 && bytes[0] === 0) bytes.shift()
+  const input = [0x01, 0x70, ...bytes]
+  let out = 'b'
+  let buffer = 0
+  let bits = 0
+  for (const byte of input) {
+    buffer = (buffer << 8) | byte
+    bits += 8
+    while (bits >= 5) {
+      out += BASE32[(buffer >> (bits - 5)) & 31]
+      bits -= 5
+    }
+  }
+  if (bits > 0) out += BASE32[(buffer << (5 - bits)) & 31]
+  return out
+}
