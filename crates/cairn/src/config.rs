@@ -86,9 +86,23 @@ pub struct Settings {
     /// multiaddrs with `/p2p/`, comma-separated [default: none].
     #[arg(long, env = "CAIRN_P2P_BOOTSTRAP")]
     pub p2p_bootstrap: Option<String>,
-    /// The upload host's public URL, for HTTP provider records [default: its listen address].
+    /// The upload host's public URL, for HTTP provider records and the web page [default:
+    /// its listen address].
     #[arg(long, env = "CAIRN_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Serve content as its own origin at `{cid}.ipfs.DOMAIN` (a wildcard DNS name for the
+    /// upload host), redirecting browsers there from `/ipfs/{cid}`; `none` for the path
+    /// gateway only [default: localhost].
+    #[arg(long, env = "CAIRN_GATEWAY_DOMAIN")]
+    pub gateway_domain: Option<String>,
+    /// Sandbox what the path gateway serves (a `Content-Security-Policy` that gives it an
+    /// origin of its own) [default: true].
+    #[arg(long, env = "CAIRN_PATH_GATEWAY_SANDBOX")]
+    pub path_gateway_sandbox: Option<bool>,
+    /// Serve the web page's files from this directory instead of the built-in copies, read
+    /// on every request (for working on the page).
+    #[arg(long, env = "CAIRN_WEB_DIR")]
+    pub web_dir: Option<PathBuf>,
 }
 
 impl Settings {
@@ -124,6 +138,10 @@ pub struct ServeConfig {
     /// The IPFS node, unless it is turned off.
     pub p2p: Option<P2pConfig>,
     pub public_url: Option<reqwest::Url>,
+    /// `None`: the path gateway only.
+    pub gateway_domain: Option<String>,
+    pub path_gateway_sandbox: bool,
+    pub web_dir: Option<PathBuf>,
 }
 
 /// Where the IPFS node listens, what it announces, and whom it joins.
@@ -234,6 +252,14 @@ impl ServeConfig {
                 ),
                 None => None,
             },
+            gateway_domain: match flags.gateway_domain.or(file.gateway_domain) {
+                Some(domain) if domain == "none" => None,
+                Some(domain) => Some(gateway_domain(&domain)?),
+                None => Some("localhost".to_owned()),
+            },
+            path_gateway_sandbox: (flags.path_gateway_sandbox.or(file.path_gateway_sandbox))
+                .unwrap_or(true),
+            web_dir: flags.web_dir.or(file.web_dir),
             read_limits: {
                 let default = ReadLimits::default();
                 ReadLimits {
@@ -247,4 +273,19 @@ impl ServeConfig {
             },
         })
     }
+}
+
+/// A domain name for content origins: DNS labels of letters, digits and hyphens.
+fn gateway_domain(domain: &str) -> Result<String> {
+    let label = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if domain.len() > 200 || !domain.split('.').all(label) {
+        anyhow::bail!("--gateway-domain: {domain:?} is not a domain name (or `none`)");
+    }
+    Ok(domain.to_ascii_lowercase())
 }

@@ -87,6 +87,13 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         shared_store: config.store.is_some(),
         tus_max_size: config.tus_max_size,
         read_limits: config.read_limits,
+        public_url: config
+            .public_url
+            .as_ref()
+            .map(|url| url.as_str().trim_end_matches('/').to_owned()),
+        gateway_domain: config.gateway_domain.clone(),
+        path_gateway_sandbox: config.path_gateway_sandbox,
+        web_dir: config.web_dir.clone(),
         ..ServerConfig::default()
     };
     server_config.rate_limits.upload.quota = config.uploads_per_minute;
@@ -103,6 +110,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
 
     let upload_listener = bind(config.listen).await?;
     let account_listener = bind(config.account_listen).await?;
+    server_config.upload_port = upload_listener.local_addr()?.port();
     server_config.gateway_addr = Some(gateway_addr(
         config.public_url.as_ref(),
         upload_listener.local_addr()?,
@@ -138,6 +146,10 @@ pub async fn run(config: ServeConfig) -> Result<()> {
             "get an API token with: cairn token create --account default --data-dir {data_dir}"
         ),
     }
+    println!(
+        "web page at http://{}/ (sign in with an API token)",
+        account_listener.local_addr()?
+    );
     if let Some(node) = &node {
         println!("p2p peer id {}", node.peer_id());
         for addr in node.listen_addrs() {

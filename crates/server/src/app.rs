@@ -1,4 +1,6 @@
-//! The two hosts as routers: `upload_app` (`{base_url}`) and `account_app` (`{account_url}`).
+//! The two hosts as routers: `upload_app` (`{base_url}`; requests to a content origin,
+//! `{cid}.ipfs.{domain}`, are gateway requests whatever their path) and `account_app`
+//! (`{account_url}`, with the web page).
 //! Both answer unknown routes and wrong methods with the JSON error shape.
 
 use std::convert::Infallible;
@@ -42,7 +44,11 @@ pub fn upload_app(state: AppState) -> Router {
         .with_state(state.clone())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(state, count_response));
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            count_response,
+        ));
+    let routes = gateway::subdomain::with_content_origins(routes, &state);
     with_cors(routes).layer(middleware::from_fn(json_errors))
 }
 
@@ -117,6 +123,7 @@ pub fn account_app(state: AppState) -> Router {
     Router::new()
         .route("/api/upload-limit", get(account::upload_limit))
         .merge(operation_routes())
+        .merge(crate::web::routes())
         .with_state(state.clone())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

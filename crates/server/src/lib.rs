@@ -4,7 +4,9 @@
 //! - [`routes`]: one module per resource (upload, operations, account).
 //! - [`gateway`]: the read path `/ipfs/{cid}[/{path}]`: trustless (raw, CAR) and plain.
 //! - [`blocks`]: the stored blocks as a verified block source (the gateway, CAR imports).
+//! - [`web`]: the web page on the account host, and what it needs to know.
 //! - [`auth`]: the bearer-token extractor.
+//! - [`origin`]: the scheme and host a request was sent to.
 //! - [`error`]: the one place statuses and error codes are decided.
 //! - [`listen`]: serving a router with a header-read timeout and a graceful shutdown.
 //! - [`detect`]: what an upload is, from its first bytes.
@@ -30,12 +32,14 @@ pub mod gc;
 pub mod listen;
 pub mod metrics;
 pub mod nodes;
+pub mod origin;
 pub mod pin;
 pub mod provide;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;
 pub mod tus;
+pub mod web;
 pub mod worker;
 
 pub use app::{account_app, upload_app};

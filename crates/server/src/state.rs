@@ -156,6 +156,20 @@ pub struct ServerConfig {
     /// How long a TUS upload's lease outlives its holder's last renewal (shared store only):
     /// after a node dies, its uploads can be resumed elsewhere this much later.
     pub upload_lease: std::time::Duration,
+    /// The upload host's public URL (`--public-url`), for the page's API calls and links;
+    /// `None`: the host the page was loaded from, on `upload_port`.
+    pub public_url: Option<String>,
+    /// The port the upload host listens on.
+    pub upload_port: u16,
+    /// Content is served as its own origin, `{cid}.ipfs.{domain}`, to which browsers
+    /// reading `/ipfs/{cid}` are redirected; `None`: the path gateway only.
+    pub gateway_domain: Option<String>,
+    /// Plain responses of the path gateway carry a `Content-Security-Policy` sandbox, so
+    /// that content read there cannot use the gateway's origin (its storage, cookies).
+    pub path_gateway_sandbox: bool,
+    /// Read the page's files from this directory on every request instead of the copies
+    /// built into the binary (for working on the page).
+    pub web_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -176,6 +190,11 @@ impl Default for ServerConfig {
             trust_forwarded_headers: false,
             header_timeout: std::time::Duration::from_secs(10),
             gateway_addr: None,
+            public_url: None,
+            upload_port: 8080,
+            gateway_domain: Some("localhost".into()),
+            path_gateway_sandbox: true,
+            web_dir: None,
         }
     }
 }

@@ -6,6 +6,8 @@
 //! - [`file`]: plain files for browsers and curl, with `Range`, a content type from the name
 //!   or the bytes, `?filename=` and `?download=true`.
 //! - [`listing`]: directories: their `index.html`, or a listing (HTML, or JSON when asked).
+//! - [`subdomain`]: content as its own origin, `{cid}.ipfs.{domain}`, where browsers are
+//!   redirected; what the path gateway still serves them is sandboxed.
 //!
 //! Every block is read from the packs through the block index and verified against its CID,
 //! and every node checked against the UnixFS rules, before it is used or sent. Each request
@@ -19,12 +21,13 @@ mod car;
 mod file;
 mod listing;
 mod resolve;
+pub mod subdomain;
 
 use std::io;
 
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -39,6 +42,10 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 const IMMUTABLE: &str = "public, max-age=29030400, immutable";
+
+/// What content read from the path gateway may do: run its scripts, in an origin of its own
+/// that no other content shares (an opaque one), so it reads no one's storage or cookies.
+const SANDBOX: &str = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads";
 
 /// One request's view of the stored blocks, within its budget.
 type StoredReader = Reader<StoredBlocks>;
@@ -102,6 +109,7 @@ struct Request {
     path: Vec<String>,
     query: GatewayParams,
     headers: HeaderMap,
+    /// The URI the client asked for (on a content origin, without `/ipfs/{cid}`).
     uri: Uri,
     head_only: bool,
 }
@@ -113,11 +121,20 @@ pub async fn get(
     uri: Uri,
     Path(params): Path<Vec<(String, String)>>,
     query: Result<Query<GatewayParams>, QueryRejection>,
+    content_origin: Option<Extension<subdomain::ContentOrigin>>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let (root, path) = resolve::parse(&params, state.config.read_limits.max_depth)?;
     let format = negotiate(&query, &headers)?;
+    let on_path_gateway = content_origin.is_none();
+    if let Some(domain) = &state.config.gateway_domain {
+        if on_path_gateway && format == Format::Plain && subdomain::is_browser_navigation(&headers)
+        {
+            return subdomain::redirect(&state.config, domain, &headers, &root, &uri);
+        }
+    }
+    let uri = content_origin.map_or(uri, |Extension(origin)| origin.uri);
     let request = Request {
         root,
         path,
@@ -149,6 +166,12 @@ pub async fn get(
         },
     };
     let out = response.headers_mut();
+    if format == Format::Plain && on_path_gateway && state.config.path_gateway_sandbox {
+        out.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(SANDBOX),
+        );
+    }
     out.insert(header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE));
     out.insert(
         "x-content-type-options",

@@ -28,6 +28,7 @@ use cairn_unixfs::Profile;
 
 use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::origin::RequestOrigin;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
 use headers::{Checksum, OFFSET_OCTET_STREAM};
@@ -100,33 +101,14 @@ fn http_date(ms: i64) -> HeaderValue {
     HeaderValue::from_str(&httpdate::fmt_http_date(time)).unwrap_or(HeaderValue::from_static(""))
 }
 
-/// The upload's absolute URL. `Host` (or, when trusted, `X-Forwarded-*`) is checked to be a
-/// plain host name before it is reflected into `Location`.
+/// The upload's absolute URL, on the host the request was sent to.
 fn location(state: &AppState, headers: &HeaderMap, id: &str) -> Result<HeaderValue, ApiError> {
-    let forwarded = |name| {
-        state
-            .config
-            .trust_forwarded_headers
-            .then(|| headers.get(name).and_then(|v| v.to_str().ok()))
-            .flatten()
-    };
-    let proto = match forwarded("x-forwarded-proto") {
-        Some("https") => "https",
-        _ => "http",
-    };
-    let host = forwarded("x-forwarded-host")
-        .or_else(|| headers.get(header::HOST).and_then(|v| v.to_str().ok()))
-        .unwrap_or("localhost");
-    let plain = host
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
-    if !plain {
-        return Err(ApiError::BadRequest(
-            "the Host header is not a host name".into(),
-        ));
-    }
-    HeaderValue::from_str(&format!("{proto}://{host}{BASE_PATH}/{id}"))
-        .map_err(|_| ApiError::BadRequest("the Host header is not a host name".into()))
+    let origin = RequestOrigin::of(&state.config, headers)?;
+    HeaderValue::from_str(&format!(
+        "{}://{}{BASE_PATH}/{id}",
+        origin.scheme, origin.host
+    ))
+    .map_err(|_| ApiError::BadRequest("the Host header is not a host name".into()))
 }
 
 /// Parsed `Upload-Concat`.

@@ -1,0 +1,182 @@
+//! Content as its own origin: a subdomain gateway, as Kubo has. A request whose host is
+//! `{cid}.ipfs.{domain}` is served as `/ipfs/{cid}/...`, so one user's website cannot read
+//! another's storage or cookies (browsers isolate origins); a browser reading
+//! `/ipfs/{cid}/...` from the path gateway is redirected there. `localhost` is the default
+//! domain: browsers resolve `*.localhost` to the loopback address themselves.
+
+use std::convert::Infallible;
+
+use axum::extract::Request;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use cairn_unixfs::Cid;
+use cid::multibase::Base;
+use tower::{service_fn, ServiceExt};
+
+use crate::error::ApiError;
+use crate::origin::RequestOrigin;
+use crate::state::{AppState, ServerConfig};
+
+/// A DNS label holds at most this many characters.
+const MAX_LABEL: usize = 63;
+
+/// Marks a request that came to a content origin, with the URI the browser asked for (the
+/// routes see it as `/ipfs/{cid}/...`).
+#[derive(Clone)]
+pub struct ContentOrigin {
+    pub uri: Uri,
+}
+
+/// The upload host's routes, with a request to a content origin turned into the gateway
+/// request it stands for, whatever its path: nothing but the content is served there.
+pub fn with_content_origins(routes: Router, state: &AppState) -> Router {
+    let Some(domain) = state.config.gateway_domain.clone() else {
+        return routes;
+    };
+    let config = state.config.clone();
+    let suffix = format!(".ipfs.{}", domain.to_ascii_lowercase());
+    Router::new().fallback_service(service_fn(move |mut request: Request| {
+        let routes = routes.clone();
+        let rewritten = to_gateway_request(&config, &suffix, &mut request);
+        async move {
+            match rewritten {
+                Ok(()) => routes.oneshot(request).await,
+                Err(e) => Ok::<_, Infallible>(e.into_response()),
+            }
+        }
+    }))
+}
+
+/// Rewrite `request` to `/ipfs/{cid}{path}` when its host is a content origin.
+fn to_gateway_request(
+    config: &ServerConfig,
+    suffix: &str,
+    request: &mut Request,
+) -> Result<(), ApiError> {
+    let Ok(origin) = RequestOrigin::of(config, request.headers()) else {
+        // Not a host name at all: not a content origin; the routes judge the request.
+        return Ok(());
+    };
+    let hostname = origin.hostname();
+    let Some(label) = hostname.strip_suffix(suffix) else {
+        return Ok(());
+    };
+    if label.is_empty() || label.contains('.') {
+        return Err(ApiError::BadRequest(format!(
+            "{hostname:?}: a content origin is one CID followed by {suffix:?}"
+        )));
+    }
+    let cid: Cid = label
+        .parse()
+        .map_err(|e| ApiError::BadRequest(format!("{label:?} in the host is not a CID: {e}")))?;
+    let original = request.uri().clone();
+    let path_and_query = original.path_and_query().map_or("/", |p| p.as_str());
+    let rewritten: Uri = format!("/ipfs/{cid}{path_and_query}")
+        .parse()
+        .map_err(|_| ApiError::BadRequest("the request's path is not a URI path".into()))?;
+    *request.uri_mut() = rewritten;
+    request
+        .extensions_mut()
+        .insert(ContentOrigin { uri: original });
+    Ok(())
+}
+
+/// A browser opening a page, rather than a program fetching bytes: its navigation says so,
+/// or it accepts HTML. curl, `cairn get` and trustless clients stay on the path gateway.
+pub(super) fn is_browser_navigation(headers: &HeaderMap) -> bool {
+    let navigates = headers
+        .get("sec-fetch-mode")
+        .is_some_and(|mode| mode == "navigate");
+    navigates || super::accept(headers).contains("text/html")
+}
+
+/// `301` from `/ipfs/{cid}/rest?query` to `{scheme}://{label}.ipfs.{domain}{:port}/rest?query`.
+pub(super) fn redirect(
+    config: &ServerConfig,
+    domain: &str,
+    headers: &HeaderMap,
+    root: &Cid,
+    uri: &Uri,
+) -> Result<Response, ApiError> {
+    let origin = RequestOrigin::of(config, headers)?;
+    let label = dns_label(root)?;
+    // The path after `/ipfs/{cid}`, as sent (still percent-encoded).
+    let rest = uri
+        .path()
+        .strip_prefix("/ipfs/")
+        .and_then(|p| p.find('/').map(|slash| &p[slash..]))
+        .unwrap_or("/");
+    let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+    let location = format!(
+        "{}://{label}.ipfs.{domain}{}{rest}{query}",
+        origin.scheme,
+        origin.port_suffix()
+    );
+    let location = HeaderValue::from_str(&location)
+        .map_err(|_| ApiError::BadRequest("the request's path is not a URI path".into()))?;
+    Ok((
+        StatusCode::MOVED_PERMANENTLY,
+        [(header::LOCATION, location)],
+    )
+        .into_response())
+}
+
+/// The CID as one DNS label: CIDv1 (a CIDv0 converted) in base32, or base36 when base32 is
+/// too long, as Kubo does.
+pub fn dns_label(cid: &Cid) -> Result<String, ApiError> {
+    let v1 = Cid::new_v1(cid.codec(), *cid.hash());
+    let base32 = v1.to_string();
+    if base32.len() <= MAX_LABEL {
+        return Ok(base32);
+    }
+    let base36 = v1
+        .to_string_of_base(Base::Base36Lower)
+        .map_err(ApiError::internal)?;
+    if base36.len() <= MAX_LABEL {
+        return Ok(base36);
+    }
+    Err(ApiError::BadRequest(format!(
+        "{cid} is {} characters long even in base36, more than a DNS label holds \
+         ({MAX_LABEL}): it cannot have an origin of its own; read it with ?format=raw or \
+         ?format=car",
+        base36.len()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidv0_becomes_its_cidv1_in_base32() {
+        let v0: Cid = "QmUNLLsPACCz1vLxQVkXqqLX5R1X345qqfHbsf67hvA3Nn"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            dns_label(&v0).unwrap(),
+            "bafybeiczsscdsbs7ffqz55asqdf3smv6klcw3gofszvwlyarci47bgf354"
+        );
+    }
+
+    #[test]
+    fn a_cid_too_long_for_base32_uses_base36_and_one_too_long_for_both_is_refused() {
+        // sha2-512: 64 bytes of digest make base32 too long, and base36 too.
+        let digest = [7u8; 64];
+        let long = Cid::new_v1(
+            0x55,
+            cid::multihash::Multihash::wrap(0x13, &digest).unwrap(),
+        );
+        assert!(dns_label(&long).is_err());
+        // A 35-byte digest (39 bytes of CID) fits in base36 only.
+        let medium = Cid::new_v1(
+            0x55,
+            cid::multihash::Multihash::wrap(0x13, &[7u8; 35]).unwrap(),
+        );
+        let label = dns_label(&medium).unwrap();
+        assert!(
+            label.starts_with('k') && label.len() <= MAX_LABEL,
+            "{label}"
+        );
+    }
+}
