@@ -125,6 +125,12 @@ function renderUnfinished () {
     const discard = el('button', { type: 'button', class: 'danger' }, 'Discard')
     discard.setAttribute('aria-label', `Discard ${entry.name}`)
     discard.addEventListener('click', async () => {
+      const yes = await confirm({
+        title: `Discard the unfinished upload of “${entry.name}”?`,
+        text: 'What the server received of it is deleted; choosing the file again then starts from the beginning.',
+        action: 'Discard'
+      })
+      if (!yes) return
       const upload = new TusUpload({ endpoint: entry.url, token: session.api.token, blob: new Blob(), metadata: {}, url: entry.url })
       await upload.cancel().catch(() => {})
       resumeStore.remove(fingerprint)

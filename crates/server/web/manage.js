@@ -156,7 +156,9 @@ export class Library {
       el('p', { class: 'record-meta' },
         `${formatBytes(upload.size)} · ${formatTime(upload.createdAt)} · `,
         el('span', { class: 'mono' }, `id ${upload.id}`)),
-      upload.cid ? el('p', { class: 'mono cid-text' }, upload.cid) : el('p', { class: 'muted' }, 'CID not known yet'),
+      upload.cid
+        ? el('p', { class: 'mono cid-text' }, upload.cid)
+        : el('p', { class: 'muted' }, upload.status === 'failed' ? 'Nothing stored: the upload failed.' : 'CID not known yet.'),
       el('div', { class: 'record-actions' },
         upload.cid && this.copyButton(upload.cid, titleId),
         upload.cid && el('a', { href: this.api().links(upload.cid).path, target: '_blank', rel: 'noopener', 'aria-describedby': titleId }, 'Open'),
@@ -178,6 +180,7 @@ export class Library {
       this.announce(`Could not delete ${upload.name || upload.id}: ${error.message}`)
     }
     await this.refreshAll()
+    keepFocusIn('uploads-title')
   }
 
   async refreshPins () {
@@ -275,6 +278,7 @@ export class Library {
       this.announce(`Could not remove the pin: ${error.message}`)
     }
     await this.refreshAll()
+    keepFocusIn('pins-title')
   }
 
   copyButton (cid, describedBy) {
@@ -289,4 +293,10 @@ export class Library {
     button.addEventListener('click', onClick)
     return button
   }
+}
+
+/** The row whose button had focus is gone after a delete: focus its list's heading instead. */
+function keepFocusIn (headingId) {
+  const focused = document.activeElement
+  if (!focused || focused === document.body || !focused.isConnected) document.getElementById(headingId).focus()
 }

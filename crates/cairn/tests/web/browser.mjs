@@ -4,10 +4,11 @@
 // crates/cairn/tests/web_page.rs.
 //
 // Usage: node browser.mjs SCENARIO
-//   SCENARIO: wrong-token | small | big | folder | archive | resume | delete | pin
+//   SCENARIO: wrong-token | small | big | folder | drop | archive | resume | delete | pin
 // Environment: CAIRN_PAGE_URL (the account host), CAIRN_TOKEN, CAIRN_FIXTURES (small.txt,
 // big.bin, folder/, site.tar.gz), CAIRN_SCREENSHOTS (where <scenario>.png goes), CHROMIUM
-// (the browser), CAIRN_PIN_CID (for `pin`).
+// (the browser), CAIRN_PIN_CID (for `pin`), CAIRN_DROP_DIR (for `drop`: the folder to drop,
+// by default CAIRN_FIXTURES/folder; give one with empty folders, which only a drop keeps).
 // On success prints one JSON line, {"scenario": ..., "cid": ...}; on failure a message on
 // stderr and a non-zero exit. Either way a full-page screenshot is saved.
 
@@ -124,6 +125,22 @@ const scenarios = {
     await page.getByLabel('Choose a folder').setInputFiles(path.join(env('CAIRN_FIXTURES'), 'folder'))
     const cid = await cidOf(transfer(page, 'folder'), 'folder')
     return { cid }
+  },
+
+  async drop (page) {
+    await signIn(page)
+    // A real drop of a folder from disk, as the OS would deliver it: Chromium's DevTools
+    // protocol drags file paths, and the page walks them with webkitGetAsEntry (unlike the
+    // picker, this keeps empty folders).
+    const dir = process.env.CAIRN_DROP_DIR || path.join(env('CAIRN_FIXTURES'), 'folder')
+    const box = await page.getByText('Drop files or folders here').boundingBox()
+    const at = { x: box.x + box.width / 2, y: box.y + box.height / 2 }
+    const cdp = await page.context().newCDPSession(page)
+    const data = { items: [], files: [dir], dragOperationsMask: 1 }
+    for (const type of ['dragEnter', 'dragOver', 'drop']) await cdp.send('Input.dispatchDragEvent', { type, ...at, data })
+    const name = path.basename(dir)
+    const cid = await cidOf(transfer(page, name), name)
+    return { cid, dir }
   },
 
   async archive (page) {
