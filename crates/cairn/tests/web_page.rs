@@ -1,0 +1,354 @@
+//! The web page in a real browser: Debian's Chromium driven by npm `playwright-core`
+//! (`tests/web/browser.mjs`, one scenario per run), against `cairn serve`. What the page shows
+//! must be what the CLI computes: every CID is checked against `cairn cid`. Each scenario
+//! leaves a screenshot in `target/tmp/web-screenshots/`.
+//!
+//! Chromium is installed with apt when missing (as root); where it cannot be, the tests say so
+//! and pass without running, since nothing else on such a machine can drive a browser.
+
+mod server;
+
+#[path = "support/node.rs"]
+#[allow(dead_code)] // only Node 22 here
+mod node;
+#[path = "../../store/tests/support/pypi.rs"]
+mod pypi;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use server::{admin, cairn, content, post_upload, start, Running};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// The account the page signs in with may POST 8 MiB: a 64 MiB file goes over TUS.
+const UPLOAD_LIMIT: u64 = 8 << 20;
+
+/// Chromium, installed from Debian when missing; `None` (with a message) where it cannot be.
+fn chromium() -> Option<&'static Path> {
+    static INSTALLED: OnceLock<bool> = OnceLock::new();
+    let installed = *INSTALLED.get_or_init(|| {
+        if Path::new(CHROMIUM).exists() {
+            return true;
+        }
+        let apt = |args: &[&str]| {
+            Command::new("apt-get")
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive")
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let _ = apt(&["update", "-q"]);
+        apt(&["install", "-y", "-q", "--no-install-recommends", "chromium"])
+            && Path::new(CHROMIUM).exists()
+    });
+    if !installed {
+        eprintln!("SKIPPED: Chromium is not installed and apt-get could not install it");
+    }
+    installed.then_some(Path::new(CHROMIUM))
+}
+
+/// playwright-core and the scripts, installed once per test binary.
+fn scripts() -> &'static node::Installed {
+    static INSTALLED: OnceLock<node::Installed> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web");
+        node::npm_ci(
+            &node::NODE_22,
+            "web-page",
+            &sources,
+            &["browser.mjs", "isolation.mjs"],
+            &[],
+        )
+    })
+}
+
+fn screenshots() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-screenshots")
+}
+
+/// What the tests read and upload: `small.txt`, `big.bin` (64 MiB), `folder/` (nested
+/// folders, hidden files), `site.tar.gz` (of `site/`, which stays beside it).
+struct Fixtures {
+    dir: tempfile::TempDir,
+}
+
+impl Fixtures {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |path: &str, bytes: &[u8]| {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        };
+        write("small.txt", b"hello from the browser\n");
+        write("big.bin", &content(64 << 20, 7));
+        write("folder/index.html", b"<h1>a folder</h1>");
+        write("folder/.hidden", b"hidden files are kept");
+        write("folder/docs/guide/deep.txt", &content(300_000, 8));
+        write("folder/docs/a.txt", b"a");
+        write("site/index.html", b"<h1>site</h1>");
+        write("site/css/site.css", b"h1 { color: teal }");
+        let tar = Command::new("tar")
+            .args(["-czf", "site.tar.gz", "-C", "site", "."])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(tar.success(), "tar -czf site.tar.gz");
+        Self { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `cairn cid` of one of them.
+    fn cid(&self, name: &str) -> String {
+        let output = cairn().arg("cid").arg(self.path(name)).output().unwrap();
+        assert!(output.status.success(), "cairn cid {name}");
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    }
+}
+
+/// A server, and the token of an account whose POST limit is [`UPLOAD_LIMIT`].
+fn serve() -> (Running, tempfile::TempDir, String) {
+    let data = tempfile::tempdir().unwrap();
+    let running = start(data.path(), &[]);
+    let limit = UPLOAD_LIMIT.to_string();
+    let created = admin(
+        &[
+            "account",
+            "create",
+            "web",
+            "--upload-limit",
+            &limit,
+            "--json",
+        ],
+        data.path(),
+    );
+    let created: Value = serde_json::from_slice(&created).unwrap();
+    let token = created["token"].as_str().unwrap().to_owned();
+    (running, data, token)
+}
+
+/// Run `script` with `args` against `running`: the JSON line it printed.
+fn run_script(
+    script: &str,
+    args: &[&str],
+    running: &Running,
+    token: &str,
+    fixtures: &Fixtures,
+    env: &[(&str, &str)],
+) -> Option<Value> {
+    let chromium = chromium()?;
+    let scripts = scripts();
+    let output = Command::new(&scripts.node)
+        .arg(scripts.dir.join(script))
+        .args(args)
+        .env("CAIRN_PAGE_URL", &running.account)
+        .env("CAIRN_UPLOAD_URL", &running.upload)
+        .env("CAIRN_TOKEN", token)
+        .env("CAIRN_FIXTURES", fixtures.dir.path())
+        .env("CAIRN_SCREENSHOTS", screenshots())
+        .env("CHROMIUM", chromium)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{script} {args:?} failed (screenshot in {}):\n{}{stdout}",
+        screenshots().display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let line = stdout.lines().last().expect("the script prints its result");
+    Some(serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
+}
+
+/// Run a scenario of `browser.mjs` on a server of its own.
+fn scenario(name: &str, fixtures: &Fixtures) -> Option<Value> {
+    let (running, _data, token) = serve();
+    run_script("browser.mjs", &[name], &running, &token, fixtures, &[])
+}
+
+#[test]
+fn a_wrong_token_is_refused_with_a_message() {
+    let fixtures = Fixtures::new();
+    let Some(result) = scenario("wrong-token", &fixtures) else {
+        return;
+    };
+    let message = result["message"].as_str().unwrap();
+    assert!(message.contains("not accepted"), "{message}");
+}
+
+#[test]
+fn a_small_file_gets_the_cid_the_cli_computes() {
+    let fixtures = Fixtures::new();
+    if let Some(result) = scenario("small", &fixtures) {
+        assert_eq!(result["cid"], fixtures.cid("small.txt"));
+    }
+}
+
+#[test]
+fn a_64_mib_file_goes_over_tus_to_100_percent() {
+    let fixtures = Fixtures::new();
+    if let Some(result) = scenario("big", &fixtures) {
+        assert_eq!(result["cid"], fixtures.cid("big.bin"));
+    }
+}
+
+#[test]
+fn a_folder_is_one_directory_with_the_cid_the_cli_computes() {
+    let fixtures = Fixtures::new();
+    if let Some(result) = scenario("folder", &fixtures) {
+        assert_eq!(result["cid"], fixtures.cid("folder"));
+    }
+}
+
+#[test]
+fn an_extracted_archive_has_the_cid_of_its_contents() {
+    let fixtures = Fixtures::new();
+    if let Some(result) = scenario("archive", &fixtures) {
+        assert_eq!(result["cid"], fixtures.cid("site"));
+    }
+}
+
+#[test]
+fn a_tus_upload_resumes_after_the_page_is_reloaded() {
+    let fixtures = Fixtures::new();
+    if let Some(result) = scenario("resume", &fixtures) {
+        assert_eq!(result["cid"], fixtures.cid("big.bin"));
+        assert!(result["resumedAt"].as_u64().unwrap() > 0, "{result}");
+    }
+}
+
+#[test]
+fn a_deleted_upload_leaves_the_list() {
+    let fixtures = Fixtures::new();
+    if let Some(result) = scenario("delete", &fixtures) {
+        assert_eq!(result["cid"], fixtures.cid("small.txt"));
+    }
+}
+
+#[tokio::test]
+async fn a_cid_pinned_from_the_page_is_pinned() {
+    let fixtures = Fixtures::new();
+    let (running, _data, token) = serve();
+    let (_, uploaded) = post_upload(&running, &token, "a.txt", b"pin me".to_vec()).await;
+    let cid = uploaded["cid"].as_str().unwrap().to_owned();
+    let pinned = tokio::task::spawn_blocking(move || {
+        let env = [("CAIRN_PIN_CID", cid.as_str())];
+        run_script("browser.mjs", &["pin"], &running, &token, &fixtures, &env)
+    });
+    if let Some(result) = pinned.await.unwrap() {
+        assert_eq!(result["cid"], uploaded["cid"]);
+    }
+}
+
+/// Stores a secret in its origin's storage (its title says whether it could).
+const VICTIM_HTML: &str = r#"<!doctype html><title>victim</title><script>
+try { localStorage.setItem('secret', 'victim-secret'); document.title = 'stored' }
+catch (e) { document.title = 'refused' }
+</script>"#;
+
+/// Shows every storage it can read, as JSON in `#loot`.
+const THIEF_HTML: &str = r#"<!doctype html><title>thief</title><pre id="loot"></pre><script>
+const read = get => { try { return get() } catch (e) { return 'denied: ' + e.name } }
+const all = storage => JSON.stringify(Object.entries(storage))
+document.getElementById('loot').textContent = JSON.stringify({
+  localStorage: read(() => all(localStorage)),
+  sessionStorage: read(() => all(sessionStorage)),
+  cookie: read(() => document.cookie)
+})
+</script>"#;
+
+/// One account's website tries to read what the page and another account's content keep in
+/// the browser, from the origin the gateway gives it: `extra_args` choose the gateway.
+async fn isolation(extra_args: &[&str], screenshot: &str) -> Option<Value> {
+    let fixtures = Fixtures::new();
+    let data = tempfile::tempdir().unwrap();
+    let running = start(data.path(), extra_args);
+    let account = |name: &str| {
+        let created = admin(&["account", "create", name, "--json"], data.path());
+        let created: Value = serde_json::from_slice(&created).unwrap();
+        created["token"].as_str().unwrap().to_owned()
+    };
+    let (victim, thief) = (account("victim"), account("thief"));
+    let site = |html: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("index.html"), html).unwrap();
+        let tar = Command::new("tar")
+            .args(["-cf", "-", "-C"])
+            .arg(dir.path())
+            .arg(".")
+            .output()
+            .unwrap();
+        tar.stdout
+    };
+    let mut cids = Vec::new();
+    for (token, html) in [(&victim, VICTIM_HTML), (&thief, THIEF_HTML)] {
+        let (_, body) = post_upload(&running, token, "site.tar", site(html)).await;
+        let id = body["operationId"].to_string();
+        let done = server::finished_operation(&running, token, &id).await;
+        cids.push(done["cid"].as_str().unwrap().to_owned());
+    }
+    let screenshot = screenshot.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let env = [
+            ("CAIRN_VICTIM_CID", cids[0].as_str()),
+            ("CAIRN_THIEF_CID", cids[1].as_str()),
+            ("CAIRN_SCREENSHOT_NAME", screenshot.as_str()),
+        ];
+        run_script("isolation.mjs", &[], &running, &victim, &fixtures, &env)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn content_on_its_own_origin_cannot_read_the_token_or_other_content() {
+    let Some(result) = isolation(&[], "isolation-subdomains").await else {
+        return;
+    };
+    let origins = [
+        &result["pageOrigin"],
+        &result["victimOrigin"],
+        &result["thiefOrigin"],
+    ];
+    assert!(
+        result["victimOrigin"]
+            .as_str()
+            .unwrap()
+            .contains(".ipfs.localhost:"),
+        "{result}"
+    );
+    assert!(
+        origins[0] != origins[1] && origins[1] != origins[2] && origins[0] != origins[2],
+        "three origins: {result}"
+    );
+    let loot = result["loot"].to_string();
+    assert!(!loot.contains("cairn_"), "the thief read a token: {loot}");
+    assert!(
+        !loot.contains("victim-secret"),
+        "the thief read the victim's storage: {loot}"
+    );
+}
+
+#[tokio::test]
+async fn content_on_the_sandboxed_path_gateway_cannot_read_anyone_s_storage() {
+    let Some(result) = isolation(&["--gateway-domain", "none"], "isolation-path-gateway").await
+    else {
+        return;
+    };
+    // One origin serves both here: the sandbox is what keeps them apart.
+    assert_eq!(result["victimOrigin"], "null", "an opaque origin: {result}");
+    assert_eq!(result["thiefOrigin"], "null", "an opaque origin: {result}");
+    let loot = &result["loot"];
+    assert!(
+        loot["localStorage"].as_str().unwrap().starts_with("denied"),
+        "{loot}"
+    );
+    assert!(!loot.to_string().contains("victim-secret"), "{loot}");
+}
