@@ -95,7 +95,7 @@ export class Api {
       throw unreachable(new URL(url, location.href).href, cause)
     }
     if (!response.ok) throw await errorFrom(response)
-    if (response.status === 204 || response.status === 202 && !response.headers.get('content-type')) return null
+    // 204 (and the pins API's 202 for a removal) carry no body.
     const type = response.headers.get('content-type') || ''
     return type.startsWith('application/json') ? response.json() : null
   }

@@ -137,17 +137,22 @@ function renderUnfinished () {
       announce(`Discarded ${entry.name}`)
       renderUnfinished()
     })
-    // What the server has of it; an upload it no longer has is forgotten.
+    const item = el('li', { class: 'unfinished-item' }, el('strong', {}, entry.name), ' ', sent, ' ', discard)
+    // What the server has of it. 410: terminated or expired, forgotten. 404: deleted, or
+    // another account's (this browser may have been used with another token): not shown.
     new TusUpload({ endpoint: entry.url, token: session.api.token, blob: new Blob(), metadata: {}, url: entry.url })
       .head()
       .then(offset => { sent.textContent = `${formatBytes(offset)} of ${formatBytes(entry.size)} on the server` })
       .catch(error => {
-        if (error.status === 404 || error.status === 410) {
+        if (error.status === 410) {
           resumeStore.remove(fingerprint)
           renderUnfinished()
+        } else if (error.status === 404) {
+          item.remove()
+          $('unfinished').hidden = $('unfinished-list').children.length === 0
         }
       })
-    return el('li', { class: 'unfinished-item' }, el('strong', {}, entry.name), ' ', sent, ' ', discard)
+    return item
   }))
 }
 
@@ -220,7 +225,13 @@ function wireSignIn () {
     announce('Signed in')
     $('upload-title').focus()
   })
-  $('sign-out').addEventListener('click', () => {
+  $('sign-out').addEventListener('click', async () => {
+    const running = queue.activeFingerprints().size
+    if (running > 0 && !await confirm({
+      title: 'Sign out while uploads are running?',
+      text: 'They stop now. Large ones resume where they stopped when you sign in again and choose the same files.',
+      action: 'Sign out'
+    })) return
     sessionStorage.removeItem(TOKEN_KEY)
     localStorage.removeItem(TOKEN_KEY)
     // A fresh page drops everything the token opened. Unfinished TUS uploads stay

@@ -47,7 +47,7 @@ export class TusUpload {
    * @param {Record<string,string>} options.metadata
    * @param {string|null} [options.url]  an upload created before, to resume
    * @param {(sent: number, total: number) => void} [options.onProgress]
-   * @param {(url: string, operationId: number|null) => void} [options.onCreated]
+   * @param {(url: string, operationId: number|null, expiresAt: number|null) => void} [options.onCreated]
    */
   constructor ({ endpoint, token, blob, metadata, url = null, onProgress = () => {}, onCreated = () => {} }) {
     this.endpoint = endpoint
@@ -75,7 +75,7 @@ export class TusUpload {
     this.stopped = false
     let resumedAt = 0
     if (this.url) {
-      resumedAt = this.offset = await this.head()
+      resumedAt = this.offset = await this.retrying(() => this.head())
     } else {
       await this.create()
     }
@@ -94,11 +94,28 @@ export class TusUpload {
         if (!retryable || failures >= RETRY_DELAYS_MS.length) throw error
         await sleep(RETRY_DELAYS_MS[failures++])
         if (this.stopped) throw new Stopped()
-        this.offset = await this.head()
+        this.offset = await this.retrying(() => this.head())
         this.onProgress(this.offset, this.blob.size)
       }
     }
     return { resumedAt }
+  }
+
+  /**
+   * `request()`, tried again after a pause when the network failed, the upload was busy
+   * (423: a chunk just aborted is still being let go of) or the server had a passing error.
+   */
+  async retrying (request) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await request()
+      } catch (error) {
+        if (this.stopped) throw new Stopped()
+        const passing = error.status === 0 || error.status === 423 || error.status >= 500
+        if (!passing || attempt >= RETRY_DELAYS_MS.length) throw error
+        await sleep(RETRY_DELAYS_MS[attempt])
+      }
+    }
   }
 
   async create () {
@@ -120,8 +137,11 @@ export class TusUpload {
     this.url = new URL(location, this.endpoint).href
     const operationId = response.headers.get('Cairn-Operation-Id')
     this.operationId = operationId ? Number(operationId) : null
+    // After this the server may delete an unfinished upload (the expiration extension).
+    const expires = Date.parse(response.headers.get('Upload-Expires') || '')
+    this.expiresAt = Number.isNaN(expires) ? null : expires
     this.offset = 0
-    this.onCreated(this.url, this.operationId)
+    this.onCreated(this.url, this.operationId, this.expiresAt)
   }
 
   /** The server's offset (HEAD); throws ApiError 404/410 when the upload is gone. */
@@ -185,18 +205,32 @@ export class TusUpload {
     this.xhr?.abort()
   }
 
-  /** Stops sending and deletes the upload on the server (TUS termination). */
-  async cancel () {
+  /**
+   * Stops sending and deletes the upload on the server (TUS termination). Called again, it
+   * waits for the same deletion; called before the upload exists, it has nothing to delete.
+   */
+  cancel () {
     this.pause()
-    if (!this.url) return
-    let response
-    try {
-      response = await fetch(this.url, { method: 'DELETE', headers: this.headers() })
-    } catch (cause) {
-      throw unreachable(this.url, cause)
+    if (!this.url) return Promise.resolve()
+    this.terminating ??= this.terminate()
+    return this.terminating
+  }
+
+  async terminate () {
+    // Not `this.retrying`: the upload is stopped on purpose here.
+    for (let attempt = 0; ; attempt++) {
+      let response
+      try {
+        response = await fetch(this.url, { method: 'DELETE', headers: this.headers() })
+      } catch (cause) {
+        throw unreachable(this.url, cause)
+      }
+      // 404/410: already gone, which is what was asked.
+      if (response.ok || response.status === 404 || response.status === 410) return
+      // 423: the server is still letting go of the chunk just aborted; it will in a moment.
+      if (response.status !== 423 || attempt >= RETRY_DELAYS_MS.length) throw await errorFrom(response)
+      await sleep(RETRY_DELAYS_MS[attempt])
     }
-    // 404/410: already gone, which is what was asked.
-    if (!response.ok && response.status !== 404 && response.status !== 410) throw await errorFrom(response)
   }
 
   /**
@@ -222,18 +256,24 @@ export class ResumeStore {
     this.key = key
   }
 
+  /** Every remembered upload, less those the server has deleted by now (expired). */
   all () {
+    let value
     try {
-      const value = JSON.parse(localStorage.getItem(this.key) || '{}')
-      return value && typeof value === 'object' ? value : {}
+      value = JSON.parse(localStorage.getItem(this.key) || '{}')
     } catch {
-      return {}
+      value = null
     }
+    if (!value || typeof value !== 'object') return {}
+    const now = Date.now()
+    const live = Object.entries(value).filter(([, entry]) => !(entry.expiresAt && entry.expiresAt < now))
+    if (live.length !== Object.keys(value).length) this.save(Object.fromEntries(live))
+    return Object.fromEntries(live)
   }
 
   get (fingerprint) { return this.all()[fingerprint] || null }
 
-  /** @param {{url: string, operationId: number|null, name: string, size: number, mode: string}} entry */
+  /** @param {{url: string, operationId: number|null, expiresAt: number|null, name: string, size: number, mode: string}} entry */
   put (fingerprint, entry) {
     const all = this.all()
     all[fingerprint] = { ...entry, savedAt: Date.now() }

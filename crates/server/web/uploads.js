@@ -202,12 +202,18 @@ class Transfer {
     const remembered = resumeStore.get(this.fingerprint)
     const overLimit = this.blob.size > this.queue.limit()
     try {
-      const stored = remembered || overLimit || this.tus ? await this.sendTus(remembered) : await this.sendPost()
-      if (!stored) return
+      const useTus = remembered || overLimit || this.tus
+      let stored = useTus ? await this.sendTus(remembered) : await this.sendPost().catch(error => {
+        // The account's limit went down since sign-in: the resumable way takes any size.
+        if (error.status === 413) return null
+        throw error
+      })
+      stored ??= await this.sendTus(null)
       await this.watch(stored)
     } catch (error) {
       if (error instanceof Stopped) {
-        // Cancelled while the upload was being created: terminate what the server made.
+        // Cancelled while the upload was being created: terminate what the server made
+        // (cancel() deletes an upload once, however often it is called).
         if (this.state === 'cancelled' && this.tus?.url) {
           await this.tus.cancel().catch(() => {})
           resumeStore.remove(this.fingerprint)
@@ -262,8 +268,8 @@ class Transfer {
         url: remembered?.url || null,
         metadata: { filename: this.name, filetype: this.mimeType, archive_mode: this.archiveMode },
         onProgress: sent => this.showProgress(sent),
-        onCreated: (url, operationId) => resumeStore.put(this.fingerprint, {
-          url, operationId, name: this.name, size: this.blob.size, mode: this.archiveMode || 'extract'
+        onCreated: (url, operationId, expiresAt) => resumeStore.put(this.fingerprint, {
+          url, operationId, expiresAt, name: this.name, size: this.blob.size, mode: this.archiveMode || 'extract'
         })
       })
       this.tus.operationId = remembered?.operationId ?? null
@@ -352,6 +358,7 @@ class Transfer {
     if (this.state !== 'sending' || !this.tus) return
     this.setState('paused')
     this.tus.pause()
+    this.showProgress(this.progress.value) // the same bytes, without a speed
     this.setStatus('Paused. The server keeps what it received.')
     this.queue.announce(`${this.name} paused`)
   }
