@@ -136,7 +136,7 @@ class Transfer {
     $('.transfer-name').id = titleId
     $('.transfer-name').textContent = this.name
     $('.transfer-description').textContent = description
-    for (const button of element.querySelectorAll('button')) button.setAttribute('aria-describedby', titleId)
+    for (const control of element.querySelectorAll('button, progress')) control.setAttribute('aria-describedby', titleId)
     this.element = element
     this.progress = $('progress')
     this.progress.max = Math.max(this.blob.size, 1)
@@ -326,15 +326,22 @@ class Transfer {
       if (op.status === 'failed') {
         throw new ApiError(422, op.error?.error || 'failed', op.error?.message || op.statusMessage || 'The server could not process this upload')
       }
-      const percent = Number.isFinite(op.progressPercent) ? ` (${Math.floor(op.progressPercent)}%)` : ''
+      // The status (a live region) changes with the server's message; the percentage goes
+      // beside the bytes, where it is seen without being read out at every poll.
       const what = op.status === 'pending' ? 'Waiting for the server' : 'Processing'
-      this.setStatus(`${what}: ${op.statusMessage || op.status}${percent}`)
+      const detail = op.statusMessage && op.statusMessage !== op.status ? `: ${op.statusMessage}` : '…'
+      const status = what + detail
+      if (this.status.textContent !== status) this.setStatus(status)
+      if (Number.isFinite(op.progressPercent)) {
+        this.bytes.textContent = `${formatBytes(this.blob.size)} sent; processed ${Math.floor(op.progressPercent)}%`
+      }
       await sleep(POLL_MS)
     }
   }
 
   done (cid) {
     this.setState('done')
+    this.showProgress(this.blob.size)
     this.cid = cid
     this.setStatus('Stored.')
     const links = this.queue.api().links(cid)
