@@ -329,7 +329,9 @@ class Transfer {
       // The status (a live region) changes with the server's message; the percentage goes
       // beside the bytes, where it is seen without being read out at every poll.
       const what = op.status === 'pending' ? 'Waiting for the server' : 'Processing'
-      const detail = op.statusMessage && op.statusMessage !== op.status ? `: ${op.statusMessage}` : '…'
+      // The server's messages may repeat the status ("processing: 1 of 2 bytes read").
+      const message = (op.statusMessage || '').replace(new RegExp(`^${op.status}:?\\s*`, 'i'), '')
+      const detail = message ? `: ${message}` : '…'
       const status = what + detail
       if (this.status.textContent !== status) this.setStatus(status)
       if (Number.isFinite(op.progressPercent)) {
