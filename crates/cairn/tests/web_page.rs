@@ -70,7 +70,8 @@ fn screenshots() -> PathBuf {
 }
 
 /// What the tests read and upload: `small.txt`, `big.bin` (64 MiB), `folder/` (nested
-/// folders, hidden files), `site.tar.gz` (of `site/`, which stays beside it).
+/// folders, hidden files), `dropped/` (what only a drop keeps: empty folders, at the top and
+/// deeper, and a hidden one), `site.tar.gz` (of `site/`, which stays beside it).
 struct Fixtures {
     dir: tempfile::TempDir,
 }
@@ -78,6 +79,7 @@ struct Fixtures {
 impl Fixtures {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
+        let dir_path = |path: &str| dir.path().join(path);
         let write = |path: &str, bytes: &[u8]| {
             let path = dir.path().join(path);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -89,6 +91,11 @@ impl Fixtures {
         write("folder/.hidden", b"hidden files are kept");
         write("folder/docs/guide/deep.txt", &content(300_000, 8));
         write("folder/docs/a.txt", b"a");
+        write("dropped/.config/settings", b"hidden folder");
+        write("dropped/notes/ünïcode name.txt", b"non-ASCII names");
+        for dir in ["dropped/empty", "dropped/notes/also empty"] {
+            std::fs::create_dir_all(dir_path(dir)).unwrap();
+        }
         write("site/index.html", b"<h1>site</h1>");
         write("site/css/site.css", b"h1 { color: teal }");
         let tar = Command::new("tar")
@@ -204,6 +211,17 @@ fn a_folder_is_one_directory_with_the_cid_the_cli_computes() {
     let fixtures = Fixtures::new();
     if let Some(result) = scenario("folder", &fixtures) {
         assert_eq!(result["cid"], fixtures.cid("folder"));
+    }
+}
+
+#[test]
+fn a_dropped_folder_keeps_its_empty_folders_and_the_cid_the_cli_computes() {
+    let fixtures = Fixtures::new();
+    let (running, _data, token) = serve();
+    let dropped = fixtures.path("dropped");
+    let env = [("CAIRN_DROP_DIR", dropped.to_str().unwrap())];
+    if let Some(result) = run_script("browser.mjs", &["drop"], &running, &token, &fixtures, &env) {
+        assert_eq!(result["cid"], fixtures.cid("dropped"));
     }
 }
 

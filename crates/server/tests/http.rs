@@ -105,7 +105,7 @@ async fn authentication_errors_follow_the_contract() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         body,
-        serde_json::json!({"limit": 2000, "storedBytes": 0, "quota": null})
+        serde_json::json!({"account": "alice", "limit": 2000, "storedBytes": 0, "quota": null})
     );
 }
 

@@ -518,3 +518,22 @@ async fn uploads_that_reuse_blocks_while_collections_run_never_lose_one() {
     );
     assert!(collections.load(Ordering::Relaxed) > 5);
 }
+
+#[tokio::test]
+async fn a_failed_upload_is_listed_with_why_it_failed() {
+    let server = TestServer::start().await;
+    // A gzip header, then bytes no gzip reader can read.
+    let truncated = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3];
+    let broken = upload(&server, &server.token, "broken.tar.gz", &truncated).await;
+    support::wait_for(&server, broken["operationId"].as_i64().unwrap()).await;
+    let (_, _, list) = server
+        .get(
+            format!("{}/api/uploads", server.upload),
+            Some(&server.token),
+        )
+        .await;
+    let listed = &list["uploads"][0];
+    assert_eq!(listed["status"], "failed", "{listed}");
+    assert_eq!(listed["error"]["error"], "invalid_archive", "{listed}");
+    assert!(!listed["error"]["message"].as_str().unwrap().is_empty());
+}

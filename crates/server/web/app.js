@@ -84,7 +84,7 @@ async function signIn (token) {
   $('sign-in').hidden = true
   $('workspace').hidden = false
   $('account').hidden = false
-  $('signed-in-as').textContent = `Signed in (token ${token.slice(0, 12)}…)`
+  $('signed-in-as').textContent = `Signed in as ${limits.account}`
   library.refreshQuota(limits)
   library.refreshUploads()
   library.refreshPins()

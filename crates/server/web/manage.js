@@ -158,7 +158,7 @@ export class Library {
         el('span', { class: 'mono' }, `id ${upload.id}`)),
       upload.cid
         ? el('p', { class: 'mono cid-text' }, upload.cid)
-        : el('p', { class: 'muted' }, upload.status === 'failed' ? 'Nothing stored: the upload failed.' : 'CID not known yet.'),
+        : el('p', { class: 'muted' }, upload.status === 'failed' ? `Nothing stored: ${upload.error?.message || 'the upload failed.'}` : 'CID not known yet.'),
       el('div', { class: 'record-actions' },
         upload.cid && this.copyButton(upload.cid, titleId),
         upload.cid && el('a', { href: this.api().links(upload.cid).path, target: '_blank', rel: 'noopener', 'aria-describedby': titleId }, 'Open'),

@@ -16,9 +16,10 @@ pub async fn upload_limit(
     Caller(account): Caller,
 ) -> Result<Json<Value>, ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
-    // `storedBytes` counts each root the account keeps once, at its DAG's size; `quota` is
+    // `account` is the account's name; `storedBytes` counts each root the account keeps once, at its DAG's size; `quota` is
     // `null` when unlimited.
     Ok(Json(json!({
+        "account": account.name,
         "limit": account.upload_limit,
         "storedBytes": account.stored_bytes,
         "quota": account.quota,

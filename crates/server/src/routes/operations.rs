@@ -35,6 +35,7 @@ pub struct OperationRecord {
 
 impl From<Operation> for OperationRecord {
     fn from(op: Operation) -> Self {
+        let error = error_object(&op);
         Self {
             id: op.id,
             upload_id: op.upload_id,
@@ -43,9 +44,7 @@ impl From<Operation> for OperationRecord {
             status_message: op.status_message,
             progress_percent: op.progress_percent,
             cid: op.cid,
-            error: op
-                .error
-                .map(|e| serde_json::json!({"error": e.code, "message": e.message})),
+            error,
             name: op.name,
             size: op.size,
             mime_type: op.mime_type,
@@ -84,6 +83,11 @@ impl From<Operation> for UploadResult {
             created_at: rfc3339(op.created_at_ms),
         }
     }
+}
+
+/// A failed operation's error, in the shape of every error body.
+pub fn error_object(op: &Operation) -> Option<serde_json::Value> {
+    (op.error.as_ref()).map(|e| serde_json::json!({"error": e.code, "message": e.message}))
 }
 
 pub async fn get_operation(

@@ -11,7 +11,7 @@ use cairn_store::model::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::operations::UploadResult;
+use super::operations::{error_object, UploadResult};
 use super::query;
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -25,12 +25,15 @@ pub struct UploadRecord {
     result: UploadResult,
     /// The content is stored and kept (the upload completed and is not deleted).
     pinned: bool,
+    /// Why it failed, as the operation says (`null` unless it failed).
+    error: Option<serde_json::Value>,
 }
 
 impl From<Operation> for UploadRecord {
     fn from(op: Operation) -> Self {
         Self {
             pinned: op.status == OperationStatus::Completed && op.deleted_at_ms.is_none(),
+            error: error_object(&op),
             result: op.into(),
         }
     }
