@@ -55,13 +55,7 @@ fn scripts() -> &'static node::Installed {
     static INSTALLED: OnceLock<node::Installed> = OnceLock::new();
     INSTALLED.get_or_init(|| {
         let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web");
-        node::npm_ci(
-            &node::NODE_22,
-            "web-page",
-            &sources,
-            &["browser.mjs", "isolation.mjs"],
-            &[],
-        )
+        node::npm_ci(&node::NODE_22, "web-page", &sources, &["browser.mjs"], &[])
     })
 }
 
@@ -319,7 +313,14 @@ async fn isolation(extra_args: &[&str], screenshot: &str) -> Option<Value> {
             ("CAIRN_THIEF_CID", cids[1].as_str()),
             ("CAIRN_SCREENSHOT_NAME", screenshot.as_str()),
         ];
-        run_script("isolation.mjs", &[], &running, &victim, &fixtures, &env)
+        run_script(
+            "browser.mjs",
+            &["isolation"],
+            &running,
+            &victim,
+            &fixtures,
+            &env,
+        )
     })
     .await
     .unwrap()

@@ -4,11 +4,14 @@
 // crates/cairn/tests/web_page.rs.
 //
 // Usage: node browser.mjs SCENARIO
-//   SCENARIO: wrong-token | small | big | folder | drop | archive | resume | delete | pin
+//   SCENARIO: wrong-token | small | big | folder | drop | archive | resume | delete | pin |
+//   isolation
 // Environment: CAIRN_PAGE_URL (the account host), CAIRN_TOKEN, CAIRN_FIXTURES (small.txt,
-// big.bin, folder/, site.tar.gz), CAIRN_SCREENSHOTS (where <scenario>.png goes), CHROMIUM
-// (the browser), CAIRN_PIN_CID (for `pin`), CAIRN_DROP_DIR (for `drop`: the folder to drop,
-// by default CAIRN_FIXTURES/folder; give one with empty folders, which only a drop keeps).
+// big.bin, folder/, site.tar.gz), CAIRN_SCREENSHOTS (where <scenario>.png goes, or
+// <CAIRN_SCREENSHOT_NAME>.png), CHROMIUM (the browser), CAIRN_PIN_CID (for `pin`),
+// CAIRN_DROP_DIR (for `drop`: the folder to drop, by default CAIRN_FIXTURES/folder; give one
+// with empty folders, which only a drop keeps), CAIRN_UPLOAD_URL, CAIRN_VICTIM_CID and
+// CAIRN_THIEF_CID (for `isolation`).
 // On success prints one JSON line, {"scenario": ..., "cid": ...}; on failure a message on
 // stderr and a non-zero exit. Either way a full-page screenshot is saved.
 
@@ -223,6 +226,28 @@ const scenarios = {
       return text.includes('pinned') && text.includes(cid) ? true : undefined
     })
     return { cid }
+  },
+
+  // Origin isolation: a website opened from the gateway (as a person would, by a link to the
+  // path gateway) reads neither the page's remembered token nor another website's storage.
+  // CAIRN_VICTIM_CID stores a secret in its storage; CAIRN_THIEF_CID shows, in #loot, all the
+  // storage it can read. Origins are `self.origin`: the document's own, "null" when opaque.
+  async isolation (page) {
+    await page.goto(env('CAIRN_PAGE_URL'))
+    await page.getByLabel('API token').fill(env('CAIRN_TOKEN'))
+    await page.getByLabel('Remember me on this device').check()
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('button', { name: 'Sign out' }).waitFor()
+    const pageOrigin = await page.evaluate(() => self.origin)
+    const remembered = await page.evaluate(() => Object.values(localStorage).join(' '))
+    if (!remembered.includes(env('CAIRN_TOKEN'))) throw new Error('the page did not remember the token')
+    await page.goto(`${env('CAIRN_UPLOAD_URL')}/ipfs/${env('CAIRN_VICTIM_CID')}/`)
+    await page.waitForFunction(() => document.title === 'stored' || document.title === 'refused')
+    const victimOrigin = await page.evaluate(() => self.origin)
+    await page.goto(`${env('CAIRN_UPLOAD_URL')}/ipfs/${env('CAIRN_THIEF_CID')}/`)
+    const loot = JSON.parse(await page.locator('#loot').textContent())
+    const thiefOrigin = await page.evaluate(() => self.origin)
+    return { pageOrigin, victimOrigin, thiefOrigin, loot }
   }
 }
 
@@ -248,7 +273,8 @@ async function main () {
   page.on('console', message => {
     if (message.type() === 'error' && /Content.Security.Policy/i.test(message.text())) problems.push(`CSP: ${message.text()}`)
   })
-  const shot = () => page.screenshot({ path: path.join(screenshots, `${scenario}.png`), fullPage: true }).catch(() => {})
+  const shotName = process.env.CAIRN_SCREENSHOT_NAME || scenario
+  const shot = () => page.screenshot({ path: path.join(screenshots, `${shotName}.png`), fullPage: true }).catch(() => {})
   try {
     const result = await run(page)
     if (problems.length) throw new Error(problems.join('\n'))
