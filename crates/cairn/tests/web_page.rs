@@ -145,7 +145,10 @@ fn run_script(
 ) -> Option<Value> {
     let chromium = chromium()?;
     let scripts = scripts();
+    // Chromium leaves files of its own in the temporary directory: one per run, removed with it.
+    let tmp = tempfile::tempdir().unwrap();
     let output = Command::new(&scripts.node)
+        .env("TMPDIR", tmp.path())
         .arg(scripts.dir.join(script))
         .args(args)
         .env("CAIRN_PAGE_URL", &running.account)
