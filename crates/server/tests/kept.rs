@@ -95,6 +95,10 @@ async fn uploads_are_listed_and_deleting_one_gives_its_bytes_back_at_once() {
     assert_eq!(ids(&by_name, "uploads", "id").len(), 2);
     let by_cid = query(format!("cid={}", a["cid"].as_str().unwrap())).await;
     assert_eq!(ids(&by_cid, "uploads", "name"), ["notes.txt"]);
+    // The same CID in upper-case base32 (multibase `B`) finds the same upload.
+    let upper = format!("B{}", a["cid"].as_str().unwrap()[1..].to_uppercase());
+    let by_upper = query(format!("cid={upper}")).await;
+    assert_eq!(ids(&by_upper, "uploads", "name"), ["notes.txt"]);
     assert_eq!(
         ids(
             &query("status=completed&after=2000-01-01T00:00:00Z".to_owned()).await,

@@ -59,6 +59,14 @@ pub mod query {
             .transpose()
     }
 
+    /// A CID as this service writes it (CIDv0 stays CIDv0; CIDv1 in base32), so a CID given
+    /// in another base finds what is stored.
+    pub fn cid(text: &str) -> Result<String, ApiError> {
+        cairn_unixfs::Cid::try_from(text)
+            .map(|cid| cid.to_string())
+            .map_err(|e| ApiError::BadRequest(format!("{text:?} is not a CID: {e}")))
+    }
+
     /// A comma-separated list (`status`, `cid`), each item read by `item`; empty when absent.
     pub fn list<T>(
         text: Option<&str>,

@@ -14,7 +14,6 @@ use axum::routing::get;
 use axum::{Json, Router};
 use cairn_p2p::Multiaddr;
 use cairn_store::model::{KeptFilter, NewPin, Operation, OperationRef, OperationStatus, StoredDag};
-use cairn_unixfs::Cid;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -154,7 +153,7 @@ async fn list(
         .await?;
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let limit = query::limit(params.limit.as_deref(), DEFAULT_LIMIT)?;
-    let cids = query::list(params.cid.as_deref(), canonical_cid)?;
+    let cids = query::list(params.cid.as_deref(), query::cid)?;
     if cids.len() > MAX_CID_FILTER {
         return Err(ApiError::BadRequest(format!(
             "at most {MAX_CID_FILTER} CIDs may be asked for at once, not {}",
@@ -293,7 +292,7 @@ async fn new_pin(
         return Err(ApiError::BadRequest("the body is not a JSON object".into()));
     };
     let cid = match fields.remove("cid") {
-        Some(Value::String(cid)) => canonical_cid(&cid)?,
+        Some(Value::String(cid)) => query::cid(&cid)?,
         Some(_) => return Err(ApiError::BadRequest("cid must be a string".into())),
         None => return Err(ApiError::BadRequest("cid is required".into())),
     };
@@ -353,13 +352,6 @@ async fn new_pin(
         meta,
     };
     Ok((pin, stored))
-}
-
-/// A CID as this service writes it (CIDv0 stays CIDv0; CIDv1 in base32).
-fn canonical_cid(text: &str) -> Result<String, ApiError> {
-    Cid::try_from(text)
-        .map(|cid| cid.to_string())
-        .map_err(|e| ApiError::BadRequest(format!("{text:?} is not a CID: {e}")))
 }
 
 /// A JSON object whose values are all strings.

@@ -77,7 +77,13 @@ pub async fn list(
             .map_err(ApiError::BadRequest)
     })?;
     let filter = KeptFilter {
-        cids: params.cid.into_iter().collect(),
+        cids: params
+            .cid
+            .as_deref()
+            .map(query::cid)
+            .transpose()?
+            .into_iter()
+            .collect(),
         name: query::name(params.name, params.name_match.as_deref())?,
         statuses,
         created_before_ms: query::time("before", params.before.as_deref())?,
