@@ -512,24 +512,6 @@ fn every_archiver_s_output_extracts_to_the_cid_of_the_tree_it_holds() {
     let started = Instant::now();
     let cases = cases();
     let work = tempfile::tempdir().unwrap();
-    let work = {
-        let p = work.keep();
-        eprintln!("KEPT {}", p.display());
-        tempfile::TempDir::new_in(&p).unwrap();
-        p
-    };
-    let work = tempfile::Builder::new()
-        .tempdir_in(&work)
-        .map(|_| ())
-        .map(|_| work)
-        .unwrap();
-    struct W(std::path::PathBuf);
-    impl W {
-        fn path(&self) -> &std::path::Path {
-            &self.0
-        }
-    }
-    let work = W(work);
     let next = AtomicUsize::new(0);
     let failures = Mutex::new(Vec::new());
     // Two at a time: the machine has two cores, and most tools use one.
