@@ -87,10 +87,10 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         shared_store: config.store.is_some(),
         tus_max_size: config.tus_max_size,
         read_limits: config.read_limits,
-        public_url: config
-            .public_url
-            .as_ref()
-            .map(|url| url.as_str().trim_end_matches('/').to_owned()),
+        public_url: (config.public_url.as_ref())
+            .map(|url| url.as_str().parse())
+            .transpose()
+            .context("--public-url")?,
         gateway_domain: config.gateway_domain.clone(),
         path_gateway_sandbox: config.path_gateway_sandbox,
         web_dir: config.web_dir.clone(),

@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use server::{admin, cairn, content, finished_operation, post_upload, start, Running};
+use server::{
+    admin, cairn, content, create_account, finished_operation, post_upload, start, Running,
+};
 
 /// Bytes of every pack file in the data directory.
 fn pack_bytes(data: &Path) -> u64 {
@@ -85,19 +87,13 @@ fn tar(files: &[(&str, &[u8])]) -> Vec<u8> {
     builder.into_inner().unwrap()
 }
 
-fn second_account(data: &Path) -> String {
-    let created: serde_json::Value =
-        serde_json::from_slice(&admin(&["account", "create", "second", "--json"], data)).unwrap();
-    created["token"].as_str().unwrap().to_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gc_frees_what_no_one_keeps_and_compacts_mostly_dead_packs() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let running = start(&data, &["--gc-interval", "0s"]);
     let first = running.token.clone();
-    let second = second_account(&data);
+    let second = create_account(&data, "second", &[]);
 
     // The same 3 MB in two accounts: stored once.
     let shared = content(3_000_000, 1);

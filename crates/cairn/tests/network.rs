@@ -258,12 +258,7 @@ fn content_kubo_holds_is_pinned_on_cairn_as_ipfs_pin_remote_add_does() {
             // ... then connects to the delegates, and polls every half second.
             kubo.connect(delegates[0].as_str().unwrap()).unwrap();
             let url = format!("{pins}/{}", added["requestid"].as_str().unwrap());
-            let pinned = eventually("the pin is pinned", TIMEOUT, || {
-                std::thread::sleep(Duration::from_millis(500));
-                let (_, pin) = http_send("GET", &url, &running.token, None);
-                assert_ne!(pin["status"], "failed", "{pin}");
-                (pin["status"] == "pinned").then_some(pin)
-            });
+            let pinned = wait_until_pinned(&url, &running.token, TIMEOUT);
             assert_eq!(pinned["pin"]["cid"], cid.as_str());
             let (_, list) = http_send(
                 "GET",
@@ -276,9 +271,7 @@ fn content_kubo_holds_is_pinned_on_cairn_as_ipfs_pin_remote_add_does() {
             // Kubo gone, Cairn serves the content itself.
             drop(kubo);
             let gateway = format!("{}/ipfs/{cid}/big.bin", running.upload);
-            let fetched = tokio::runtime::Runtime::new()
-                .unwrap()
-                .block_on(async { reqwest::get(&gateway).await.unwrap().bytes().await.unwrap() });
+            let fetched = http_get_bytes(&gateway, None);
             assert!(fetched == big, "the gateway serves what Kubo held");
             let stored = http_get(
                 &format!("{}/api/upload-limit", running.account),
@@ -313,17 +306,10 @@ fn content_kubo_holds_is_pinned_over_quic() {
         let (status, added) = http_send("POST", &pins, &running.token, Some(pin));
         assert_eq!(status, 202, "{added}");
         let url = format!("{pins}/{}", added["requestid"].as_str().unwrap());
-        eventually("the pin is pinned", TIMEOUT, || {
-            std::thread::sleep(Duration::from_millis(500));
-            let (_, pin) = http_send("GET", &url, &running.token, None);
-            assert_ne!(pin["status"], "failed", "{pin}");
-            (pin["status"] == "pinned").then_some(())
-        });
+        wait_until_pinned(&url, &running.token, TIMEOUT);
         drop(kubo);
         let gateway = format!("{}/ipfs/{cid}", running.upload);
-        let fetched = tokio::runtime::Runtime::new()
-            .unwrap()
-            .block_on(async { reqwest::get(&gateway).await.unwrap().bytes().await.unwrap() });
+        let fetched = http_get_bytes(&gateway, None);
         assert!(fetched == data, "the gateway serves what Kubo held");
         terminate(running);
     });
@@ -388,17 +374,10 @@ fn a_pin_without_origins_fetches_from_the_provider_the_dht_names() {
         || {
             let work = tempfile::tempdir().unwrap();
             let pin = pin_what_only_the_dht_names(work.path());
-            eventually("the pin is pinned", Duration::from_secs(120), || {
-                std::thread::sleep(Duration::from_millis(500));
-                let (_, status) = http_send("GET", &pin.url, &pin.pinner.token, None);
-                assert_ne!(status["status"], "failed", "{status}");
-                (status["status"] == "pinned").then_some(())
-            });
+            wait_until_pinned(&pin.url, &pin.pinner.token, Duration::from_secs(120));
             drop(pin.kubo);
             let gateway = format!("{}/ipfs/{}", pin.pinner.upload, pin.cid);
-            let fetched = tokio::runtime::Runtime::new()
-                .unwrap()
-                .block_on(async { reqwest::get(&gateway).await.unwrap().bytes().await.unwrap() });
+            let fetched = http_get_bytes(&gateway, None);
             assert!(fetched == pin.data, "the pinner serves what Kubo held");
             terminate(pin.pinner);
             terminate(pin.router);
@@ -429,13 +408,30 @@ fn http_send(
 
 /// `GET url` (with `token`, if any) from a test's thread: the body as text.
 fn http_get(url: &str, token: Option<&str>) -> String {
+    String::from_utf8_lossy(&http_get_bytes(url, token)).into_owned()
+}
+
+/// `GET url` (with `token`, if any) from a test's thread: the body.
+fn http_get_bytes(url: &str, token: Option<&str>) -> Vec<u8> {
     let mut request = reqwest::Client::new().get(url);
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
     tokio::runtime::Runtime::new()
         .unwrap()
-        .block_on(async { request.send().await.unwrap().text().await.unwrap() })
+        .block_on(async { request.send().await.unwrap().bytes().await.unwrap() })
+        .to_vec()
+}
+
+/// Poll the pin at `url` (`/pins/{requestid}`) every half second until it is pinned; its
+/// status. A pin that fails fails the test.
+fn wait_until_pinned(url: &str, token: &str, timeout: Duration) -> serde_json::Value {
+    eventually("the pin is pinned", timeout, || {
+        std::thread::sleep(Duration::from_millis(500));
+        let (_, pin) = http_send("GET", url, token, None);
+        assert_ne!(pin["status"], "failed", "{pin}");
+        (pin["status"] == "pinned").then_some(pin)
+    })
 }
 
 /// What `GET /api/node` says of the node behind `running`, asked with `token`.

@@ -19,7 +19,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use server::{admin, cairn, content, post_upload, start, Running};
+use server::{cairn, content, create_account, post_upload, start, Running};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
@@ -117,20 +117,11 @@ impl Fixtures {
 fn serve() -> (Running, tempfile::TempDir, String) {
     let data = tempfile::tempdir().unwrap();
     let running = start(data.path(), &[]);
-    let limit = UPLOAD_LIMIT.to_string();
-    let created = admin(
-        &[
-            "account",
-            "create",
-            "web",
-            "--upload-limit",
-            &limit,
-            "--json",
-        ],
+    let token = create_account(
         data.path(),
+        "web",
+        &["--upload-limit", &UPLOAD_LIMIT.to_string()],
     );
-    let created: Value = serde_json::from_slice(&created).unwrap();
-    let token = created["token"].as_str().unwrap().to_owned();
     (running, data, token)
 }
 
@@ -285,12 +276,10 @@ async fn isolation(extra_args: &[&str], screenshot: &str) -> Option<Value> {
     let fixtures = Fixtures::new();
     let data = tempfile::tempdir().unwrap();
     let running = start(data.path(), extra_args);
-    let account = |name: &str| {
-        let created = admin(&["account", "create", name, "--json"], data.path());
-        let created: Value = serde_json::from_slice(&created).unwrap();
-        created["token"].as_str().unwrap().to_owned()
-    };
-    let (victim, thief) = (account("victim"), account("thief"));
+    let (victim, thief) = (
+        create_account(data.path(), "victim", &[]),
+        create_account(data.path(), "thief", &[]),
+    );
     let site = |html: &str| {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("index.html"), html).unwrap();

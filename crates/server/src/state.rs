@@ -158,7 +158,7 @@ pub struct ServerConfig {
     pub upload_lease: std::time::Duration,
     /// The upload host's public URL (`--public-url`), for the page's API calls and links;
     /// `None`: the host the page was loaded from, on `upload_port`.
-    pub public_url: Option<String>,
+    pub public_url: Option<axum::http::Uri>,
     /// The port the upload host listens on.
     pub upload_port: u16,
     /// Content is served as its own origin, `{cid}.ipfs.{domain}`, to which browsers

@@ -10,6 +10,7 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use bytes::Bytes;
 use serde_json::json;
 
 use crate::error::ApiError;
@@ -39,16 +40,19 @@ async fn file(
     let content_type = content_type(&name).ok_or_else(not_found)?;
     let bytes = match &state.config.web_dir {
         // A name of plain characters, so it cannot leave the directory.
-        Some(dir) if plain_name(&name) => tokio::fs::read(dir.join(&name))
-            .await
-            .map_err(|_| not_found())?,
+        Some(dir) if plain_name(&name) => Bytes::from(
+            tokio::fs::read(dir.join(&name))
+                .await
+                .map_err(|_| not_found())?,
+        ),
         Some(_) => return Err(not_found()),
-        None => FILES
-            .iter()
-            .find(|(file, _)| *file == name)
-            .ok_or_else(not_found)?
-            .1
-            .to_vec(),
+        None => {
+            let (_, built_in) = FILES
+                .iter()
+                .find(|(file, _)| *file == name)
+                .ok_or_else(not_found)?;
+            Bytes::from_static(built_in)
+        }
     };
     let upload = UploadHost::of(&state, &headers)?;
     // Scripts, styles and images from the page's own files only; requests to itself and the
@@ -58,7 +62,7 @@ async fn file(
          connect-src 'self' {}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
         upload.url()
     );
-    let policy = HeaderValue::from_str(&policy).map_err(|_| not_found())?;
+    let policy = HeaderValue::from_str(&policy).map_err(ApiError::internal)?;
     Ok((
         [
             (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
@@ -103,12 +107,10 @@ struct UploadHost {
 impl UploadHost {
     fn of(state: &AppState, headers: &HeaderMap) -> Result<Self, ApiError> {
         if let Some(url) = &state.config.public_url {
-            let uri: axum::http::Uri = (url.parse())
-                .map_err(|_| ApiError::internal(format!("the public URL {url:?} is not a URL")))?;
             return Ok(Self {
-                scheme: uri.scheme_str().unwrap_or("http").to_owned(),
-                host: uri.host().unwrap_or("localhost").to_owned(),
-                port: uri.port().map(|p| format!(":{p}")).unwrap_or_default(),
+                scheme: url.scheme_str().unwrap_or("http").to_owned(),
+                host: url.host().unwrap_or("localhost").to_owned(),
+                port: url.port().map(|p| format!(":{p}")).unwrap_or_default(),
             });
         }
         let origin = RequestOrigin::of(&state.config, headers)?;

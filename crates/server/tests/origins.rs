@@ -151,7 +151,7 @@ async fn a_content_origin_serves_only_its_content() {
 #[tokio::test]
 async fn the_page_is_on_the_account_host_only_under_a_strict_policy() {
     let server = TestServer::start_with(ServerConfig {
-        public_url: Some("https://up.example.net".into()),
+        public_url: Some("https://up.example.net".parse().unwrap()),
         gateway_domain: Some("example.net".into()),
         ..ServerConfig::default()
     })

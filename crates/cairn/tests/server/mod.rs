@@ -100,6 +100,14 @@ pub fn start_command(mut command: Command) -> Running {
     }
 }
 
+/// `cairn account create NAME` with `extra` flags on `data_dir`: the new account's token.
+pub fn create_account(data_dir: &std::path::Path, name: &str, extra: &[&str]) -> String {
+    let mut args = vec!["account", "create", name, "--json"];
+    args.extend_from_slice(extra);
+    let created: serde_json::Value = serde_json::from_slice(&admin(&args, data_dir)).unwrap();
+    created["token"].as_str().unwrap().to_owned()
+}
+
 /// Run an admin command on `data_dir`; returns its stdout, failing the test on a failure.
 pub fn admin(args: &[&str], data_dir: &std::path::Path) -> Vec<u8> {
     let output = cairn()

@@ -16,8 +16,8 @@ pub async fn upload_limit(
     Caller(account): Caller,
 ) -> Result<Json<Value>, ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
-    // `account` is the account's name; `storedBytes` counts each root the account keeps once, at its DAG's size; `quota` is
-    // `null` when unlimited.
+    // `account` is the account's name; `storedBytes` counts each root the account keeps once,
+    // at its DAG's size; `quota` is `null` when unlimited.
     Ok(Json(json!({
         "account": account.name,
         "limit": account.upload_limit,
