@@ -12,10 +12,26 @@ use cairn_unixfs::Profile;
 use crate::{local, spill};
 
 /// Import `path` into a spill store, then write the CAR next to `output` and rename it into
-/// place, so a failed run never leaves a partial CAR under the requested name.
+/// place, so a failed run never leaves a partial CAR under the requested name (a device or a
+/// pipe is written directly).
 pub fn write_car(path: &Path, output: &Path, profile: &Profile) -> Result<cairn_unixfs::Cid> {
     let mut spill = spill::SpillStore::new().context("creating a temporary file")?;
     let root = local::import_path(path, profile, &mut spill)?.cid;
+    if fs::metadata(output).is_ok_and(|meta| !meta.is_file() && !meta.is_dir()) {
+        // A device or a pipe (`-o /dev/null`, `-o /dev/stdout`): write to it; renaming a
+        // temporary file over it would replace the device.
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .open(output)
+            .with_context(|| format!("opening {}", output.display()))?;
+        let mut car = CarWriter::new(BufWriter::new(file), &[root])?;
+        export_dfs(&root, &mut spill, &mut car)?;
+        car.into_inner()
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("writing {}", output.display()))?;
+        return Ok(root);
+    }
     let dir = match output.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),

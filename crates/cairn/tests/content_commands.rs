@@ -151,3 +151,99 @@ fn errors_are_one_line_with_the_cause_and_a_failure_status() {
     assert_eq!(usage.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&usage.stderr).contains("unixfs-v1-2025"));
 }
+
+/// The file path works on many files at once and maps large files in windows: whatever the
+/// sizes (empty, one chunk, a chunk and a byte, across a mapping window), a tree's CID is the
+/// one the engine computes from the same bytes in memory.
+#[test]
+fn cid_of_a_tree_of_every_file_size_matches_the_engine() {
+    use cairn_unixfs::{DirectoryBuilder, FileImporter, Profile};
+
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().join("tree");
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut bytes_of = |len: usize| {
+        (0..len)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect::<Vec<u8>>()
+    };
+    for i in 0..400 {
+        files.push((format!("small/{}/f{i}", i % 7), bytes_of(i * 37 % 5000)));
+    }
+    for (name, len) in [
+        ("chunk", 1 << 20),
+        ("chunk-and-a-byte", (1 << 20) + 1),
+        ("across-a-window", (65 << 20) + 3),
+    ] {
+        files.push((format!("large/{name}"), bytes_of(len)));
+    }
+    let profile = Profile::default();
+    let mut expected = DirectoryBuilder::new(&profile);
+    for (path, bytes) in &files {
+        let on_disk = root.join(path);
+        std::fs::create_dir_all(on_disk.parent().unwrap()).unwrap();
+        std::fs::write(&on_disk, bytes).unwrap();
+        let mut importer = FileImporter::new(&profile, cairn_unixfs::DiscardBlocks);
+        importer.push(bytes).unwrap();
+        expected.add_file(path, importer.finish().unwrap()).unwrap();
+    }
+    std::fs::create_dir_all(root.join("empty")).unwrap();
+    expected.add_directory("empty").unwrap();
+    let expected = expected
+        .finish(&mut cairn_unixfs::DiscardBlocks)
+        .unwrap()
+        .cid;
+
+    let printed = stdout(&cairn(&["cid", root.to_str().unwrap()]));
+    assert_eq!(printed, expected.to_string());
+    let large = root.join("large/across-a-window");
+    let mut importer = FileImporter::new(&profile, cairn_unixfs::DiscardBlocks);
+    importer.push(&files.last().unwrap().1).unwrap();
+    assert_eq!(
+        stdout(&cairn(&["cid", large.to_str().unwrap()])),
+        importer.finish().unwrap().cid.to_string()
+    );
+}
+
+/// `-o` naming a device or a pipe writes the CAR into it; a temporary file renamed over it
+/// would replace it (as root, `-o /dev/null` would replace `/dev/null`).
+#[test]
+fn car_into_a_pipe_writes_the_car_and_leaves_the_pipe() {
+    let temp = tempfile::tempdir().unwrap();
+    let v = vector("unixfs-v1-2025", "dir_nested_unicode");
+    let root_dir = temp.path().join("tree");
+    materialize(&v["spec"], &root_dir);
+    let pipe = temp.path().join("pipe");
+    assert!(Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap()
+        .success());
+    let reader = std::thread::spawn({
+        let pipe = pipe.clone();
+        move || std::fs::read(pipe).unwrap()
+    });
+    let printed = stdout(&cairn(&[
+        "car",
+        root_dir.to_str().unwrap(),
+        "-o",
+        pipe.to_str().unwrap(),
+    ]));
+    assert_eq!(printed, v["cid"].as_str().unwrap());
+    let car = reader.join().unwrap();
+    let mut reader = CarReader::new(&car[..], CarLimits::default()).unwrap();
+    assert_eq!(reader.roots()[0].to_string(), printed);
+    // Every block is read back and checked against its CID.
+    assert!(reader.by_ref().map(Result::unwrap).count() > 1);
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&pipe)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+}

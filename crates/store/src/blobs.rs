@@ -12,9 +12,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use crate::write_behind::WriteBehind;
+
 const TEMP_PREFIX: &str = "tmp-";
-/// Bytes written between early syncs (see `FileBlobWriter::sync_early`).
-const EARLY_SYNC_BYTES: u64 = 16 << 20;
 
 /// How long ago `time` was (zero if it is in the future).
 pub(crate) fn age(time: SystemTime) -> Duration {
@@ -111,8 +111,7 @@ impl BlobStore for FileBlobs {
             final_path,
             dir: self.dir.clone(),
             bytes: 0,
-            unsynced: 0,
-            syncer: None,
+            write_behind: WriteBehind::from(0),
         }))
     }
 
@@ -170,42 +169,8 @@ struct FileBlobWriter {
     final_path: PathBuf,
     dir: PathBuf,
     bytes: u64,
-    /// Bytes written since the last early sync was asked for.
-    unsynced: u64,
-    syncer: Option<Syncer>,
-}
-
-/// A thread that syncs the blob's data while more is still being written, so the sync at
-/// `commit` has only a tail left, and the writer never waits for the disk meanwhile.
-struct Syncer {
-    wake: std::sync::mpsc::SyncSender<()>,
-    done: std::thread::JoinHandle<io::Result<()>>,
-}
-
-impl FileBlobWriter {
-    fn sync_early(&mut self) -> io::Result<()> {
-        let Some(file) = self.file.as_ref() else {
-            return Ok(());
-        };
-        if self.syncer.is_none() {
-            let file = file.try_clone()?;
-            let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
-            let done = std::thread::Builder::new()
-                .name("blob-sync".into())
-                .spawn(move || {
-                    while woken.recv().is_ok() {
-                        file.sync_data()?;
-                    }
-                    Ok(())
-                })?;
-            self.syncer = Some(Syncer { wake, done });
-        }
-        if let Some(syncer) = &self.syncer {
-            // Already syncing: that sync will cover most of these bytes too.
-            let _ = syncer.wake.try_send(());
-        }
-        Ok(())
-    }
+    /// So that the sync at `commit` has only a tail left.
+    write_behind: WriteBehind,
 }
 
 impl Write for FileBlobWriter {
@@ -216,11 +181,7 @@ impl Write for FileBlobWriter {
             .ok_or_else(|| io::Error::other("blob already committed"))?;
         let n = file.write(buf)?;
         self.bytes += n as u64;
-        self.unsynced += n as u64;
-        if self.unsynced >= EARLY_SYNC_BYTES {
-            self.unsynced = 0;
-            self.sync_early()?;
-        }
+        self.write_behind.wrote(file, n as u64);
         Ok(n)
     }
 
@@ -234,14 +195,8 @@ impl BlobWriter for FileBlobWriter {
         let (Some(file), Some(temp)) = (self.file.take(), self.temp.take()) else {
             return Err(io::Error::other("blob already committed"));
         };
-        let syncer = self.syncer.take();
         // Data, then the name, then the directory entry: after this, a crash keeps the blob.
         let result = (|| {
-            if let Some(Syncer { wake, done }) = syncer {
-                drop(wake);
-                done.join()
-                    .map_err(|_| io::Error::other("the sync thread panicked"))??;
-            }
             file.sync_data()?;
             fs::rename(&temp, &self.final_path)?;
             sync_dir(&self.dir)

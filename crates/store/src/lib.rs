@@ -10,6 +10,8 @@
 //! - [`staging`]: whole uploads waiting for a worker (archives to extract).
 //! - [`tokens`]: API token generation and hashing.
 //! - [`tus_bytes`]: append-only files of TUS uploads, whose durable length is the offset.
+//! - `write_behind`: starting write-back while a file is still being written, so its final
+//!   `fdatasync` has little left to do (TUS bytes and packs).
 //! - [`suite`]: the conformance suite every `MetadataStore` backend must pass.
 //!
 //! Durability order for content: pack data `fsync`, rename, directory `fsync`, and only then the
@@ -25,6 +27,7 @@ pub mod staging;
 pub mod suite;
 pub mod tokens;
 pub mod tus_bytes;
+mod write_behind;
 
 pub use sql::rows::now_ms;
 pub use sql::{postgres, sqlite};

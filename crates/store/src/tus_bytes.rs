@@ -15,6 +15,7 @@ use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
 use crate::blobs::ReadSeek;
+use crate::write_behind::WriteBehind;
 
 pub trait TusBytes: Send + Sync + Debug {
     /// Create the empty bytes of a new upload, durably.
@@ -126,6 +127,7 @@ impl TusBytes for FileTusBytes {
             file,
             start,
             written: 0,
+            write_behind: WriteBehind::from(start),
             marker,
         }))
     }
@@ -149,6 +151,8 @@ struct FileAppender {
     file: File,
     start: u64,
     written: u64,
+    /// The `fdatasync` before the `204` then waits for little more than the last stretch.
+    write_behind: WriteBehind,
     marker: Option<PathBuf>,
 }
 
@@ -156,6 +160,7 @@ impl Appender for FileAppender {
     fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.file.write_all(bytes)?;
         self.written += bytes.len() as u64;
+        self.write_behind.wrote(&self.file, bytes.len() as u64);
         Ok(())
     }
 

@@ -10,9 +10,9 @@
 //! its single leaf. Building it bottom-up with lazily sealed levels gives exactly that shape
 //! without knowing the file size in advance.
 
-use std::borrow::Cow;
 use std::io;
 use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cid::Cid;
 
@@ -73,7 +73,8 @@ impl<S: BlockSink> FileImporter<S> {
             sink,
             threads,
             batch_chunks,
-            pending: Vec::with_capacity(batch_chunks * profile.chunk_size),
+            // Allocated on first use: a caller pushing whole batches never needs it.
+            pending: Vec::new(),
             levels: Vec::new(),
             bytes: 0,
             leaves: 0,
@@ -85,6 +86,12 @@ impl<S: BlockSink> FileImporter<S> {
         self.bytes
     }
 
+    /// The push length that hashes straight from the caller's buffer on every thread: pushes
+    /// of whole multiples of it are never copied (nor are any whole chunks of a larger push).
+    pub fn batch_len(&self) -> usize {
+        self.batch_chunks * self.profile.chunk_size
+    }
+
     /// Append file content.
     pub fn push(&mut self, mut data: &[u8]) -> io::Result<()> {
         self.bytes += data.len() as u64;
@@ -92,14 +99,16 @@ impl<S: BlockSink> FileImporter<S> {
         let batch = self.batch_chunks * chunk;
         while !data.is_empty() {
             if self.pending.is_empty() && data.len() >= chunk {
-                // Whole chunks straight from the caller's buffer: no copy.
-                let take = (data.len() / chunk).min(self.batch_chunks) * chunk;
+                // Whole chunks straight from the caller's buffer: no copy, and all of them in
+                // one go, so the threads meet once per push rather than once per batch.
+                let take = data.len() / chunk * chunk;
                 let (whole, rest) = data.split_at(take);
                 self.add_leaves(whole)?;
                 data = rest;
                 continue;
             }
             let take = (batch - self.pending.len()).min(data.len());
+            self.pending.reserve_exact(batch - self.pending.len());
             self.pending.extend_from_slice(&data[..take]);
             data = &data[take..];
             if self.pending.len() == batch {
@@ -169,7 +178,7 @@ impl<S: BlockSink> FileImporter<S> {
         );
         for (leaf, chunk) in leaves.iter().zip(&chunks) {
             let cid = cid_from_digest(version, codec, &leaf.digest);
-            let block = leaf.bytes(chunk);
+            let block = leaf.frame.around(chunk);
             self.sink.put_block(&cid, block)?;
             self.leaves += 1;
             let child = Child {
@@ -225,73 +234,127 @@ impl<S: BlockSink> FileImporter<S> {
 /// A leaf block and its digest, computed possibly on another thread.
 struct Leaf {
     /// Header and trailer around the chunk for dag-pb leaves; empty for raw leaves.
-    head: Cow<'static, [u8]>,
-    tail: Vec<u8>,
+    frame: LeafFrame,
     digest: [u8; 32],
 }
 
 impl Leaf {
     fn new(kind: LeafKind, chunk: &[u8]) -> Self {
-        let (head, tail) = match kind {
-            LeafKind::Raw => (Cow::Borrowed(&[][..]), Vec::new()),
-            LeafKind::DagPb => {
-                let (head, tail) = dag_pb_leaf_frame(chunk.len() as u64);
-                (Cow::Owned(head), tail)
-            }
+        let frame = match kind {
+            LeafKind::Raw => LeafFrame::default(),
+            LeafKind::DagPb => LeafFrame::dag_pb(chunk.len() as u64),
         };
-        let digest = BlockBytes::from_parts(&head, chunk, &tail).sha256();
-        Self { head, tail, digest }
-    }
-
-    fn bytes<'a>(&'a self, chunk: &'a [u8]) -> BlockBytes<'a> {
-        BlockBytes::from_parts(&self.head, chunk, &self.tail)
+        let digest = frame.around(chunk).sha256();
+        Self { frame, digest }
     }
 }
 
 /// The bytes before and after the chunk in a dag-pb leaf:
 /// `PBNode{Data: UnixFS Data{Type=File, Data=chunk, filesize=len}}`, with no Data field when
-/// the chunk is empty. Equal to `pb::encode_node` of that message (tested below).
-fn dag_pb_leaf_frame(len: u64) -> (Vec<u8>, Vec<u8>) {
-    let mut tail = vec![0x18];
-    pb::put_varint(&mut tail, len);
-    let data_field = if len == 0 {
-        0
-    } else {
-        1 + pb::varint_len(len) + len
-    };
-    let message_len = 2 + data_field + tail.len() as u64;
-    let mut head = vec![0x0a];
-    pb::put_varint(&mut head, message_len);
-    head.extend_from_slice(&[0x08, DataType::File as u8]);
-    if len > 0 {
-        head.push(0x12);
-        pb::put_varint(&mut head, len);
-    }
-    (head, tail)
+/// the chunk is empty. Equal to `pb::encode_node` of that message (tested below). Held inline:
+/// a leaf costs no allocation.
+#[derive(Default)]
+struct LeafFrame {
+    head: [u8; 24],
+    head_len: u8,
+    tail: [u8; 11],
+    tail_len: u8,
 }
 
-/// Hash the leaves of `chunks`, in order, on up to `threads` threads.
-fn hash_leaves(kind: LeafKind, chunks: &[&[u8]], threads: usize) -> Vec<Leaf> {
-    let work = |part: &[&[u8]]| part.iter().map(|c| Leaf::new(kind, c)).collect::<Vec<_>>();
-    if threads <= 1 || chunks.len() < 2 {
-        return work(chunks);
+impl LeafFrame {
+    fn dag_pb(len: u64) -> Self {
+        let mut frame = Self::default();
+        frame.push_tail(&[0x18]);
+        frame.push_tail_varint(len);
+        let data_field = if len == 0 {
+            0
+        } else {
+            1 + pb::varint_len(len) + len
+        };
+        let message_len = 2 + data_field + u64::from(frame.tail_len);
+        frame.push_head(&[0x0a]);
+        frame.push_head_varint(message_len);
+        frame.push_head(&[0x08, DataType::File as u8]);
+        if len > 0 {
+            frame.push_head(&[0x12]);
+            frame.push_head_varint(len);
+        }
+        frame
     }
-    let per_thread = chunks.len().div_ceil(threads);
+
+    fn push_head(&mut self, bytes: &[u8]) {
+        let at = self.head_len as usize;
+        self.head[at..at + bytes.len()].copy_from_slice(bytes);
+        self.head_len += bytes.len() as u8;
+    }
+
+    fn push_tail(&mut self, bytes: &[u8]) {
+        let at = self.tail_len as usize;
+        self.tail[at..at + bytes.len()].copy_from_slice(bytes);
+        self.tail_len += bytes.len() as u8;
+    }
+
+    fn push_head_varint(&mut self, value: u64) {
+        let (bytes, len) = pb::varint(value);
+        self.push_head(&bytes[..len]);
+    }
+
+    fn push_tail_varint(&mut self, value: u64) {
+        let (bytes, len) = pb::varint(value);
+        self.push_tail(&bytes[..len]);
+    }
+
+    fn around<'a>(&'a self, chunk: &'a [u8]) -> BlockBytes<'a> {
+        BlockBytes::from_parts(
+            &self.head[..self.head_len as usize],
+            chunk,
+            &self.tail[..self.tail_len as usize],
+        )
+    }
+}
+
+/// Hash the leaves of `chunks`, in order, on up to `threads` threads. Each thread takes the
+/// next chunk when it finishes one, so a core slowed by other work takes fewer chunks instead of
+/// holding the others up.
+fn hash_leaves(kind: LeafKind, chunks: &[&[u8]], threads: usize) -> Vec<Leaf> {
+    if threads <= 1 || chunks.len() < 2 {
+        return chunks.iter().map(|c| Leaf::new(kind, c)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(chunk) = chunks.get(i) else {
+                return done;
+            };
+            done.push((i, Leaf::new(kind, chunk)));
+        }
+    };
+    let mut slots: Vec<Option<Leaf>> = std::iter::repeat_with(|| None).take(chunks.len()).collect();
     std::thread::scope(|scope| {
-        let mut parts = chunks.chunks(per_thread);
-        let mine = parts.next().unwrap_or_default();
-        let others: Vec<_> = parts.map(|part| scope.spawn(move || work(part))).collect();
-        let mut leaves = work(mine);
+        let others: Vec<_> = (1..threads.min(chunks.len()))
+            .map(|_| scope.spawn(work))
+            .collect();
+        let mut place = |done: Vec<(usize, Leaf)>| {
+            for (i, leaf) in done {
+                slots[i] = Some(leaf);
+            }
+        };
+        place(work());
         for handle in others {
             // Hashing cannot panic short of a bug; re-raise it on the caller's thread.
-            leaves.extend(
+            place(
                 handle
                     .join()
                     .unwrap_or_else(|e| std::panic::resume_unwind(e)),
             );
         }
-        leaves
-    })
+    });
+    slots
+        .into_iter()
+        .map(|leaf| leaf.expect("every chunk was taken by a thread"))
+        .collect()
 }
 
 #[cfg(test)]
@@ -307,8 +370,8 @@ mod tests {
             data.data = (len > 0).then_some(&chunk[..]);
             data.filesize = Some(len as u64);
             let expected = pb::encode_node(vec![], data.encode());
-            let (head, tail) = dag_pb_leaf_frame(len as u64);
-            assert_eq!([head, chunk, tail].concat(), expected, "len {len}");
+            let frame = LeafFrame::dag_pb(len as u64);
+            assert_eq!(frame.around(&chunk).to_vec(), expected, "len {len}");
         }
     }
 

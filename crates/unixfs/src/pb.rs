@@ -175,12 +175,22 @@ fn put_varint_field(out: &mut Vec<u8>, field: u64, value: u64) {
     put_varint(out, value);
 }
 
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, value: u64) {
+    let (bytes, len) = varint(value);
+    out.extend_from_slice(&bytes[..len]);
+}
+
+/// `value` as a protobuf varint: the bytes and how many of them are used.
+pub(crate) fn varint(mut value: u64) -> ([u8; 10], usize) {
+    let mut bytes = [0u8; 10];
+    let mut len = 0;
     while value >= 0x80 {
-        out.push((value as u8) | 0x80);
+        bytes[len] = (value as u8) | 0x80;
         value >>= 7;
+        len += 1;
     }
-    out.push(value as u8);
+    bytes[len] = value as u8;
+    (bytes, len + 1)
 }
 
 /// Bytes a protobuf varint of `value` occupies.
