@@ -363,7 +363,7 @@ impl Drop for MappedWindow {
 fn exit_on_bus_error() {
     extern "C" fn on_bus_error(_: libc::c_int) {
         const MESSAGE: &[u8] =
-            b"Error: a file was truncated or could not be read (I/O error) while it was hashed\n";
+            b"error: a file was truncated or could not be read (I/O error) while it was hashed\n";
         // SAFETY: write(2) and _exit(2) are async-signal-safe; MESSAGE is static.
         unsafe {
             libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len());

@@ -108,7 +108,12 @@ impl<S: BlockSink> FileImporter<S> {
                 continue;
             }
             let take = (batch - self.pending.len()).min(data.len());
-            self.pending.reserve_exact(batch - self.pending.len());
+            let needed = self.pending.len() + take;
+            if needed > self.pending.capacity() {
+                // Double, but never past one batch: a small file costs only its own size.
+                let target = (self.pending.capacity() * 2).max(needed).min(batch);
+                self.pending.reserve_exact(target - self.pending.len());
+            }
             self.pending.extend_from_slice(&data[..take]);
             data = &data[take..];
             if self.pending.len() == batch {
