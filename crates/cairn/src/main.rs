@@ -294,7 +294,7 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", one_line(&err));
             let usage_or_connection = err.chain().any(|cause| {
                 cause.is::<client::UsageError>()
                     || cause
@@ -322,6 +322,23 @@ fn keep_freed_memory_returnable() {
             libc::mallopt(libc::M_ARENA_MAX, cores as libc::c_int);
         }
     }
+}
+
+/// The error and its causes on one line, each cause once: libraries often repeat their source's
+/// message in their own ("database: error returned from database: X: X").
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// Runs a command; `Ok(false)` when it ran but what it did failed (exit status 1).
@@ -525,5 +542,35 @@ fn init_logging() {
         builder.json().init();
     } else {
         builder.init();
+    }
+}
+
+#[cfg(test)]
+mod one_line_tests {
+    use super::one_line;
+
+    #[derive(Debug)]
+    struct Repeating(std::io::Error);
+
+    impl std::fmt::Display for Repeating {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "database: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Repeating {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let err = anyhow::Error::new(Repeating(std::io::Error::other("no such database")))
+            .context("connecting to PostgreSQL at db:5432/cairn");
+        assert_eq!(
+            one_line(&err),
+            "connecting to PostgreSQL at db:5432/cairn: database: no such database"
+        );
     }
 }

@@ -62,3 +62,43 @@ fn a_node_on_postgres_keeps_accounts_and_operations_there() {
     assert_eq!(std::fs::read(&back).unwrap(), b"hello world");
     terminate(running);
 }
+
+/// A database that cannot be reached, or does not exist, stops the start at once with one line
+/// saying which and why, each cause once.
+#[test]
+fn an_unreachable_or_missing_database_is_one_line_at_once() {
+    let data = tempfile::tempdir().unwrap();
+    for (url, why) in [
+        ("postgres://127.0.0.1:1/cairn", "Connection refused"),
+        (
+            "postgres://postgres@127.0.0.1:5432/cairn_no_such_database",
+            "database \"cairn_no_such_database\" does not exist",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let output = cairn()
+            .args(server::serve_args(data.path()))
+            .args(["--database-url", url])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{url}");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        let lines: Vec<_> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{stderr}");
+        assert!(
+            lines[0].starts_with("error: connecting to PostgreSQL"),
+            "{stderr}"
+        );
+        assert!(lines[0].contains(why), "{stderr}");
+        assert_eq!(
+            lines[0].matches(why).count(),
+            1,
+            "each cause once: {stderr}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{url}: took {:?}",
+            started.elapsed()
+        );
+    }
+}

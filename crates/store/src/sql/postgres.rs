@@ -49,6 +49,10 @@ impl Backend for Postgres {
 impl PostgresStore {
     /// Connect to `url` (`postgres://...`) and bring the schema up to date.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
+        // The pool retries a failing connection until its timeout, then says only that it timed
+        // out; one connection first says why at once (refused, no such database, password).
+        use sqlx::Connection;
+        sqlx::PgConnection::connect(url).await?.close().await?;
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(10))
