@@ -62,9 +62,12 @@ pub fn open_content(
             let blobs = |sub: &str| -> Result<Arc<S3Blobs>> {
                 Ok(Arc::new(S3Blobs::open(url, sub).with_context(named)?))
             };
+            let packs = blobs("packs")?;
+            // Before anything else touches it, so that a wrong bucket is one clear line.
+            packs.check().with_context(named)?;
             let tus_bytes = S3TusBytes::open(url).with_context(named)?;
             (
-                Packs::new(blobs("packs")?),
+                Packs::new(packs),
                 Staging::new(blobs("staging")?),
                 Arc::new(tus_bytes),
             )

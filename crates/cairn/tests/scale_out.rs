@@ -378,3 +378,26 @@ async fn gc_on_shared_stores_frees_the_bucket_while_another_node_serves() {
     assert_eq!(on_shared("fsck")["problems"], serde_json::json!([]));
     drop((a, b));
 }
+
+/// A bucket that does not exist stops the start with one line naming the store and the reason
+/// (not S3's XML), and exit status 1.
+#[test]
+fn a_missing_bucket_is_one_line_at_start() {
+    let moto = Moto::start();
+    let missing = moto
+        .bucket("present")
+        .replace("s3://present/", "s3://no-such-bucket/");
+    let data = tempfile::tempdir().unwrap();
+    let output = cairn()
+        .args(server::serve_args(data.path()))
+        .args(["--store", &missing])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(
+        stderr.trim_end(),
+        "error: content store s3://no-such-bucket/cairn: the bucket does not exist",
+        "{stderr}"
+    );
+}

@@ -34,6 +34,11 @@ impl S3Blobs {
         })
     }
 
+    /// See [`Bucket::check`].
+    pub fn check(&self) -> io::Result<()> {
+        self.bucket.check()
+    }
+
     fn path(&self, name: &str) -> io::Result<ObjectPath> {
         let valid = !name.is_empty()
             && !name.starts_with('.')

@@ -106,6 +106,30 @@ impl Bucket {
         })
     }
 
+    /// One request that needs the bucket and the credentials, so that a start can say at once,
+    /// in one line, what is wrong: the bucket is missing, no credentials were found, or the
+    /// endpoint does not answer.
+    pub fn check(&self) -> io::Result<()> {
+        let prefix = ObjectPath::from(self.prefix.clone());
+        let result = self.call(|s3| async move { s3.list_with_delimiter(Some(&prefix)).await });
+        let Err(e) = result else {
+            return Ok(());
+        };
+        let text = e.to_string();
+        let why = if text.contains("NoSuchBucket") {
+            "the bucket does not exist".to_owned()
+        } else if text.contains("169.254.169.254") {
+            // object_store falls back to the cloud's instance metadata service.
+            "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY".to_owned()
+        } else if text.contains("InvalidAccessKeyId") || text.contains("SignatureDoesNotMatch") {
+            "the credentials were refused (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)".to_owned()
+        } else {
+            // The first line only: S3 errors carry whole XML documents.
+            text.lines().next().unwrap_or_default().to_owned()
+        };
+        Err(io::Error::new(e.kind(), why))
+    }
+
     /// Run `work` with the client on the bucket's runtime, and wait for it here.
     fn call<T, Work>(&self, work: impl FnOnce(Arc<AmazonS3>) -> Work) -> io::Result<T>
     where
