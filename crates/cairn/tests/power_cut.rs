@@ -90,20 +90,22 @@ fn rebuild_dir(shadow: &Path, inode: &str, target: &Path) {
     }
 }
 
-async fn head_offset(client: &reqwest::Client, url: &str, token: &str) -> u64 {
-    let response = client
-        .head(url)
-        .bearer_auth(token)
-        .header("Tus-Resumable", "1.0.0")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200, "HEAD {url}");
-    response.headers()["upload-offset"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap()
+/// Every `(cid, bytes)` of `posted` is served whole by the gateway.
+async fn assert_served(
+    client: &reqwest::Client,
+    running: &Running,
+    posted: &[(String, Vec<u8>)],
+    when: &str,
+) {
+    for (cid, sent) in posted {
+        let got = client
+            .get(format!("{}/ipfs/{cid}", running.upload))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(got.status(), 200, "{when}: {cid}");
+        assert_eq!(&got.bytes().await.unwrap()[..], &sent[..], "{when}: {cid}");
+    }
 }
 
 #[tokio::test]
@@ -122,7 +124,7 @@ async fn every_acknowledged_byte_survives_losing_what_was_not_synced() {
     server::terminate(first);
     assert!(Command::new("sync").status().unwrap().success());
 
-    let mut tus_path = None;
+    let mut tus_path: Option<String> = None;
     let mut operation = String::new();
     let mut posted: Vec<(String, Vec<u8>)> = Vec::new();
     let mut acknowledged = 0u64;
@@ -131,38 +133,16 @@ async fn every_acknowledged_byte_survives_losing_what_was_not_synced() {
         let running = start_recorded(&shim, &data, &shadow);
 
         // Everything acknowledged before the last cut is here.
-        for (cid, sent) in &posted {
-            let got = client
-                .get(format!("{}/ipfs/{cid}", running.upload))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(got.status(), 200, "round {round}: {cid} after the cut");
-            assert_eq!(&got.bytes().await.unwrap()[..], &sent[..], "round {round}");
+        assert_served(&client, &running, &posted, &format!("round {round}")).await;
+        if tus_path.is_none() {
+            let (path, id) =
+                server::tus_create(&client, &running.upload, &token, bytes.len()).await;
+            tus_path = Some(path);
+            operation = id;
         }
-        let path = match &tus_path {
-            Some(path) => path,
-            None => {
-                let created = client
-                    .post(format!("{}/api/upload/tus", running.upload))
-                    .bearer_auth(&token)
-                    .header("Tus-Resumable", "1.0.0")
-                    .header("Upload-Length", bytes.len().to_string())
-                    .send()
-                    .await
-                    .unwrap();
-                assert_eq!(created.status(), 201);
-                operation = created.headers()["cairn-operation-id"]
-                    .to_str()
-                    .unwrap()
-                    .to_owned();
-                let location = created.headers()["location"].to_str().unwrap();
-                let (_, path) = location.split_once("/api/").unwrap();
-                tus_path.insert(format!("/api/{path}"))
-            }
-        };
+        let path = tus_path.as_deref().unwrap();
         let url = format!("{}{path}", running.upload);
-        let offset = head_offset(&client, &url, &token).await;
+        let offset = server::tus_offset(&client, &url, &token).await;
         assert!(
             offset >= acknowledged,
             "round {round}: HEAD says {offset} after the cut, but {acknowledged} were acknowledged"
@@ -170,22 +150,14 @@ async fn every_acknowledged_byte_survives_losing_what_was_not_synced() {
 
         // One more TUS chunk and one small POST, each acknowledged; then the power goes.
         let end = (offset as usize + chunk).min(bytes.len());
-        let reply = client
-            .patch(&url)
-            .bearer_auth(&token)
-            .header("Tus-Resumable", "1.0.0")
-            .header("Content-Type", "application/offset+octet-stream")
-            .header("Upload-Offset", offset.to_string())
-            .body(bytes[offset as usize..end].to_vec())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(reply.status(), 204, "round {round}");
-        acknowledged = reply.headers()["upload-offset"]
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap();
+        acknowledged = server::tus_patch(
+            &client,
+            &url,
+            &token,
+            offset,
+            bytes[offset as usize..end].to_vec(),
+        )
+        .await;
         let small = content(5000 + round, round as u64 + 1);
         let (status, body) =
             server::post_upload(&running, &token, &format!("r{round}.bin"), small.clone()).await;
@@ -222,13 +194,6 @@ async fn every_acknowledged_byte_survives_losing_what_was_not_synced() {
         .unwrap();
     assert_eq!(found.status(), 200);
     assert_eq!(&found.bytes().await.unwrap()[..], &bytes[..]);
-    for (cid, sent) in &posted {
-        let got = client
-            .get(format!("{}/ipfs/{cid}", running.upload))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(&got.bytes().await.unwrap()[..], &sent[..]);
-    }
+    assert_served(&client, &running, &posted, "at the end").await;
     server::terminate(running);
 }

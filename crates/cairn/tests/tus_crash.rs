@@ -17,22 +17,6 @@ fn rounds() -> usize {
         .unwrap_or(50)
 }
 
-async fn head_offset(client: &reqwest::Client, url: &str, token: &str) -> u64 {
-    let response = client
-        .head(url)
-        .bearer_auth(token)
-        .header("Tus-Resumable", "1.0.0")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.headers()["upload-offset"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn every_acknowledged_byte_survives_sigkill_right_after_the_204() {
     let rounds = rounds();
@@ -47,53 +31,20 @@ async fn every_acknowledged_byte_survives_sigkill_right_after_the_204() {
     let token = running.token.clone();
     let client = reqwest::Client::new();
 
-    let created = client
-        .post(format!("{}/api/upload/tus", running.upload))
-        .bearer_auth(&token)
-        .header("Tus-Resumable", "1.0.0")
-        .header("Upload-Length", bytes.len().to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 201);
-    let path = created.headers()["location"]
-        .to_str()
-        .unwrap()
-        .split_once("/api/")
-        .map(|(_, p)| format!("/api/{p}"))
-        .unwrap();
-    let operation: i64 = created.headers()["cairn-operation-id"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (path, operation) = server::tus_create(&client, &running.upload, &token, bytes.len()).await;
 
     let mut acknowledged = 0u64;
     for round in 0..rounds {
         let url = format!("{}{path}", running.upload);
-        let offset = head_offset(&client, &url, &token).await;
+        let offset = server::tus_offset(&client, &url, &token).await;
         assert!(
             offset >= acknowledged,
             "round {round}: HEAD says {offset}, but {acknowledged} were acknowledged"
         );
         let start_at = offset as usize;
         let end = (start_at + chunk).min(bytes.len());
-        let reply = client
-            .patch(&url)
-            .bearer_auth(&token)
-            .header("Tus-Resumable", "1.0.0")
-            .header("Content-Type", "application/offset+octet-stream")
-            .header("Upload-Offset", offset.to_string())
-            .body(bytes[start_at..end].to_vec())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(reply.status(), 204, "round {round}");
-        acknowledged = reply.headers()["upload-offset"]
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap();
+        acknowledged =
+            server::tus_patch(&client, &url, &token, offset, bytes[start_at..end].to_vec()).await;
         // Kill -9 right after the 204, then come back on the same data directory.
         running.child.kill().unwrap();
         running.child.wait().unwrap();
@@ -111,7 +62,7 @@ async fn every_acknowledged_byte_survives_sigkill_right_after_the_204() {
     );
     importer.push(&bytes).unwrap();
     let expected = importer.finish().unwrap().cid.to_string();
-    let op = server::finished_operation(&running, &token, &operation.to_string()).await;
+    let op = server::finished_operation(&running, &token, &operation).await;
     assert_eq!(op["status"], "completed", "{op}");
     assert_eq!(op["cid"], expected);
     server::terminate(running);

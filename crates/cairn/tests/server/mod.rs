@@ -294,6 +294,72 @@ pub async fn tus_upload(
     location
 }
 
+/// A TUS upload of `length` bytes, created with no metadata: its path (`/api/upload/tus/ID`,
+/// to join to any node's upload URL) and its operation's id.
+pub async fn tus_create(
+    client: &reqwest::Client,
+    upload_url: &str,
+    token: &str,
+    length: usize,
+) -> (String, String) {
+    let created = client
+        .post(format!("{upload_url}/api/upload/tus"))
+        .bearer_auth(token)
+        .header("Tus-Resumable", "1.0.0")
+        .header("Upload-Length", length.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let header = |name: &str| created.headers()[name].to_str().unwrap().to_owned();
+    let location = header("location");
+    let (_, path) = location.split_once("/api/").unwrap();
+    (format!("/api/{path}"), header("cairn-operation-id"))
+}
+
+/// HEAD: the upload's offset.
+pub async fn tus_offset(client: &reqwest::Client, url: &str, token: &str) -> u64 {
+    let response = client
+        .head(url)
+        .bearer_auth(token)
+        .header("Tus-Resumable", "1.0.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "HEAD {url}");
+    response.headers()["upload-offset"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// One PATCH of `body` at `offset`, which must be acknowledged: the new offset.
+pub async fn tus_patch(
+    client: &reqwest::Client,
+    url: &str,
+    token: &str,
+    offset: u64,
+    body: Vec<u8>,
+) -> u64 {
+    let reply = client
+        .patch(url)
+        .bearer_auth(token)
+        .header("Tus-Resumable", "1.0.0")
+        .header("Content-Type", "application/offset+octet-stream")
+        .header("Upload-Offset", offset.to_string())
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status(), 204, "PATCH {url} at {offset}");
+    reply.headers()["upload-offset"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 /// Deterministic test bytes (xorshift64, one byte per step) from `seed`.
 pub fn content(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
