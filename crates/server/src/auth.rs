@@ -22,8 +22,10 @@ impl FromRequestParts<AppState> for Caller {
         let token = value
             .to_str()
             .ok()
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
+            .and_then(|v| v.split_once(' '))
+            // Authentication schemes are case-insensitive (RFC 9110 §11.1): `bearer` is Bearer.
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
             .filter(|t| tokens::well_formed(t))
             .ok_or(ApiError::InvalidToken)?;
         let account = state
