@@ -590,7 +590,7 @@ async fn world() -> World {
     let post_upload_id = file["id"].as_str().unwrap().to_owned();
     let post_operation = file["operationId"].to_string();
 
-    let archive = tar_of(&[("hello.txt", b"hello from a directory\n")]);
+    let archive = server::tar_of(&[("hello.txt", b"hello from a directory\n")]);
     let (status, site) = post_upload(&running, &owner, "site.tar", archive).await;
     assert_eq!(status, 200, "{site}");
     let op = finished_operation(&running, &owner, &site["operationId"].to_string()).await;
@@ -661,19 +661,6 @@ async fn world() -> World {
         }
     }
     world
-}
-
-/// A tar holding `files`, extracted into a directory on upload.
-fn tar_of(files: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut builder = tar::Builder::new(Vec::new());
-    for (name, bytes) in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        builder.append_data(&mut header, name, *bytes).unwrap();
-    }
-    builder.into_inner().unwrap()
 }
 
 /// CONTRACT "Authentication": authentication happens before any request body is read. Each

@@ -74,19 +74,6 @@ async fn upload(running: &Running, token: &str, name: &str, bytes: Vec<u8>) -> (
     (id, op["cid"].as_str().unwrap().to_owned())
 }
 
-/// A tar holding `files`, extracted into a directory on upload.
-fn tar(files: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut builder = tar::Builder::new(Vec::new());
-    for (name, bytes) in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        builder.append_data(&mut header, name, *bytes).unwrap();
-    }
-    builder.into_inner().unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gc_frees_what_no_one_keeps_and_compacts_mostly_dead_packs() {
     let dir = tempfile::tempdir().unwrap();
@@ -102,7 +89,7 @@ async fn gc_frees_what_no_one_keeps_and_compacts_mostly_dead_packs() {
     // A directory of a small file and a large one; the small file is also uploaded alone.
     let small = content(200_000, 2);
     let large = content(4_000_000, 3);
-    let archive = tar(&[("small.bin", &small), ("large.bin", &large)]);
+    let archive = server::tar_of(&[("small.bin", &small), ("large.bin", &large)]);
     let (tree, tree_cid) = upload(&running, &first, "tree.tar", archive).await;
     let (_, small_cid) = upload(&running, &first, "small.bin", small.clone()).await;
     let stored = pack_bytes(&data);
@@ -215,7 +202,7 @@ async fn gc_killed_at_any_moment_loses_no_live_block() {
             seed += 1;
             let kept = content(150_000 + (seed as usize % 7) * 10_000, seed);
             let dropped = content(600_000, seed + 1000);
-            let archive = tar(&[("kept.bin", &kept), ("dropped.bin", &dropped)]);
+            let archive = server::tar_of(&[("kept.bin", &kept), ("dropped.bin", &dropped)]);
             let (tree, _) = upload(&running, &token, "tree.tar", archive).await;
             let (id, cid) = upload(&running, &token, "kept.bin", kept.clone()).await;
             live.push((id, cid, kept));
@@ -295,7 +282,7 @@ async fn fsck_lists_damaged_and_missing_blocks() {
     let running = start(&data, &["--gc-interval", "0s"]);
     let token = running.token.clone();
     // Two files in a directory: its pack holds both files' leaves and the directory node.
-    let archive = tar(&[
+    let archive = server::tar_of(&[
         ("a.bin", &content(300_000, 21)),
         ("b.bin", &content(300_000, 22)),
     ]);

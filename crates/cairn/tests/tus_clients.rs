@@ -50,15 +50,6 @@ fn tuspy() -> PathBuf {
     pypi::venv_with("tuspy-venv", TUSPY).join("python")
 }
 
-fn cid_of(bytes: &[u8]) -> String {
-    let mut importer = cairn_unixfs::FileImporter::new(
-        &cairn_unixfs::Profile::default(),
-        cairn_unixfs::DiscardBlocks,
-    );
-    importer.push(bytes).unwrap();
-    importer.finish().unwrap().cid.to_string()
-}
-
 /// The value of the first line starting with `key `, from a client's output.
 fn field(lines: &[String], key: &str) -> Option<String> {
     lines
@@ -141,7 +132,10 @@ async fn tus_js_client_resumes_after_being_killed_and_uploads_in_parallel() {
         "resumed from the stored offset, not 0: {lines:?}"
     );
     assert_eq!(field(&lines, "done").as_deref(), Some(created.as_str()));
-    assert_eq!(cid_of_upload(&server, &created).await, cid_of(&bytes));
+    assert_eq!(
+        cid_of_upload(&server, &created).await,
+        server::cid_of(&bytes)
+    );
 
     // Parallel upload: partial uploads concatenated into a final one.
     std::fs::remove_file(&storage).ok();
@@ -149,7 +143,7 @@ async fn tus_js_client_resumes_after_being_killed_and_uploads_in_parallel() {
     std::fs::write(&file, &other).unwrap();
     let lines = finish(&mut client("parallel"));
     let done = field(&lines, "done").expect("done");
-    assert_eq!(cid_of_upload(&server, &done).await, cid_of(&other));
+    assert_eq!(cid_of_upload(&server, &done).await, server::cid_of(&other));
     terminate(server);
 }
 
@@ -185,6 +179,6 @@ async fn tuspy_resumes_an_interrupted_upload() {
         "the same upload, resumed"
     );
     assert_eq!(field(&second, "done").as_deref(), Some(url));
-    assert_eq!(cid_of_upload(&server, url).await, cid_of(&bytes));
+    assert_eq!(cid_of_upload(&server, url).await, server::cid_of(&bytes));
     terminate(server);
 }

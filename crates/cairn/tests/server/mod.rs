@@ -360,6 +360,29 @@ pub async fn tus_patch(
         .unwrap()
 }
 
+/// The CID of a file of `bytes` in the default profile, as the engine computes it in memory.
+pub fn cid_of(bytes: &[u8]) -> String {
+    let mut importer = cairn_unixfs::FileImporter::new(
+        &cairn_unixfs::Profile::default(),
+        cairn_unixfs::DiscardBlocks,
+    );
+    importer.push(bytes).unwrap();
+    importer.finish().unwrap().cid.to_string()
+}
+
+/// A tar holding `files`, extracted into a directory on upload.
+pub fn tar_of(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (name, bytes) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append_data(&mut header, name, *bytes).unwrap();
+    }
+    builder.into_inner().unwrap()
+}
+
 /// Deterministic test bytes (xorshift64, one byte per step) from `seed`.
 pub fn content(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
