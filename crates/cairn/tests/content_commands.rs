@@ -1,5 +1,6 @@
 //! `cairn cid` and `cairn car` on real trees on disk, checked against the shared vectors.
 
+mod server;
 #[path = "../../unixfs/tests/support/mod.rs"]
 mod support;
 
@@ -162,26 +163,18 @@ fn cid_of_a_tree_of_every_file_size_matches_the_engine() {
     let temp = tempfile::tempdir().unwrap();
     let root = temp.path().join("tree");
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
-    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-    let mut bytes_of = |len: usize| {
-        (0..len)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed as u8
-            })
-            .collect::<Vec<u8>>()
-    };
     for i in 0..400 {
-        files.push((format!("small/{}/f{i}", i % 7), bytes_of(i * 37 % 5000)));
+        files.push((
+            format!("small/{}/f{i}", i % 7),
+            server::content(i * 37 % 5000, i as u64),
+        ));
     }
     for (name, len) in [
         ("chunk", 1 << 20),
         ("chunk-and-a-byte", (1 << 20) + 1),
         ("across-a-window", (65 << 20) + 3),
     ] {
-        files.push((format!("large/{name}"), bytes_of(len)));
+        files.push((format!("large/{name}"), server::content(len, len as u64)));
     }
     let profile = Profile::default();
     let mut expected = DirectoryBuilder::new(&profile);
