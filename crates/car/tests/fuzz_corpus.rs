@@ -1,0 +1,156 @@
+//! The fuzz targets of this crate, on stable and without cargo-fuzz: every input kept under
+//! `fuzz/regressions/car_*` replays through the very bodies the targets run
+//! (`fuzz/bodies/car.rs`) without panicking, and so do the seeds: the hostile DAGs of
+//! `support/hostile.rs` and DAGs of our own importer, as CARs (each must be read, and imported
+//! or refused, as it deserves). With `CAIRN_FUZZ_CORPUS=DIR` set, the seeds are written to
+//! `DIR/<target>/` (what `scripts/fuzz` does before fuzzing); the hostile DAGs are also written
+//! as `unixfs_reader` seeds, in that target's framing.
+
+#[path = "../../../fuzz/bodies/car.rs"]
+mod bodies;
+#[path = "support/hostile.rs"]
+mod hostile;
+#[path = "../../../fuzz/bodies/unixfs.rs"]
+mod unixfs_bodies;
+
+use std::path::Path;
+
+use cairn_car::{export_dfs, CarWriter};
+use cairn_unixfs::profile::{CidVersion, DirSizeEstimate, LeafKind};
+use cairn_unixfs::{Cid, DirectoryBuilder, FileImporter, MemoryBlocks, Profile};
+
+fn regressions(target: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/regressions")
+        .join(target);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut inputs: Vec<(String, Vec<u8>)> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
+        .collect();
+    inputs.sort();
+    inputs
+}
+
+/// Write a seed when `CAIRN_FUZZ_CORPUS` says where.
+fn save_seed(target: &str, name: &str, input: &[u8]) {
+    if let Some(dir) = std::env::var_os("CAIRN_FUZZ_CORPUS") {
+        let dir = Path::new(&dir).join(target);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), input).unwrap();
+    }
+}
+
+/// A tree from our importer (small chunks, few links, a HAMT of 40 files), as a CAR.
+fn imported_car(cid_version: CidVersion, leaves: LeafKind) -> (Vec<u8>, u64) {
+    let profile = Profile {
+        name: "fuzz-seed",
+        cid_version,
+        leaves,
+        chunk_size: 32,
+        max_links: 4,
+        hamt_threshold: 200,
+        dir_size_estimate: DirSizeEstimate::BlockBytes,
+        hamt_fanout: 16,
+    };
+    let mut blocks = MemoryBlocks::default();
+    let mut dir = DirectoryBuilder::new(&profile);
+    let mut file = FileImporter::new(&profile, &mut blocks);
+    file.push(&[7u8; 700]).unwrap();
+    file.push(b"and some text to end with").unwrap();
+    dir.add_file("big", file.finish().unwrap()).unwrap();
+    for i in 0..40 {
+        let mut file = FileImporter::new(&profile, &mut blocks);
+        file.push(format!("file {i}").as_bytes()).unwrap();
+        dir.add_file(&format!("many/f{i:02}"), file.finish().unwrap())
+            .unwrap();
+    }
+    dir.add_symlink("link", "big").unwrap();
+    let root = dir.finish(&mut blocks).unwrap().cid;
+    let mut car = CarWriter::new(Vec::new(), &[root]).unwrap();
+    let written = export_dfs(&root, &mut blocks, &mut car).unwrap();
+    (car.into_inner(), written)
+}
+
+/// The hostile DAGs small enough to be seeds, and whether the importer accepts each.
+fn hostile_dags() -> Vec<(&'static str, hostile::Dag, bool)> {
+    vec![
+        ("deep-file", hostile::deep_file(100), true),
+        ("deep-directory", hostile::deep_directory(100), true),
+        (
+            "laughing-directory",
+            hostile::laughing_directory(8, 8),
+            true,
+        ),
+        ("laughing-file", hostile::laughing_file(8, 8), true),
+        ("lying-blocksizes", hostile::lying_blocksizes(), false),
+        ("lying-filesize", hostile::lying_filesize(15), false),
+        ("hamt-bad-fanout", hostile::hamt_with_bad_fanout(), false),
+        (
+            "hamt-mismatched-sub-shard",
+            hostile::hamt_with_mismatched_sub_shard(),
+            false,
+        ),
+        ("symlink-cycle", hostile::symlink_cycle(), true),
+    ]
+}
+
+#[test]
+fn car_regressions_replay_without_panicking() {
+    for (name, input) in regressions("car_reader") {
+        println!("{name}: {:?}", bodies::car_reader(&input));
+    }
+    for (name, input) in regressions("car_import") {
+        println!("{name}: {:?}", bodies::car_import(&input));
+    }
+}
+
+#[test]
+fn seed_cars_are_read_and_imported_or_refused_as_they_deserve() {
+    for (label, cid_version, leaves) in [
+        ("imported-v1", CidVersion::V1, LeafKind::Raw),
+        ("imported-v0", CidVersion::V0, LeafKind::DagPb),
+    ] {
+        let (car, blocks) = imported_car(cid_version, leaves);
+        assert_eq!(bodies::car_reader(&car).unwrap() as u64, blocks, "{label}");
+        bodies::car_import(&car).unwrap();
+        save_seed("car_reader", label, &car);
+        save_seed("car_import", label, &car);
+    }
+    for (label, dag, valid) in hostile_dags() {
+        let car = dag.car();
+        assert_eq!(
+            bodies::car_reader(&car).unwrap(),
+            dag.blocks.len(),
+            "{label}"
+        );
+        let imported = bodies::car_import(&car);
+        assert_eq!(imported.is_ok(), valid, "{label}: {imported:?}");
+        save_seed("car_reader", label, &car);
+        save_seed("car_import", label, &car);
+        // The same DAG for the reader target: walk it, with repeats (budget-bound).
+        let frames: Vec<&[u8]> = dag.blocks.iter().map(|(_, b)| b.as_slice()).collect();
+        let input = unixfs_bodies::reader_input(3 | 4, (0, 100), "", &frames);
+        let _ = unixfs_bodies::unixfs_reader(&input);
+        save_seed("unixfs_reader", &format!("hostile-{label}"), &input);
+    }
+    // Headers the importer must refuse: no root, two roots; and a cut-off CAR.
+    let (car, _) = imported_car(CidVersion::V1, LeafKind::Raw);
+    let root: Cid = *cairn_car::CarReader::new(&car[..], bodies::CAR_LIMITS)
+        .unwrap()
+        .roots()
+        .first()
+        .unwrap();
+    let header_len = cairn_car::header(&[root]).len();
+    for (label, roots) in [("no-root", vec![]), ("two-roots", vec![root, root])] {
+        let other = [cairn_car::header(&roots), car[header_len..].to_vec()].concat();
+        assert!(bodies::car_import(&other).is_err(), "{label}");
+        save_seed("car_import", label, &other);
+    }
+    let cut = &car[..car.len() - 3];
+    assert!(bodies::car_reader(cut).is_err());
+    save_seed("car_reader", "truncated", cut);
+}
