@@ -8,41 +8,16 @@
 
 #[path = "../../../fuzz/bodies/car.rs"]
 mod bodies;
+#[path = "../../../fuzz/bodies/corpus.rs"]
+mod corpus;
 #[path = "support/hostile.rs"]
 mod hostile;
 #[path = "../../../fuzz/bodies/unixfs.rs"]
 mod unixfs_bodies;
 
-use std::path::Path;
-
 use cairn_car::{export_dfs, CarWriter};
 use cairn_unixfs::profile::{CidVersion, DirSizeEstimate, LeafKind};
 use cairn_unixfs::{Cid, DirectoryBuilder, FileImporter, MemoryBlocks, Profile};
-
-fn regressions(target: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/regressions")
-        .join(target);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut inputs: Vec<(String, Vec<u8>)> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
-        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
-        .collect();
-    inputs.sort();
-    inputs
-}
-
-/// Write a seed when `CAIRN_FUZZ_CORPUS` says where.
-fn save_seed(target: &str, name: &str, input: &[u8]) {
-    if let Some(dir) = std::env::var_os("CAIRN_FUZZ_CORPUS") {
-        let dir = Path::new(&dir).join(target);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(name), input).unwrap();
-    }
-}
 
 /// A tree from our importer (small chunks, few links, a HAMT of 40 files), as a CAR.
 fn imported_car(cid_version: CidVersion, leaves: LeafKind) -> (Vec<u8>, u64) {
@@ -100,10 +75,10 @@ fn hostile_dags() -> Vec<(&'static str, hostile::Dag, bool)> {
 
 #[test]
 fn car_regressions_replay_without_panicking() {
-    for (name, input) in regressions("car_reader") {
+    for (name, input) in corpus::regressions("car_reader") {
         println!("{name}: {:?}", bodies::car_reader(&input));
     }
-    for (name, input) in regressions("car_import") {
+    for (name, input) in corpus::regressions("car_import") {
         println!("{name}: {:?}", bodies::car_import(&input));
     }
 }
@@ -117,8 +92,8 @@ fn seed_cars_are_read_and_imported_or_refused_as_they_deserve() {
         let (car, blocks) = imported_car(cid_version, leaves);
         assert_eq!(bodies::car_reader(&car).unwrap() as u64, blocks, "{label}");
         bodies::car_import(&car).unwrap();
-        save_seed("car_reader", label, &car);
-        save_seed("car_import", label, &car);
+        corpus::save_seed("car_reader", label, &car);
+        corpus::save_seed("car_import", label, &car);
     }
     for (label, dag, valid) in hostile_dags() {
         let car = dag.car();
@@ -129,13 +104,13 @@ fn seed_cars_are_read_and_imported_or_refused_as_they_deserve() {
         );
         let imported = bodies::car_import(&car);
         assert_eq!(imported.is_ok(), valid, "{label}: {imported:?}");
-        save_seed("car_reader", label, &car);
-        save_seed("car_import", label, &car);
+        corpus::save_seed("car_reader", label, &car);
+        corpus::save_seed("car_import", label, &car);
         // The same DAG for the reader target: walk it, with repeats (budget-bound).
         let frames: Vec<&[u8]> = dag.blocks.iter().map(|(_, b)| b.as_slice()).collect();
         let input = unixfs_bodies::reader_input(3 | 4, (0, 100), "", &frames);
         let _ = unixfs_bodies::unixfs_reader(&input);
-        save_seed("unixfs_reader", &format!("hostile-{label}"), &input);
+        corpus::save_seed("unixfs_reader", &format!("hostile-{label}"), &input);
     }
     // Headers the importer must refuse: no root, two roots; and a cut-off CAR.
     let (car, _) = imported_car(CidVersion::V1, LeafKind::Raw);
@@ -148,9 +123,9 @@ fn seed_cars_are_read_and_imported_or_refused_as_they_deserve() {
     for (label, roots) in [("no-root", vec![]), ("two-roots", vec![root, root])] {
         let other = [cairn_car::header(&roots), car[header_len..].to_vec()].concat();
         assert!(bodies::car_import(&other).is_err(), "{label}");
-        save_seed("car_import", label, &other);
+        corpus::save_seed("car_import", label, &other);
     }
     let cut = &car[..car.len() - 3];
     assert!(bodies::car_reader(cut).is_err());
-    save_seed("car_reader", "truncated", cut);
+    corpus::save_seed("car_reader", "truncated", cut);
 }

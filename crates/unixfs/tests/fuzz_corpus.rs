@@ -6,39 +6,14 @@
 
 #[path = "../../../fuzz/bodies/unixfs.rs"]
 mod bodies;
+#[path = "../../../fuzz/bodies/corpus.rs"]
+mod corpus;
 #[path = "support/mod.rs"]
 mod support;
-
-use std::path::Path;
 
 use cairn_unixfs::block::{DAG_PB, RAW};
 use cairn_unixfs::profile::{CidVersion, DirSizeEstimate, LeafKind};
 use cairn_unixfs::{Cid, DirectoryBuilder, FileImporter, MemoryBlocks, Profile};
-
-fn regressions(target: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/regressions")
-        .join(target);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut inputs: Vec<(String, Vec<u8>)> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
-        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
-        .collect();
-    inputs.sort();
-    inputs
-}
-
-/// Write a seed when `CAIRN_FUZZ_CORPUS` says where.
-fn save_seed(target: &str, name: &str, input: &[u8]) {
-    if let Some(dir) = std::env::var_os("CAIRN_FUZZ_CORPUS") {
-        let dir = Path::new(&dir).join(target);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(name), input).unwrap();
-    }
-}
 
 /// Small chunks, few links and a low HAMT threshold: every node shape in a few KiB.
 fn tiny(cid_version: CidVersion, leaves: LeafKind) -> Profile {
@@ -86,7 +61,7 @@ fn profiles() -> [(&'static str, Profile); 2] {
 
 #[test]
 fn unixfs_node_regressions_and_seeds_decode_without_panicking() {
-    for (name, input) in regressions("unixfs_node") {
+    for (name, input) in corpus::regressions("unixfs_node") {
         println!("{name}: {:?}", bodies::unixfs_node(&input));
     }
     for (label, profile) in profiles() {
@@ -100,14 +75,14 @@ fn unixfs_node_regressions_and_seeds_decode_without_panicking() {
             let input = [&[selector][..], block].concat();
             // Every block our importer makes is a well-formed node.
             bodies::unixfs_node(&input).unwrap();
-            save_seed("unixfs_node", &format!("{label}-{i:03}"), &input);
+            corpus::save_seed("unixfs_node", &format!("{label}-{i:03}"), &input);
         }
     }
 }
 
 #[test]
 fn unixfs_reader_regressions_and_seeds_read_without_panicking() {
-    for (name, input) in regressions("unixfs_reader") {
+    for (name, input) in corpus::regressions("unixfs_reader") {
         println!("{name}: {:?}", bodies::unixfs_reader(&input));
     }
     for (label, profile) in profiles() {
@@ -129,7 +104,7 @@ fn unixfs_reader_regressions_and_seeds_read_without_panicking() {
                 expected,
                 "{label} {i}"
             );
-            save_seed("unixfs_reader", &format!("{label}-{i}"), &input);
+            corpus::save_seed("unixfs_reader", &format!("{label}-{i}"), &input);
         }
         // A range read of the file alone: its root first, the rest of the blocks after.
         let file_root = blocks.iter().position(|(_, b)| {
@@ -144,6 +119,6 @@ fn unixfs_reader_regressions_and_seeds_read_without_panicking() {
         frames.swap(0, file_root);
         let input = bodies::reader_input(2, (650, 100), "", &frames);
         assert_eq!(bodies::unixfs_reader(&input).unwrap(), 50);
-        save_seed("unixfs_reader", &format!("{label}-range"), &input);
+        corpus::save_seed("unixfs_reader", &format!("{label}-range"), &input);
     }
 }
