@@ -5,9 +5,9 @@
 //! files (devices, FIFOs, sockets) have no UnixFS form and are refused by name.
 //!
 //! Speed: a large file is mapped in windows and hashed on every core straight from the page
-//! cache. In a tree, small files are opened, read and imported on every core at once (a bounded number in
-//! flight), and their blocks handed to the sink on the calling thread, which also walks the
-//! directories. Insertion order never changes a directory's CID.
+//! cache. In a tree, small files are opened, read and imported on every core at once (a
+//! bounded number in flight), and their blocks handed to the sink on the calling thread, which
+//! also walks the directories. Insertion order never changes a directory's CID.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -225,12 +225,13 @@ fn import_small_file(path: &Path, profile: &Profile, content: &mut Vec<u8>) -> R
         return Ok(FileDone::Large(file));
     }
     content.clear();
-    // One byte past the limit tells a file that grew since from one that did not.
-    file.take(SMALL_FILE + 1)
+    // One byte past the limit tells a file that grew since from one that did not; a large
+    // file's import maps it from its start, whatever the read position.
+    (&file)
+        .take(SMALL_FILE + 1)
         .read_to_end(content)
         .with_context(|| format!("reading {}", path.display()))?;
     if content.len() as u64 > SMALL_FILE {
-        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
         return Ok(FileDone::Large(file));
     }
     let mut blocks = BlocksInOrder::default();

@@ -2,19 +2,19 @@
 //! `cairn upload` of a directory).
 
 use std::fs;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use cairn_car::{export_dfs, CarWriter};
-use cairn_unixfs::Profile;
+use cairn_unixfs::{Cid, Profile};
 
 use crate::{local, spill};
 
 /// Import `path` into a spill store, then write the CAR next to `output` and rename it into
 /// place, so a failed run never leaves a partial CAR under the requested name (a device or a
 /// pipe is written directly).
-pub fn write_car(path: &Path, output: &Path, profile: &Profile) -> Result<cairn_unixfs::Cid> {
+pub fn write_car(path: &Path, output: &Path, profile: &Profile) -> Result<Cid> {
     let mut spill = spill::SpillStore::new().context("creating a temporary file")?;
     let root = local::import_path(path, profile, &mut spill)?.cid;
     if fs::metadata(output).is_ok_and(|meta| !meta.is_file() && !meta.is_dir()) {
@@ -24,11 +24,7 @@ pub fn write_car(path: &Path, output: &Path, profile: &Profile) -> Result<cairn_
             .write(true)
             .open(output)
             .with_context(|| format!("opening {}", output.display()))?;
-        let mut car = CarWriter::new(BufWriter::new(file), &[root])?;
-        export_dfs(&root, &mut spill, &mut car)?;
-        car.into_inner()
-            .into_inner()
-            .map_err(|e| e.into_error())
+        export_car(&root, &mut spill, file)
             .with_context(|| format!("writing {}", output.display()))?;
         return Ok(root);
     }
@@ -38,13 +34,7 @@ pub fn write_car(path: &Path, output: &Path, profile: &Profile) -> Result<cairn_
     };
     let temp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("creating a file in {}", dir.display()))?;
-    let mut car = CarWriter::new(BufWriter::new(temp), &[root])?;
-    export_dfs(&root, &mut spill, &mut car)?;
-    let temp = car
-        .into_inner()
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .context("writing the CAR")?;
+    let temp = export_car(&root, &mut spill, temp).context("writing the CAR")?;
     temp.as_file().sync_all().context("writing the CAR")?;
     temp.persist(output)
         .with_context(|| format!("writing {}", output.display()))?;
@@ -52,4 +42,11 @@ pub fn write_car(path: &Path, output: &Path, profile: &Profile) -> Result<cairn_
         tracing::debug!(path = %output.display(), bytes = meta.len(), "CAR written");
     }
     Ok(root)
+}
+
+/// The CAR of `root`, from the spill store, into `out`, flushed; returns `out`.
+fn export_car<W: Write>(root: &Cid, spill: &mut spill::SpillStore, out: W) -> Result<W> {
+    let mut car = CarWriter::new(BufWriter::new(out), &[*root])?;
+    export_dfs(root, spill, &mut car)?;
+    Ok(car.into_inner().into_inner().map_err(|e| e.into_error())?)
 }

@@ -16,21 +16,12 @@ mod hostile;
 mod unixfs_bodies;
 
 use cairn_car::{export_dfs, CarWriter};
-use cairn_unixfs::profile::{CidVersion, DirSizeEstimate, LeafKind};
-use cairn_unixfs::{Cid, DirectoryBuilder, FileImporter, MemoryBlocks, Profile};
+use cairn_unixfs::profile::{CidVersion, LeafKind};
+use cairn_unixfs::{Cid, DirectoryBuilder, FileImporter, MemoryBlocks};
 
 /// A tree from our importer (small chunks, few links, a HAMT of 40 files), as a CAR.
 fn imported_car(cid_version: CidVersion, leaves: LeafKind) -> (Vec<u8>, u64) {
-    let profile = Profile {
-        name: "fuzz-seed",
-        cid_version,
-        leaves,
-        chunk_size: 32,
-        max_links: 4,
-        hamt_threshold: 200,
-        dir_size_estimate: DirSizeEstimate::BlockBytes,
-        hamt_fanout: 16,
-    };
+    let profile = corpus::tiny_profile(cid_version, leaves);
     let mut blocks = MemoryBlocks::default();
     let mut dir = DirectoryBuilder::new(&profile);
     let mut file = FileImporter::new(&profile, &mut blocks);

@@ -260,61 +260,64 @@ impl Leaf {
 /// a leaf costs no allocation.
 #[derive(Default)]
 struct LeafFrame {
-    head: [u8; 24],
-    head_len: u8,
-    tail: [u8; 11],
-    tail_len: u8,
+    head: InlineBytes<24>,
+    tail: InlineBytes<11>,
 }
 
 impl LeafFrame {
     fn dag_pb(len: u64) -> Self {
         let mut frame = Self::default();
-        frame.push_tail(&[0x18]);
-        frame.push_tail_varint(len);
+        frame.tail.push(&[0x18]);
+        frame.tail.push_varint(len);
         let data_field = if len == 0 {
             0
         } else {
             1 + pb::varint_len(len) + len
         };
-        let message_len = 2 + data_field + u64::from(frame.tail_len);
-        frame.push_head(&[0x0a]);
-        frame.push_head_varint(message_len);
-        frame.push_head(&[0x08, DataType::File as u8]);
+        let message_len = 2 + data_field + frame.tail.bytes().len() as u64;
+        frame.head.push(&[0x0a]);
+        frame.head.push_varint(message_len);
+        frame.head.push(&[0x08, DataType::File as u8]);
         if len > 0 {
-            frame.push_head(&[0x12]);
-            frame.push_head_varint(len);
+            frame.head.push(&[0x12]);
+            frame.head.push_varint(len);
         }
         frame
     }
 
-    fn push_head(&mut self, bytes: &[u8]) {
-        let at = self.head_len as usize;
-        self.head[at..at + bytes.len()].copy_from_slice(bytes);
-        self.head_len += bytes.len() as u8;
-    }
-
-    fn push_tail(&mut self, bytes: &[u8]) {
-        let at = self.tail_len as usize;
-        self.tail[at..at + bytes.len()].copy_from_slice(bytes);
-        self.tail_len += bytes.len() as u8;
-    }
-
-    fn push_head_varint(&mut self, value: u64) {
-        let (bytes, len) = pb::varint(value);
-        self.push_head(&bytes[..len]);
-    }
-
-    fn push_tail_varint(&mut self, value: u64) {
-        let (bytes, len) = pb::varint(value);
-        self.push_tail(&bytes[..len]);
-    }
-
     fn around<'a>(&'a self, chunk: &'a [u8]) -> BlockBytes<'a> {
-        BlockBytes::from_parts(
-            &self.head[..self.head_len as usize],
-            chunk,
-            &self.tail[..self.tail_len as usize],
-        )
+        BlockBytes::from_parts(self.head.bytes(), chunk, self.tail.bytes())
+    }
+}
+
+/// Up to `N` bytes, without an allocation.
+struct InlineBytes<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Default for InlineBytes<N> {
+    fn default() -> Self {
+        Self {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+}
+
+impl<const N: usize> InlineBytes<N> {
+    fn push(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn push_varint(&mut self, value: u64) {
+        let (bytes, len) = pb::varint(value);
+        self.push(&bytes[..len]);
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 

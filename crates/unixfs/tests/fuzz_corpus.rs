@@ -12,22 +12,8 @@ mod corpus;
 mod support;
 
 use cairn_unixfs::block::{DAG_PB, RAW};
-use cairn_unixfs::profile::{CidVersion, DirSizeEstimate, LeafKind};
+use cairn_unixfs::profile::{CidVersion, LeafKind};
 use cairn_unixfs::{Cid, DirectoryBuilder, FileImporter, MemoryBlocks, Profile};
-
-/// Small chunks, few links and a low HAMT threshold: every node shape in a few KiB.
-fn tiny(cid_version: CidVersion, leaves: LeafKind) -> Profile {
-    Profile {
-        name: "fuzz-seed",
-        cid_version,
-        leaves,
-        chunk_size: 32,
-        max_links: 4,
-        hamt_threshold: 200,
-        dir_size_estimate: DirSizeEstimate::BlockBytes,
-        hamt_fanout: 16,
-    }
-}
 
 /// A tree with a multi-level file, a HAMT directory of 40 files, a nested plain directory and
 /// a symlink; returns the root and the blocks, root first.
@@ -54,8 +40,8 @@ fn seed_dag(profile: &Profile) -> (Cid, Vec<(Cid, Vec<u8>)>) {
 
 fn profiles() -> [(&'static str, Profile); 2] {
     [
-        ("v1", tiny(CidVersion::V1, LeafKind::Raw)),
-        ("v0", tiny(CidVersion::V0, LeafKind::DagPb)),
+        ("v1", corpus::tiny_profile(CidVersion::V1, LeafKind::Raw)),
+        ("v0", corpus::tiny_profile(CidVersion::V0, LeafKind::DagPb)),
     ]
 }
 
