@@ -14,6 +14,7 @@ mod config;
 mod get;
 mod kept;
 mod local;
+mod memory;
 mod pack;
 mod serve;
 mod spill;
@@ -288,7 +289,7 @@ fn parse_profile(name: &str) -> Result<Profile, String> {
 
 /// Exit status: 0 success, 1 the operation failed, 2 usage or connection error.
 fn main() -> ExitCode {
-    keep_freed_memory_returnable();
+    memory::keep_freed_memory_returnable();
     let cli = Cli::parse();
     match run(cli.command) {
         Ok(true) => ExitCode::SUCCESS,
@@ -302,24 +303,6 @@ fn main() -> ExitCode {
                         .is_some_and(|e| e.is_connect())
             });
             ExitCode::from(if usage_or_connection { 2 } else { 1 })
-        }
-    }
-}
-
-/// glibc raises its mmap threshold each time a large buffer is freed (an import's 16 MiB batch);
-/// buffers below that size then come from the heap and stay resident after they are freed, so
-/// a server's peak memory grew over its first uploads (26 to 50 MiB over five 1 GiB TUS
-/// uploads). A fixed 4 MiB threshold and an arena per core rather than eight keep it near flat
-/// (26 to 28 MiB). A lower threshold is flatter still but maps and faults in every body buffer
-/// of a few hundred KiB: 128 KiB cost a fifth of TUS throughput.
-fn keep_freed_memory_returnable() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
-        // SAFETY: mallopt only sets allocator parameters; called before any thread starts.
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
-            libc::mallopt(libc::M_ARENA_MAX, cores as libc::c_int);
         }
     }
 }

@@ -81,6 +81,7 @@ pub fn open_content(
 }
 
 pub async fn run(config: ServeConfig) -> Result<()> {
+    crate::memory::return_freed_memory_every_second();
     let store = open_store(config.database_url.as_deref(), &config.data_dir).await?;
     let mut server_config = ServerConfig {
         default_profile: config.profile.clone(),
@@ -160,11 +161,14 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         }
     }
 
-    // One signal stops both hosts.
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
+    // One signal stops both hosts, the background tasks and the TUS bodies still arriving.
+    let stop_rx = state.stop.subscribe();
+    tokio::spawn({
+        let stop = state.stop.clone();
+        async move {
+            shutdown.await;
+            stop.send_replace(true);
+        }
     });
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;

@@ -13,12 +13,10 @@ mod pypi;
 use std::process::Command;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-
 use moto::Moto;
 use server::{
-    cairn, client, content, finished_operation, post_upload, start, terminate, Running,
-    TestDatabase,
+    cairn, client, content, finished_operation, post_upload, stalled_patch, start, terminate,
+    Running, TestDatabase,
 };
 
 #[test]
@@ -148,28 +146,6 @@ async fn patch(http: &reqwest::Client, url: &str, token: &str, offset: u64, body
         .unwrap()
         .parse()
         .unwrap()
-}
-
-/// Start a PATCH of `total` bytes on `node` and send only `sent` of them: the node holds the
-/// upload's lease while it waits for the rest.
-async fn stalled_patch(
-    node: &Running,
-    path: &str,
-    token: &str,
-    offset: u64,
-    total: usize,
-    sent: &[u8],
-) -> tokio::net::TcpStream {
-    let address = node.upload.trim_start_matches("http://");
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let head = format!(
-        "PATCH {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
-         Tus-Resumable: 1.0.0\r\nContent-Type: application/offset+octet-stream\r\n\
-         Upload-Offset: {offset}\r\nContent-Length: {total}\r\n\r\n"
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream.write_all(sent).await.unwrap();
-    stream
 }
 
 #[tokio::test(flavor = "multi_thread")]

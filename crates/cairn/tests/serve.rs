@@ -1,12 +1,16 @@
 //! The `cairn` binary as a user meets it: `serve` with zero configuration, the token it prints,
-//! admin commands on a live data directory, and a clean stop on SIGTERM.
+//! admin commands on a live data directory, and a clean stop on SIGTERM, under load too.
 
 mod server;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
+use std::time::Duration;
 
-use server::{admin, cairn, content, finished_operation, operation, post_upload, start, terminate};
+use server::{
+    admin, cairn, cid_of, content, finished_operation, operation, post_upload, stalled_patch,
+    start, tar_of, terminate, tus_create, tus_offset, tus_patch,
+};
 
 #[tokio::test]
 async fn serve_with_zero_configuration_then_upload_administer_and_stop() {
@@ -96,6 +100,115 @@ fn a_taken_port_is_one_line_and_a_failure_status() {
         errors[0].contains(&addr) && errors[0].contains("in use"),
         "{stderr}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_under_load_keeps_every_acknowledged_byte_and_leaves_nothing_claimed() {
+    use tokio::io::AsyncReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let args = ["--workers", "1", "--worker-lease-seconds", "1"];
+    let running = start(&data_dir, &args);
+    let token = running.token.clone();
+    let http = reqwest::Client::new();
+
+    // A TUS upload whose client sent 2 MiB of 6 and then stalled.
+    let whole = content(6 << 20, 1);
+    let (path, _) = tus_create(&http, &running.upload, &token, whole.len()).await;
+    let mut stalled =
+        stalled_patch(&running, &path, &token, 0, whole.len(), &whole[..2 << 20]).await;
+    // Time for the server to read what was sent (a HEAD would pre-empt the PATCH).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // An archive waiting for a worker, and POSTs in flight when the signal comes.
+    let files: Vec<Vec<u8>> = (0..4).map(|i| content(2 << 20, 10 + i)).collect();
+    let archive = tar_of(&[
+        ("a.bin", &files[0]),
+        ("b.bin", &files[1]),
+        ("c.bin", &files[2]),
+        ("d.bin", &files[3]),
+    ]);
+    let (status, queued) = post_upload(&running, &token, "four.tar", archive).await;
+    assert_eq!(status, 200, "{queued}");
+    let archive_op = queued["operationId"].to_string();
+    let posts: Vec<_> = (0..8)
+        .map(|i| {
+            let (url, token) = (format!("{}/api/upload", running.upload), token.clone());
+            let bytes = content(1 << 20, 100 + i);
+            tokio::spawn(async move {
+                let part = reqwest::multipart::Part::bytes(bytes.clone()).file_name("f.bin");
+                let sent = reqwest::Client::new()
+                    .post(url)
+                    .bearer_auth(token)
+                    .multipart(reqwest::multipart::Form::new().part("file", part))
+                    .send()
+                    .await;
+                // Acknowledged: a 200 with its CID. Anything else (cut, 503) was never promised.
+                let cid = match sent {
+                    Ok(reply) if reply.status() == 200 => {
+                        let body: serde_json::Value = reply.json().await.unwrap();
+                        Some(body["cid"].as_str().unwrap().to_owned())
+                    }
+                    _ => None,
+                };
+                (cid, bytes)
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+
+    let stopping = std::time::Instant::now();
+    let mut running = running;
+    let pid = running.child.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    // The stalled PATCH is answered at once: 503, its bytes kept.
+    let mut reply = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stalled.read_to_end(&mut reply)).await;
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 503"), "{reply}");
+    assert!(
+        reply.contains("\"unavailable\"") && reply.contains("kept"),
+        "{reply}"
+    );
+    let status = running.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(
+        stopping.elapsed() < cairn_server::listen::SHUTDOWN_GRACE,
+        "the stop waited {:?}",
+        stopping.elapsed()
+    );
+    let mut acknowledged = Vec::new();
+    for post in posts {
+        if let (Some(cid), bytes) = post.await.unwrap() {
+            acknowledged.push((cid, bytes));
+        }
+    }
+
+    // After a restart: every acknowledged POST reads back, the TUS upload resumes from the
+    // 2 MiB it kept, and the archive is extracted (no claim was left behind).
+    let restarted = start(&data_dir, &args);
+    for (cid, bytes) in &acknowledged {
+        let back = http
+            .get(format!("{}/ipfs/{cid}", restarted.upload))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(back.status(), 200);
+        assert!(back.bytes().await.unwrap() == bytes[..], "{cid} changed");
+    }
+    let url = format!("{}{path}", restarted.upload);
+    assert_eq!(tus_offset(&http, &url, &token).await, 2 << 20);
+    let end = tus_patch(&http, &url, &token, 2 << 20, whole[2 << 20..].to_vec()).await;
+    assert_eq!(end, whole.len() as u64);
+    let id = path.rsplit('/').next().unwrap();
+    let op = finished_operation(&restarted, &token, id).await;
+    assert_eq!(op["cid"], cid_of(&whole), "{op}");
+    let op = finished_operation(&restarted, &token, &archive_op).await;
+    assert_eq!(op["status"], "completed", "{op}");
+    terminate(restarted);
 }
 
 #[tokio::test]

@@ -24,7 +24,13 @@ use tokio::net::TcpListener;
 
 use crate::error::ApiError;
 
-/// Serve `app` until `shutdown` resolves, then wait for open requests to finish.
+/// How long open requests get to finish once the server is asked to stop. A TUS body stops at
+/// once, keeping its bytes; a POST or a download still running after this is cut, and nothing
+/// it sent was acknowledged (a restart removes what it left behind).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+
+/// Serve `app` until `shutdown` resolves, then wait for open requests to finish, for
+/// [`SHUTDOWN_GRACE`] at most.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
@@ -60,7 +66,12 @@ pub async fn serve(
             let _ = connection.await;
         });
     }
-    graceful.shutdown().await;
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("requests still open after {SHUTDOWN_GRACE:?} were cut");
+    }
     Ok(())
 }
 

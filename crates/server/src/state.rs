@@ -11,7 +11,7 @@ use cairn_store::tus_bytes::TusBytes;
 use cairn_store::MetadataStore;
 use cairn_unixfs::read::ReadLimits;
 use cairn_unixfs::Profile;
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 
 use crate::metrics::Metrics;
 use crate::nodes::NodeDirectory;
@@ -37,6 +37,9 @@ pub struct AppState {
     pub nodes: Arc<NodeDirectory>,
     /// How far this node has provided what is stored to the DHT.
     pub provides: Arc<ProvideStats>,
+    /// Set once the process is asked to stop: background tasks end at a safe point, and a
+    /// TUS body still arriving ends early with its bytes kept.
+    pub stop: Arc<watch::Sender<bool>>,
 }
 
 impl AppState {
@@ -69,6 +72,7 @@ impl AppState {
             node: None,
             nodes: Arc::default(),
             provides: Arc::default(),
+            stop: Arc::new(watch::channel(false).0),
         }
     }
 }
@@ -109,7 +113,7 @@ impl AppState {
 /// Sleep for `duration`, as a background task does between rounds; `true` if `stop` came
 /// first.
 pub async fn sleep_unless_stopped(
-    stop: &tokio::sync::watch::Receiver<bool>,
+    stop: &watch::Receiver<bool>,
     duration: std::time::Duration,
 ) -> bool {
     let mut stop = stop.clone();

@@ -100,6 +100,40 @@ pub fn start_command(mut command: Command) -> Running {
     }
 }
 
+/// Whether this test run may make private mount namespaces (`unshare -m`), where a test
+/// mounts a small disk of its own; a test that needs one says it skipped that part.
+pub fn namespaces_allowed() -> bool {
+    let allowed = Command::new("unshare")
+        .args(["-m", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !allowed {
+        eprintln!("SKIPPED the parts that need a private mount namespace (unshare -m failed)");
+    }
+    allowed
+}
+
+/// `serve` with its data directory on a tmpfs of `mib` MiB that only the server sees (a
+/// private mount namespace). The test reaches that disk through `/proc/PID/root`.
+pub fn start_on_small_disk(data_dir: &std::path::Path, mib: u32, extra: &[&str]) -> Running {
+    let script = format!(
+        "mount -t tmpfs -o size={mib}m tmpfs {} && exec \"$0\" \"$@\"",
+        data_dir.display()
+    );
+    let mut command = Command::new("unshare");
+    command
+        .args(["-m", "sh", "-c", &script, env!("CARGO_BIN_EXE_cairn")])
+        .args(serve_args(data_dir))
+        .args(extra);
+    start_command(command)
+}
+
+/// `data_dir` as the server of `running` sees it: inside its mount namespace, if it has one.
+pub fn seen_by(running: &Running, data_dir: &std::path::Path) -> std::path::PathBuf {
+    let root = std::path::PathBuf::from(format!("/proc/{}/root", running.child.id()));
+    root.join(data_dir.strip_prefix("/").unwrap_or(data_dir))
+}
+
 /// `cairn account create NAME` with `extra` flags on `data_dir`: the new account's token.
 pub fn create_account(data_dir: &std::path::Path, name: &str, extra: &[&str]) -> String {
     let mut args = vec!["account", "create", name, "--json"];
@@ -358,6 +392,29 @@ pub async fn tus_patch(
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// Start a PATCH of `total` bytes on `node` and send only `sent` of them: the node holds the
+/// upload's lease while it waits for the rest.
+pub async fn stalled_patch(
+    node: &Running,
+    path: &str,
+    token: &str,
+    offset: u64,
+    total: usize,
+    sent: &[u8],
+) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let address = node.upload.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let head = format!(
+        "PATCH {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
+         Tus-Resumable: 1.0.0\r\nContent-Type: application/offset+octet-stream\r\n\
+         Upload-Offset: {offset}\r\nContent-Length: {total}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(sent).await.unwrap();
+    stream
 }
 
 /// The CID of a file of `bytes` in the default profile, as the engine computes it in memory.

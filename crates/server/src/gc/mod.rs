@@ -79,8 +79,22 @@ pub enum GcError {
     Overrun,
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A compaction could not write the live blocks it copies; the pack it was compacting is
+    /// left as it was.
+    #[error("the disk is full: no room to copy a pack's live blocks out of it, so it was left as it was; free some space and collect again")]
+    StorageFull,
     #[error("storage I/O: {0}")]
-    Io(#[from] io::Error),
+    Io(io::Error),
+}
+
+impl From<io::Error> for GcError {
+    fn from(e: io::Error) -> Self {
+        if crate::error::is_storage_full(&e) {
+            Self::StorageFull
+        } else {
+            Self::Io(e)
+        }
+    }
 }
 
 /// One index entry, by pack.

@@ -22,6 +22,8 @@ pub(super) struct Received {
     beyond_length: bool,
     checksum_failed: bool,
     preempted: bool,
+    /// The server is stopping.
+    stopping: bool,
 }
 
 impl Received {
@@ -36,6 +38,13 @@ impl Received {
                 "the body goes beyond Upload-Length; the bytes up to the length were kept".into(),
             ));
         }
+        if self.stopping {
+            return Err(ApiError::Unavailable(
+                "the server is stopping; the bytes received were kept: \
+                 send HEAD for the offset and resume"
+                    .into(),
+            ));
+        }
         if self.preempted {
             return Err(ApiError::Locked(
                 "a newer request on this upload took over; the bytes received were kept".into(),
@@ -46,7 +55,7 @@ impl Received {
 }
 
 /// Append a request body to the upload. Bytes are kept when the body ends, is cut off (F1),
-/// goes idle (F4) or is pre-empted (F3), unless it carried a checksum, which makes the chunk
+/// goes idle (F4), is pre-empted (F3) or the server stops, unless it carried a checksum, which makes the chunk
 /// all-or-nothing. The offset returned is durable: the `204` may follow.
 pub(super) async fn receive(
     state: &AppState,
@@ -90,16 +99,22 @@ pub(super) async fn receive(
     });
     let mut remaining = upload.length.map(|length| length.saturating_sub(start));
     let (mut beyond_length, mut cut, mut preempted) = (false, false, false);
+    let mut stop = state.stop.subscribe();
+    let mut stopping = false;
     let mut stream = body.into_data_stream();
     loop {
-        // Once pre-empted, take only what has already arrived (it is the client's, F1), then
-        // let go: a stalled PATCH has nothing ready and stops at once (F3).
-        let next = if preempted {
+        // Once pre-empted or stopping, take only what has already arrived (it is the
+        // client's, F1), then let go: a stalled PATCH has nothing ready and stops at once (F3).
+        let next = if preempted || stopping {
             tokio::time::timeout(Duration::ZERO, stream.next()).await
         } else {
             tokio::select! {
                 _ = lock.preempted() => {
                     preempted = true;
+                    continue;
+                }
+                _ = stop.wait_for(|set| *set) => {
+                    stopping = true;
                     continue;
                 }
                 next = tokio::time::timeout(state.config.idle_timeout, stream.next()) => next,
@@ -108,7 +123,7 @@ pub(super) async fn receive(
         let mut chunk = match next {
             Ok(Some(Ok(chunk))) => chunk,
             Ok(None) => break,
-            Err(_) if preempted => break,
+            Err(_) if preempted || stopping => break,
             // Cut connection or idle past the timeout: keep what arrived.
             Ok(Some(Err(_))) | Err(_) => {
                 cut = true;
@@ -130,7 +145,7 @@ pub(super) async fn receive(
         }
     }
     let checksum_failed = match checksum {
-        Some(sum) => cut || preempted || beyond_length || !sum.matches(),
+        Some(sum) => cut || preempted || stopping || beyond_length || !sum.matches(),
         None => false,
     };
     let finish = if lock.lost() {
@@ -163,5 +178,6 @@ pub(super) async fn receive(
         beyond_length,
         checksum_failed,
         preempted,
+        stopping,
     })
 }
