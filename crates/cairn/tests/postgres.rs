@@ -1,5 +1,6 @@
 //! `cairn serve --database-url postgres://...`: metadata in the machine's PostgreSQL, in a
-//! database created for the test (`server::TestDatabase`).
+//! database created for the test (`server::TestDatabase`), and in a PostgreSQL server of the
+//! test's own that it stops in the middle of work and starts again.
 
 mod server;
 
@@ -101,4 +102,230 @@ fn an_unreachable_or_missing_database_is_one_line_at_once() {
             started.elapsed()
         );
     }
+}
+
+/// A PostgreSQL server of the test's own (`initdb` as the `postgres` user, on a free port),
+/// which the test can stop and start again.
+struct OwnPostgres {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+impl OwnPostgres {
+    /// `None` where the machine cannot run one (no PostgreSQL 15 binaries, no `postgres` user).
+    fn start() -> Option<Self> {
+        if !std::path::Path::new(PG_BIN).join("initdb").exists() {
+            eprintln!("SKIPPED: no {PG_BIN}/initdb");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let chowned = std::process::Command::new("chown")
+            .args(["postgres:postgres"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !chowned {
+            eprintln!("SKIPPED: no postgres user to run a PostgreSQL server of the test's own");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let pg = Self { dir, port };
+        pg.as_postgres(&[
+            &format!("{PG_BIN}/initdb"),
+            "-D",
+            &pg.data(),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+        ]);
+        pg.up();
+        Some(pg)
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("pg").display().to_string()
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    fn as_postgres(&self, args: &[&str]) {
+        let output = std::process::Command::new("runuser")
+            .args(["-u", "postgres", "--"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    fn up(&self) {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("log").display().to_string();
+        let pg_ctl = format!("{PG_BIN}/pg_ctl");
+        self.as_postgres(&[
+            &pg_ctl,
+            "-D",
+            &self.data(),
+            "-l",
+            &log,
+            "-o",
+            &options,
+            "-w",
+            "start",
+        ]);
+    }
+
+    /// Stopped as a crash would: `immediate` skips the shutdown checkpoint.
+    fn down(&self) {
+        let pg_ctl = format!("{PG_BIN}/pg_ctl");
+        self.as_postgres(&[&pg_ctl, "-D", &self.data(), "-m", "immediate", "-w", "stop"]);
+    }
+}
+
+impl Drop for OwnPostgres {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("runuser")
+            .args(["-u", "postgres", "--", &format!("{PG_BIN}/pg_ctl"), "-D"])
+            .arg(self.data())
+            .args(["-m", "immediate", "stop"])
+            .output();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgresql_restart_mid_work_loses_nothing_and_does_each_operation_once() {
+    use server::{
+        content, finished_operation, post_upload, tar_of, tus_create, tus_offset, tus_patch,
+    };
+    let Some(pg) = OwnPostgres::start() else {
+        return;
+    };
+    let data = tempfile::tempdir().unwrap();
+    let args = [
+        "--database-url",
+        &pg.url(),
+        "--workers",
+        "1",
+        "--worker-lease-seconds",
+        "1",
+    ];
+    let running = start(data.path(), &args);
+    let token = running.token.clone();
+    let http = reqwest::Client::new();
+
+    // Before: a stored file, a TUS upload half sent, two archives queued.
+    let first = content(300_000, 1);
+    let (status, body) = post_upload(&running, &token, "first.bin", first.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    let whole = content(3 << 20, 2);
+    let (path, _) = tus_create(&http, &running.upload, &token, whole.len()).await;
+    let url = format!("{}{path}", running.upload);
+    tus_patch(&http, &url, &token, 0, whole[..1 << 20].to_vec()).await;
+    // bzip2, slow to decompress: the first is still being extracted when PostgreSQL stops.
+    let mut archives = Vec::new();
+    for i in 0..2u64 {
+        let (a, b) = (content(4 << 20, 10 + i), content(4 << 20, 20 + i));
+        let tar = tar_of(&[("a.bin", &a), ("b.bin", &b)]);
+        let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+        std::io::Write::write_all(&mut bz, &tar).unwrap();
+        let (status, queued) =
+            post_upload(&running, &token, "pair.tar.bz2", bz.finish().unwrap()).await;
+        assert_eq!(status, 200, "{queued}");
+        archives.push((queued["operationId"].to_string(), a, b));
+    }
+
+    // Stopped while the second is being extracted.
+    for _ in 0..1000 {
+        let op = server::operation(&running, &token, &archives[1].0).await;
+        if op["status"] != "pending" {
+            assert_eq!(op["status"], "processing", "{op}");
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    // PostgreSQL goes away: requests that need it answer 503 with Retry-After, never 500,
+    // and acknowledge nothing.
+    pg.down();
+    let part = reqwest::multipart::Part::bytes(content(1000, 3)).file_name("while-down.bin");
+    let refused = http
+        .post(format!("{}/api/upload", running.upload))
+        .bearer_auth(&token)
+        .multipart(reqwest::multipart::Form::new().part("file", part))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "unavailable", "{body}");
+
+    // It comes back: the same server carries on, without a restart of its own.
+    pg.up();
+    let mut stored = None;
+    for _ in 0..100 {
+        let (status, body) = post_upload(&running, &token, "second.bin", content(2000, 4)).await;
+        if status == 200 {
+            stored = Some(body);
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        stored.is_some(),
+        "no upload succeeded after PostgreSQL came back"
+    );
+    assert_eq!(tus_offset(&http, &url, &token).await, 1 << 20);
+    tus_patch(&http, &url, &token, 1 << 20, whole[1 << 20..].to_vec()).await;
+    let id = path.rsplit('/').next().unwrap();
+    let op = finished_operation(&running, &token, id).await;
+    assert_eq!(op["cid"], server::cid_of(&whole), "{op}");
+    for (id, a, b) in &archives {
+        let op = finished_operation(&running, &token, id).await;
+        assert_eq!(op["status"], "completed", "{op}");
+        let cid = op["cid"].as_str().unwrap();
+        for (name, bytes) in [("a.bin", a), ("b.bin", b)] {
+            let back = http
+                .get(format!("{}/ipfs/{cid}/{name}", running.upload))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(back.status(), 200);
+            assert!(back.bytes().await.unwrap() == bytes[..]);
+        }
+    }
+    // Each upload once: the first file, the TUS upload, two archives, the second file.
+    let listed: serde_json::Value = http
+        .get(format!("{}/api/uploads?limit=100", running.upload))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let uploads = listed["uploads"].as_array().unwrap();
+    assert_eq!(uploads.len(), 5, "{listed}");
+    assert!(
+        uploads.iter().all(|u| u["status"] == "completed"),
+        "{listed}"
+    );
+    terminate(running);
 }

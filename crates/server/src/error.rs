@@ -217,9 +217,7 @@ impl From<StoreError> for ApiError {
                 Self::InsufficientStorage(STORAGE_FULL.into())
             }
             // The database cannot be reached or is overloaded: worth retrying, not a bug.
-            StoreError::Database(
-                sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_),
-            ) => {
+            ref e if e.is_unavailable() => {
                 tracing::error!(error = %e, "metadata store unavailable");
                 Self::Unavailable("the metadata store is unavailable; retry shortly".into())
             }

@@ -183,6 +183,11 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
             tracing::warn!(operation = op.id, error = %e, "storage is full; will retry");
             return;
         }
+        // Nor is a metadata store that is down or restarting: the same, once it is back.
+        Outcome::Failed(e) if store_unavailable(&e) => {
+            tracing::warn!(operation = op.id, error = %e, "the metadata store is unavailable; will retry");
+            return;
+        }
         Outcome::Failed(e) => {
             tracing::error!(operation = op.id, error = %e, "processing failed");
             let message = "the server failed to process the upload".to_owned();
@@ -214,6 +219,13 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
         // Lost the claim meanwhile: whoever holds it now finishes the operation.
         Err(e) => tracing::warn!(operation = op.id, error = %e, "could not record the result"),
     }
+}
+
+/// A store call inside the blocking job failed because the database is unreachable.
+fn store_unavailable(e: &io::Error) -> bool {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<StoreError>())
+        .is_some_and(StoreError::is_unavailable)
 }
 
 fn failure(code: &str, message: String) -> OperationError {

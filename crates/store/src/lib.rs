@@ -60,6 +60,27 @@ pub enum StoreError {
     Io(#[from] std::io::Error),
 }
 
+impl StoreError {
+    /// The database cannot be reached right now (down, restarting, recovering, or the pool
+    /// gave up waiting for a connection): worth retrying, not a fault of the request.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Database(
+                sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::WorkerCrashed
+                | sqlx::Error::Io(_),
+            ) => true,
+            // SQLSTATE class 08 (connection exception), 57P01-57P03 (shut down by an
+            // administrator, crashed, cannot connect now: still recovering).
+            Self::Database(sqlx::Error::Database(db)) => db
+                .code()
+                .is_some_and(|code| code.starts_with("08") || code.starts_with("57P0")),
+            _ => false,
+        }
+    }
+}
+
 /// Held while a collector runs; dropping it releases the lock.
 pub struct CollectorLock {
     _held: Box<dyn std::any::Any + Send>,
