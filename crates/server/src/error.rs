@@ -116,12 +116,15 @@ impl ApiError {
         Self::Internal(cause.to_string())
     }
 
-    /// A failure of our own storage: a full disk (or quota) is worth telling the client,
-    /// which may retry once space is freed; anything else is internal.
+    /// A failure of our own storage: a full disk (or quota), or a store that cannot be reached
+    /// right now, is worth telling the client, which may retry; anything else is internal.
     pub fn storage(e: std::io::Error) -> Self {
         if is_storage_full(&e) {
             tracing::error!(error = %e, "storage is full");
             Self::InsufficientStorage(STORAGE_FULL.into())
+        } else if cairn_store::is_unavailable(&e) {
+            tracing::error!(error = %e, "a store is unavailable");
+            Self::Unavailable(STORAGE_UNAVAILABLE.into())
         } else {
             Self::internal(e)
         }
@@ -178,6 +181,8 @@ pub async fn rewrite_error_body(
 const STORAGE_FULL: &str =
     "the server's storage is full; nothing more was stored. Retry once space is freed";
 
+const STORAGE_UNAVAILABLE: &str = "the server's storage is unavailable; retry shortly";
+
 /// ENOSPC or EDQUOT, also when another error wraps it.
 pub fn is_storage_full(e: &std::io::Error) -> bool {
     use std::io::ErrorKind;
@@ -219,7 +224,7 @@ impl From<StoreError> for ApiError {
             // The database cannot be reached or is overloaded: worth retrying, not a bug.
             ref e if e.is_unavailable() => {
                 tracing::error!(error = %e, "metadata store unavailable");
-                Self::Unavailable("the metadata store is unavailable; retry shortly".into())
+                Self::Unavailable(STORAGE_UNAVAILABLE.into())
             }
             other => Self::internal(other),
         }

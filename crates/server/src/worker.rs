@@ -183,9 +183,9 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
             tracing::warn!(operation = op.id, error = %e, "storage is full; will retry");
             return;
         }
-        // Nor is a metadata store that is down or restarting: the same, once it is back.
-        Outcome::Failed(e) if store_unavailable(&e) => {
-            tracing::warn!(operation = op.id, error = %e, "the metadata store is unavailable; will retry");
+        // Nor is a store that is down or restarting: the same, once it is back.
+        Outcome::Failed(e) if cairn_store::is_unavailable(&e) => {
+            tracing::warn!(operation = op.id, error = %e, "a store is unavailable; will retry");
             return;
         }
         Outcome::Failed(e) => {
@@ -219,13 +219,6 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
         // Lost the claim meanwhile: whoever holds it now finishes the operation.
         Err(e) => tracing::warn!(operation = op.id, error = %e, "could not record the result"),
     }
-}
-
-/// A store call inside the blocking job failed because the database is unreachable.
-fn store_unavailable(e: &io::Error) -> bool {
-    e.get_ref()
-        .and_then(|inner| inner.downcast_ref::<StoreError>())
-        .is_some_and(StoreError::is_unavailable)
 }
 
 fn failure(code: &str, message: String) -> OperationError {

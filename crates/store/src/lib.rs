@@ -60,6 +60,24 @@ pub enum StoreError {
     Io(#[from] std::io::Error),
 }
 
+/// A store that cannot be reached right now: the bucket kept answering errors, resetting or
+/// stalling through every retry. Carried inside an `io::Error`; worth retrying later.
+#[derive(Debug, thiserror::Error)]
+#[error("the content store is unavailable: {0}")]
+pub struct Unavailable(pub String);
+
+/// Whether `e` says a store is unreachable right now (the content store, or the metadata
+/// store behind a call made from blocking code), rather than that something is wrong.
+pub fn is_unavailable(e: &std::io::Error) -> bool {
+    let Some(inner) = e.get_ref() else {
+        return false;
+    };
+    inner.is::<Unavailable>()
+        || inner
+            .downcast_ref::<StoreError>()
+            .is_some_and(StoreError::is_unavailable)
+}
+
 impl StoreError {
     /// The database cannot be reached right now (down, restarting, recovering, or the pool
     /// gave up waiting for a connection): worth retrying, not a fault of the request.
@@ -76,6 +94,7 @@ impl StoreError {
             Self::Database(sqlx::Error::Database(db)) => db
                 .code()
                 .is_some_and(|code| code.starts_with("08") || code.starts_with("57P0")),
+            Self::Io(e) => is_unavailable(e),
             _ => false,
         }
     }

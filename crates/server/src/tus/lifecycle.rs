@@ -57,7 +57,7 @@ pub async fn expire(state: &AppState, upload: &TusUpload) -> Result<(), ApiError
     tokio::task::spawn_blocking(move || bytes.remove(&id))
         .await
         .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)
+        .map_err(ApiError::storage)
 }
 
 /// The durable offset: the length of the bytes (a complete upload may have released them).
@@ -69,7 +69,7 @@ pub(super) async fn offset_of(state: &AppState, upload: &TusUpload) -> Result<u6
     tokio::task::spawn_blocking(move || bytes.offset(&id))
         .await
         .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)
+        .map_err(ApiError::storage)
 }
 
 /// All bytes are stored: the operation becomes claimable.

@@ -112,7 +112,7 @@ fn location(state: &AppState, headers: &HeaderMap, id: &str) -> Result<HeaderVal
 }
 
 /// Parsed `Upload-Concat`.
-fn concat(value: Option<&str>) -> Result<TusConcat, ApiError> {
+pub fn concat(value: Option<&str>) -> Result<TusConcat, ApiError> {
     match value {
         None => Ok(TusConcat::None),
         Some("partial") => Ok(TusConcat::Partial),
@@ -458,7 +458,7 @@ async fn delete(
             tokio::task::spawn_blocking(move || bytes.remove(&id))
                 .await
                 .map_err(ApiError::internal)?
-                .map_err(ApiError::internal)
+                .map_err(ApiError::storage)
         }
     };
     // The record first, so a crash never leaves a live upload without its bytes; but when

@@ -11,12 +11,14 @@ mod tus;
 use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
-use object_store::ObjectStore;
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 
+use crate::Unavailable;
 pub use blobs::S3Blobs;
 pub use tus::S3TusBytes;
 
@@ -52,13 +54,28 @@ impl fmt::Debug for Bucket {
     }
 }
 
+/// How long a request to the bucket is retried (5xx answers, resets, timeouts), with
+/// exponential backoff from 100 ms, before the caller is told the bucket is unavailable: long
+/// enough to ride out a restart or a burst of throttling, short enough that a client waiting
+/// on an upload hears `503` in seconds rather than minutes (object_store's default is 3).
+const RETRY_FOR: Duration = Duration::from_secs(10);
+/// A request that has sent or received nothing for this long is given up (and retried).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
 fn to_io(e: object_store::Error) -> io::Error {
     match e {
         object_store::Error::NotFound { .. } => io::Error::new(io::ErrorKind::NotFound, e),
         // A conditional write lost to another writer.
         object_store::Error::Precondition { .. } => io::Error::new(io::ErrorKind::ResourceBusy, e),
+        // What the retries could not get through: errors, resets, stalls.
+        object_store::Error::Generic { .. } => io::Error::other(Unavailable(first_line(&e))),
         other => io::Error::other(other),
     }
+}
+
+/// The first line only: S3 errors carry whole XML documents.
+fn first_line(e: &impl std::fmt::Display) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_owned()
 }
 
 impl Bucket {
@@ -75,7 +92,15 @@ impl Bucket {
         if bucket.is_empty() {
             return Err(invalid(format!("{url:?} names no bucket")));
         }
-        let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+        let retry = RetryConfig {
+            backoff: BackoffConfig::default(),
+            max_retries: 8,
+            retry_timeout: RETRY_FOR,
+        };
+        let mut builder = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_retry(retry)
+            .with_client_options(ClientOptions::new().with_timeout(REQUEST_TIMEOUT));
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
                 Some(("endpoint", endpoint)) => {
@@ -111,8 +136,8 @@ impl Bucket {
     /// endpoint does not answer.
     pub fn check(&self) -> io::Result<()> {
         let prefix = ObjectPath::from(self.prefix.clone());
-        let result = self.call(|s3| async move { s3.list_with_delimiter(Some(&prefix)).await });
-        let Err(e) = result else {
+        let result = self.call_raw(|s3| async move { s3.list_with_delimiter(Some(&prefix)).await });
+        let Err(e) = result.and_then(|r| r.map_err(|e| io::Error::other(e.to_string()))) else {
             return Ok(());
         };
         let text = e.to_string();
@@ -124,14 +149,25 @@ impl Bucket {
         } else if text.contains("InvalidAccessKeyId") || text.contains("SignatureDoesNotMatch") {
             "the credentials were refused (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)".to_owned()
         } else {
-            // The first line only: S3 errors carry whole XML documents.
-            text.lines().next().unwrap_or_default().to_owned()
+            first_line(&text)
         };
         Err(io::Error::new(e.kind(), why))
     }
 
     /// Run `work` with the client on the bucket's runtime, and wait for it here.
     fn call<T, Work>(&self, work: impl FnOnce(Arc<AmazonS3>) -> Work) -> io::Result<T>
+    where
+        T: Send + 'static,
+        Work: std::future::Future<Output = object_store::Result<T>> + Send + 'static,
+    {
+        self.call_raw(work)?.map_err(to_io)
+    }
+
+    /// `call`, with object_store's own error (whole, for `check` to read).
+    fn call_raw<T, Work>(
+        &self,
+        work: impl FnOnce(Arc<AmazonS3>) -> Work,
+    ) -> io::Result<object_store::Result<T>>
     where
         T: Send + 'static,
         Work: std::future::Future<Output = object_store::Result<T>> + Send + 'static,
@@ -143,8 +179,7 @@ impl Bucket {
             let _ = tx.send(work.await);
         });
         rx.recv()
-            .map_err(|_| io::Error::other("the S3 runtime stopped"))?
-            .map_err(to_io)
+            .map_err(|_| io::Error::other("the S3 runtime stopped"))
     }
 
     /// The object `name` under this store's prefix (`name` may hold `/`).
