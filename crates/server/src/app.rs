@@ -41,6 +41,8 @@ pub fn upload_app(state: AppState) -> Router {
         .route("/routing/v1/peers/{peer}", get(routing::peers))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/metrics", get(metrics))
+        // Public like `/healthz`: the description of the API holds nothing of anyone's.
+        .route("/api/openapi.json", get(openapi))
         .with_state(state.clone())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -142,6 +144,15 @@ fn operation_routes() -> Router<AppState> {
             get(uploads::get).delete(uploads::delete),
         )
         .route("/api/node", get(node::node))
+}
+
+/// The OpenAPI description of both hosts, `openapi.yaml` at the repository's root. It is
+/// written in JSON (which is also YAML), so it is served as it is: no YAML parser in the
+/// server, and the bytes served are the file `tests/openapi.rs` checks.
+const OPENAPI: &str = include_str!("../../../openapi.yaml");
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
 }
 
 async fn not_found(uri: Uri) -> ApiError {
