@@ -312,15 +312,8 @@ async fn a_postgresql_restart_mid_work_loses_nothing_and_does_each_operation_onc
         }
     }
     // Each upload once: the first file, the TUS upload, two archives, the second file.
-    let listed: serde_json::Value = http
-        .get(format!("{}/api/uploads?limit=100", running.upload))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed =
+        server::get_json(&format!("{}/api/uploads?limit=100", running.upload), &token).await;
     let uploads = listed["uploads"].as_array().unwrap();
     assert_eq!(uploads.len(), 5, "{listed}");
     assert!(

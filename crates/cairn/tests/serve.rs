@@ -44,15 +44,8 @@ async fn serve_with_zero_configuration_then_upload_administer_and_stop() {
     let created: serde_json::Value = serde_json::from_slice(&created).unwrap();
     assert_eq!(created["name"], "bob");
     let bob_token = created["token"].as_str().unwrap().to_owned();
-    let limit: serde_json::Value = client
-        .get(format!("{}/api/upload-limit", running.account))
-        .bearer_auth(&bob_token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let limit =
+        server::get_json(&format!("{}/api/upload-limit", running.account), &bob_token).await;
     assert_eq!(limit["limit"], 1234);
 
     admin(&["token", "revoke", &bob_token[..16]], &data_dir);

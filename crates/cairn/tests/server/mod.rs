@@ -251,8 +251,13 @@ pub fn client(running: &Running, token: &str, home: &std::path::Path, args: &[&s
 
 /// An operation (by id, or by TUS upload id) as the upload host of `running` reports it.
 pub async fn operation(running: &Running, token: &str, id: &str) -> serde_json::Value {
+    get_json(&format!("{}/api/operations/{id}", running.upload), token).await
+}
+
+/// `GET url` with `token`: the JSON body, whatever the status.
+pub async fn get_json(url: &str, token: &str) -> serde_json::Value {
     reqwest::Client::new()
-        .get(format!("{}/api/operations/{id}", running.upload))
+        .get(url)
         .bearer_auth(token)
         .send()
         .await

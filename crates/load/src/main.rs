@@ -1,0 +1,96 @@
+//! `cairn-load`: the command line of the load test (`scripts/load`); see the library's docs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+
+/// Load a running Cairn with concurrent clients in a realistic mix, then check that every
+/// acknowledged upload reads back byte for byte. Ends with `N errors, N lost`; exits 1 unless
+/// both are 0.
+#[derive(Parser)]
+#[command(version)]
+struct Args {
+    /// How long the clients run.
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
+    /// How many clients run at once.
+    #[arg(long, default_value_t = 200)]
+    clients: usize,
+    /// Upload host.
+    #[arg(long, env = "CAIRN_URL", default_value = "http://127.0.0.1:8080")]
+    url: String,
+    /// Account host.
+    #[arg(
+        long,
+        env = "CAIRN_ACCOUNT_URL",
+        default_value = "http://127.0.0.1:8081"
+    )]
+    account_url: String,
+    /// API token; give it several times (or a comma-separated CAIRN_TOKEN) and the clients
+    /// share the tokens out, one account per client when there are enough.
+    #[arg(
+        long = "token",
+        env = "CAIRN_TOKEN",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
+    tokens: Vec<String>,
+    /// A file of tokens, one a line (added to --token).
+    #[arg(long)]
+    tokens_file: Option<PathBuf>,
+    /// The server's process id: its peak memory (VmHWM) is reported.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// After the run, unfinished operations are waited for; if none finishes for this long,
+    /// those left count as lost.
+    #[arg(long, default_value_t = 120)]
+    stall_seconds: u64,
+    /// The longest one request may take before it counts as an error.
+    #[arg(long, default_value_t = 60)]
+    timeout_seconds: u64,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Args) -> Result<bool> {
+    let mut tokens: Vec<String> = args.tokens.into_iter().filter(|t| !t.is_empty()).collect();
+    if let Some(path) = &args.tokens_file {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        tokens.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    anyhow::ensure!(
+        !tokens.is_empty(),
+        "no API token: pass --token, set CAIRN_TOKEN, or give --tokens-file"
+    );
+    anyhow::ensure!(args.clients > 0, "--clients must be at least 1");
+    let mut config = cairn_load::Config::new(&args.url, &args.account_url, tokens);
+    config.clients = args.clients;
+    config.duration = Duration::from_secs(args.seconds);
+    config.stall = Duration::from_secs(args.stall_seconds);
+    config.request_timeout = Duration::from_secs(args.timeout_seconds);
+    config.server_pid = args.pid;
+    config.progress = true;
+    let runtime = tokio::runtime::Runtime::new().context("starting the runtime")?;
+    let report = runtime.block_on(cairn_load::run(config));
+    println!("{report}");
+    Ok(report.passed())
+}
