@@ -166,9 +166,23 @@ async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
 /// Every error body is the contract's JSON, including the rejections of axum's extractors and
 /// layers, which answer in plain text: their text becomes the message, and the status and
 /// other headers stay.
+///
+/// An error answered to a request that sent a body also says `Connection: close`: the body
+/// may not have been read (a `401` or `429` comes before it), and hyper then closes the
+/// connection without saying so, which a client reusing it met as a broken pipe.
 async fn json_errors(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
+    let sent_a_body = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .is_some_and(|v| v.as_bytes() != b"0")
+        || request.headers().contains_key(header::TRANSFER_ENCODING);
+    let mut response = next.run(request).await;
     let status = response.status();
+    if sent_a_body && (status.is_client_error() || status.is_server_error()) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     let is_json = response
         .headers()
         .get(header::CONTENT_TYPE)

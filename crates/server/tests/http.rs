@@ -107,6 +107,18 @@ async fn authentication_errors_follow_the_contract() {
         body,
         serde_json::json!({"account": "alice", "limit": 2000, "storedBytes": 0, "quota": null})
     );
+    // Refused before its body is read: the answer says the connection closes, so a client
+    // does not send its next request down a connection the server is about to drop.
+    let refused = server
+        .client
+        .post(format!("{}/api/upload", server.upload))
+        .bearer_auth("nonsense")
+        .body(vec![0u8; 300_000])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(refused.headers()["connection"], "close");
 }
 
 #[tokio::test]
