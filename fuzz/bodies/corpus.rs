@@ -1,6 +1,7 @@
-//! The replay tests' side of fuzzing, shared by `crates/car/tests/fuzz_corpus.rs` and
-//! `crates/unixfs/tests/fuzz_corpus.rs`: the inputs kept as regressions, and where seeds go.
-//! (Paths are from a crate's manifest directory: both crates sit at `crates/<name>`.)
+//! The replay tests' side of fuzzing, shared by every crate's `tests/fuzz_corpus.rs` (car,
+//! unixfs, archive, server): the inputs kept as regressions, and where seeds go. (Paths are
+//! from a crate's manifest directory: every crate sits at `crates/<name>`.)
+#![allow(dead_code)] // not every replay test makes UnixFS seeds
 
 use std::path::Path;
 

@@ -1,12 +1,13 @@
 //! Every rule of `shared/spec/archive-safety.md`, on archives these tests build themselves.
 //! Headers are written byte by byte where the `tar` crate would refuse a hostile name.
 
-use std::io::Write;
-
+#[path = "support/compress.rs"]
+mod compress;
 mod support;
 
 use cairn_archive::{ArchiveError, ArchiveFormat, Limits};
 use cairn_unixfs::{DirectoryBuilder, MemoryBlocks, Profile};
+use compress::compress;
 use support::{extract, extract_with, import, refused};
 
 /// One tar entry: name bytes, type, content (or link target for links).
@@ -70,31 +71,6 @@ fn tar_of(entries: &[Entry]) -> Vec<u8> {
     }
     out.resize(out.len() + 1024, 0);
     out
-}
-
-fn compress(format: ArchiveFormat, tar: &[u8]) -> Vec<u8> {
-    match format {
-        ArchiveFormat::Tar => tar.to_vec(),
-        ArchiveFormat::Gzip => {
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-            e.write_all(tar).unwrap();
-            e.finish().unwrap()
-        }
-        ArchiveFormat::Bzip2 => {
-            let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
-            e.write_all(tar).unwrap();
-            e.finish().unwrap()
-        }
-        ArchiveFormat::Xz => {
-            let mut e = liblzma::write::XzEncoder::new(Vec::new(), 1);
-            e.write_all(tar).unwrap();
-            e.finish().unwrap()
-        }
-        ArchiveFormat::Zstd => {
-            ruzstd::encoding::compress_to_vec(tar, ruzstd::encoding::CompressionLevel::Fastest)
-        }
-        other => panic!("not a tar format: {other:?}"),
-    }
 }
 
 const TAR_FORMATS: [ArchiveFormat; 5] = [

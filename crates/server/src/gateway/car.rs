@@ -102,7 +102,7 @@ pub(super) fn car(
 
 /// The CAR's `version`, `order` and `dups`, from the query (`car-version`, `car-order`,
 /// `car-dups`) or else the `Accept` header's parameters; true when duplicates are wanted.
-fn car_duplicates(params: &GatewayParams, headers: &HeaderMap) -> Result<bool, ApiError> {
+pub fn car_duplicates(params: &GatewayParams, headers: &HeaderMap) -> Result<bool, ApiError> {
     let accept = accept(headers);
     let from_accept = |key: &str| -> Option<String> {
         let car = accept
@@ -145,7 +145,7 @@ fn car_duplicates(params: &GatewayParams, headers: &HeaderMap) -> Result<bool, A
 }
 
 /// `entity-bytes=from:to`: `to` inclusive or `*`; negative values count from the end.
-fn entity_range(spec: &str, size: u64) -> Result<Range<u64>, ApiError> {
+pub fn entity_range(spec: &str, size: u64) -> Result<Range<u64>, ApiError> {
     let bad = || ApiError::BadRequest(format!("entity-bytes must be from:to, not {spec:?}"));
     let (from, to) = spec.split_once(':').ok_or_else(bad)?;
     let at = |v: &str| -> Result<u64, ApiError> {

@@ -85,7 +85,7 @@ pub(super) async fn file(
 
 /// A single `bytes=` range, resolved against `size`; `None` when absent or not satisfiable
 /// as one range (then the whole body is sent, as RFC 9110 allows).
-fn byte_range(headers: &HeaderMap, size: u64) -> Result<Option<Range<u64>>, ApiError> {
+pub fn byte_range(headers: &HeaderMap, size: u64) -> Result<Option<Range<u64>>, ApiError> {
     let Some(spec) = headers
         .get(header::RANGE)
         .and_then(|v| v.to_str().ok())

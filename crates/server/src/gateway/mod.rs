@@ -23,6 +23,14 @@ mod listing;
 mod resolve;
 pub mod subdomain;
 
+// The request's parsers, for the fuzz targets (`fuzz/bodies/server.rs`).
+#[doc(hidden)]
+pub use car::{car_duplicates, entity_range};
+#[doc(hidden)]
+pub use file::byte_range;
+#[doc(hidden)]
+pub use resolve::parse as parse_path;
+
 use std::io;
 
 use axum::body::Body;
@@ -68,13 +76,13 @@ pub struct GatewayParams {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
+pub enum Format {
     Plain,
     Raw,
     Car,
 }
 
-fn negotiate(params: &GatewayParams, headers: &HeaderMap) -> Result<Format, ApiError> {
+pub fn negotiate(params: &GatewayParams, headers: &HeaderMap) -> Result<Format, ApiError> {
     match params.format.as_deref() {
         Some("raw") => return Ok(Format::Raw),
         Some("car") => return Ok(Format::Car),

@@ -8,7 +8,7 @@ use crate::error::ApiError;
 
 /// The root CID and the path's names from the route's parameters. A path deeper than the
 /// reader may walk is refused here, before any block is read.
-pub(super) fn parse(
+pub fn parse(
     params: &[(String, String)],
     max_depth: usize,
 ) -> Result<(Cid, Vec<String>), ApiError> {

@@ -49,7 +49,7 @@ pub fn with_content_origins(routes: Router, state: &AppState) -> Router {
 }
 
 /// Rewrite `request` to `/ipfs/{cid}{path}` when its host is a content origin.
-fn to_gateway_request(
+pub fn to_gateway_request(
     config: &ServerConfig,
     suffix: &str,
     request: &mut Request,
@@ -84,7 +84,7 @@ fn to_gateway_request(
 
 /// A browser opening a page, rather than a program fetching bytes: its navigation says so,
 /// or it accepts HTML. curl, `cairn get` and trustless clients stay on the path gateway.
-pub(super) fn is_browser_navigation(headers: &HeaderMap) -> bool {
+pub fn is_browser_navigation(headers: &HeaderMap) -> bool {
     let navigates = headers
         .get("sec-fetch-mode")
         .is_some_and(|mode| mode == "navigate");
@@ -92,7 +92,7 @@ pub(super) fn is_browser_navigation(headers: &HeaderMap) -> bool {
 }
 
 /// `301` from `/ipfs/{cid}/rest?query` to `{scheme}://{label}.ipfs.{domain}{:port}/rest?query`.
-pub(super) fn redirect(
+pub fn redirect(
     config: &ServerConfig,
     domain: &str,
     headers: &HeaderMap,
@@ -109,9 +109,11 @@ pub(super) fn redirect(
         .unwrap_or("/");
     let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
     let location = format!(
-        "{}://{label}.ipfs.{domain}{}{rest}{query}",
+        "{}://{label}.ipfs.{domain}{}{}{}",
         origin.scheme,
-        origin.port_suffix()
+        origin.port_suffix(),
+        ascii(rest),
+        ascii(&query)
     );
     let location = HeaderValue::from_str(&location)
         .map_err(|_| ApiError::BadRequest("the request's path is not a URI path".into()))?;
@@ -120,6 +122,20 @@ pub(super) fn redirect(
         [(header::LOCATION, location)],
     )
         .into_response())
+}
+
+/// `text` with every non-ASCII byte percent-encoded: a request's path may carry raw UTF-8
+/// (curl sends it as typed, and hyper takes it), but a `Location` is a URI, ASCII only.
+fn ascii(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii() {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// The CID as one DNS label: CIDv1 (a CIDv0 converted) in base32, or base36 when base32 is

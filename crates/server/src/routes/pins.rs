@@ -152,6 +152,23 @@ async fn list(
         .check(account.id, Endpoint::Operations)
         .await?;
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let filter = list_filter(params)?;
+    let (count, page) = tokio::try_join!(
+        state.store.count_kept(account.id, &filter),
+        state.store.list_kept(account.id, &filter),
+    )?;
+    let delegates = delegates(&state);
+    Ok(Json(PinResults {
+        count,
+        results: page
+            .into_iter()
+            .map(|op| pin_status(op, &delegates))
+            .collect(),
+    }))
+}
+
+/// What a list's query asks for, checked.
+pub fn list_filter(params: ListParams) -> Result<KeptFilter, ApiError> {
     let limit = query::limit(params.limit.as_deref(), DEFAULT_LIMIT)?;
     let cids = query::list(params.cid.as_deref(), query::cid)?;
     if cids.len() > MAX_CID_FILTER {
@@ -172,7 +189,7 @@ async fn list(
         .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_owned()))
         .collect(),
     };
-    let filter = KeptFilter {
+    Ok(KeptFilter {
         cids,
         name: query::name(params.name, params.name_match.as_deref())?,
         statuses,
@@ -182,19 +199,7 @@ async fn list(
         with_cid: true,
         limit,
         ..KeptFilter::default()
-    };
-    let (count, page) = tokio::try_join!(
-        state.store.count_kept(account.id, &filter),
-        state.store.list_kept(account.id, &filter),
-    )?;
-    let delegates = delegates(&state);
-    Ok(Json(PinResults {
-        count,
-        results: page
-            .into_iter()
-            .map(|op| pin_status(op, &delegates))
-            .collect(),
-    }))
+    })
 }
 
 async fn add(
@@ -280,6 +285,20 @@ async fn new_pin(
     account_id: i64,
     body: &[u8],
 ) -> Result<(NewPin, Option<StoredDag>), ApiError> {
+    let pin = parse_pin(account_id, body)?;
+    let stored = state
+        .store
+        .kept_dag_size(&pin.cid)
+        .await?
+        .map(|size| StoredDag {
+            cid: pin.cid.clone(),
+            size,
+        });
+    Ok((pin, stored))
+}
+
+/// A `Pin` from a request body, checked.
+pub fn parse_pin(account_id: i64, body: &[u8]) -> Result<NewPin, ApiError> {
     if body.len() > MAX_BODY_BYTES {
         return Err(ApiError::BadRequest(format!(
             "the pin is {} bytes; at most {MAX_BODY_BYTES} are accepted",
@@ -335,23 +354,14 @@ async fn new_pin(
             meta.len()
         )));
     }
-    let stored = state
-        .store
-        .kept_dag_size(&cid)
-        .await?
-        .map(|size| StoredDag {
-            cid: cid.clone(),
-            size,
-        });
-    let pin = NewPin {
+    Ok(NewPin {
         request_id: cairn_store::packs::random_name(),
         account_id,
         cid,
         name,
         origins,
         meta,
-    };
-    Ok((pin, stored))
+    })
 }
 
 /// A JSON object whose values are all strings.

@@ -4,6 +4,7 @@
 //! that runs the importer and writes new blocks into a pack file. The pack is made durable,
 //! then the metadata is committed, then the response is sent (CONTRACT "Small upload").
 
+use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::sync::Arc;
 
@@ -102,13 +103,8 @@ pub async fn upload(
     let mut name = params.name;
     let mut received: Option<Received> = None;
     while let Some(field) = multipart.next_field().await.map_err(bad_multipart)? {
-        match field.name() {
-            Some("file") if received.is_none() => {
-                received = Some(receive_file(&state, &account, &intent, field).await?);
-            }
-            Some("name") if name.is_none() => name = Some(read_name(field).await?),
-            // Any other part is ignored (CONTRACT); multer skips its bytes.
-            _ => {}
+        if let Some(file) = file_part(field, &mut name, received.is_some()).await? {
+            received = Some(receive_file(&state, &account, &intent, file).await?);
         }
     }
     let received = received
@@ -187,6 +183,22 @@ fn bad_multipart(e: MultipartError) -> ApiError {
     ApiError::BadRequest(format!("malformed multipart body: {}", e.body_text()))
 }
 
+/// A part of the form: the first `file` part is given back to be received; the first `name`
+/// part is read, unless the query named the upload; any other part is ignored (CONTRACT;
+/// multer skips its bytes).
+pub async fn file_part<'m>(
+    field: Field<'m>,
+    name: &mut Option<String>,
+    file_received: bool,
+) -> Result<Option<Field<'m>>, ApiError> {
+    match field.name() {
+        Some("file") if !file_received => return Ok(Some(field)),
+        Some("name") if name.is_none() => *name = Some(read_name(field).await?),
+        _ => {}
+    }
+    Ok(None)
+}
+
 async fn read_name(mut field: Field<'_>) -> Result<String, ApiError> {
     let mut bytes = Vec::new();
     while let Some(chunk) = field.chunk().await.map_err(bad_multipart)? {
@@ -250,7 +262,7 @@ async fn receive_file(
     state: &AppState,
     account: &Account,
     intent: &Intent,
-    mut field: Field<'_>,
+    field: Field<'_>,
 ) -> Result<Received, ApiError> {
     let Intent {
         upload_id,
@@ -259,30 +271,12 @@ async fn receive_file(
         extract_asked,
     } = intent;
     let file_name = field.file_name().map(str::to_owned);
-    let limit = account.upload_limit;
-    let mut received = 0u64;
-    let mut next = |chunk: Option<Bytes>| -> Result<Option<Bytes>, ApiError> {
-        if let Some(chunk) = &chunk {
-            received += chunk.len() as u64;
-            if received > limit {
-                return Err(too_large(limit));
-            }
-        }
-        Ok(chunk)
-    };
-
-    // Enough of the start to recognise the format.
-    let mut head = Vec::new();
-    let mut early = Vec::new();
-    while head.len() < HEAD_BYTES {
-        match next(field.chunk().await.map_err(bad_multipart)?)? {
-            Some(chunk) => {
-                head.extend_from_slice(&chunk[..chunk.len().min(HEAD_BYTES - head.len())]);
-                early.push(chunk);
-            }
-            None => break,
-        }
-    }
+    let mut part = FilePart::new(
+        field,
+        account.upload_limit,
+        PIECE_CHUNKS * profile.chunk_size,
+    );
+    let head = part.head().await?;
     let kind = detect::detect(&head);
     if *extract_asked && kind == ContentKind::Plain {
         return Err(ApiError::BadRequest(
@@ -321,36 +315,10 @@ async fn receive_file(
                 .map_err(|_| ApiError::internal("the importer stopped early"))
         }
     };
-    // The body arrives in small network-sized chunks. They are gathered into pieces of exactly
-    // PIECE_CHUNKS import chunks: the one copy the body makes on its way to the hasher.
     // If the importer stops early (a corrupt CAR), its own error is the one to report.
-    let piece_bytes = PIECE_CHUNKS * profile.chunk_size;
     let streamed = async {
-        let mut piece = BytesMut::with_capacity(piece_bytes);
-        let gather = |mut chunk: Bytes, piece: &mut BytesMut| {
-            let mut full = Vec::new();
-            while !chunk.is_empty() {
-                let take = (piece_bytes - piece.len()).min(chunk.len());
-                piece.extend_from_slice(&chunk.split_to(take));
-                if piece.len() == piece_bytes {
-                    let next = BytesMut::with_capacity(piece_bytes);
-                    full.push(std::mem::replace(piece, next).freeze());
-                }
-            }
-            full
-        };
-        for chunk in early {
-            for full in gather(chunk, &mut piece) {
-                send(Piece::Bytes(full)).await?;
-            }
-        }
-        while let Some(chunk) = next(field.chunk().await.map_err(bad_multipart)?)? {
-            for full in gather(chunk, &mut piece) {
-                send(Piece::Bytes(full)).await?;
-            }
-        }
-        if !piece.is_empty() {
-            send(Piece::Bytes(piece.freeze())).await?;
+        while let Some(piece) = part.next_piece().await? {
+            send(Piece::Bytes(piece)).await?;
         }
         send(Piece::End).await
     }
@@ -367,11 +335,104 @@ async fn receive_file(
     streamed?;
     Ok(Received {
         stored,
-        size: received,
+        size: part.received(),
         mime_type: detect::mime_type(&head, file_name.as_deref()),
         file_name,
         kind,
     })
+}
+
+/// A `file` part as it arrives: every byte counted against the account's upload limit, the
+/// head kept to recognise the format, then all of it in pieces of whole import chunks.
+pub struct FilePart<'m> {
+    field: Field<'m>,
+    limit: u64,
+    received: u64,
+    ended: bool,
+    /// Chunks read for the head, not handed on yet.
+    early: VecDeque<Bytes>,
+    /// What is left of the chunk being cut into pieces.
+    pending: Bytes,
+    piece: BytesMut,
+    piece_bytes: usize,
+}
+
+impl<'m> FilePart<'m> {
+    /// A part of at most `limit` bytes, handed on in pieces of `piece_bytes`.
+    pub fn new(field: Field<'m>, limit: u64, piece_bytes: usize) -> Self {
+        Self {
+            field,
+            limit,
+            received: 0,
+            ended: false,
+            early: VecDeque::new(),
+            pending: Bytes::new(),
+            piece: BytesMut::new(),
+            piece_bytes,
+        }
+    }
+
+    /// The bytes of the part received so far.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// The next chunk as it came from the network, counted against the limit.
+    async fn chunk(&mut self) -> Result<Option<Bytes>, ApiError> {
+        if self.ended {
+            return Ok(None);
+        }
+        let Some(chunk) = self.field.chunk().await.map_err(bad_multipart)? else {
+            self.ended = true;
+            return Ok(None);
+        };
+        self.received += chunk.len() as u64;
+        if self.received > self.limit {
+            return Err(too_large(self.limit));
+        }
+        Ok(Some(chunk))
+    }
+
+    /// Enough of the start to recognise the format: the first [`HEAD_BYTES`] (all of a shorter
+    /// part). Read before the first piece; its chunks are handed on with the pieces.
+    pub async fn head(&mut self) -> Result<Vec<u8>, ApiError> {
+        let mut head = Vec::new();
+        while head.len() < HEAD_BYTES {
+            let Some(chunk) = self.chunk().await? else {
+                break;
+            };
+            head.extend_from_slice(&chunk[..chunk.len().min(HEAD_BYTES - head.len())]);
+            self.early.push_back(chunk);
+        }
+        Ok(head)
+    }
+
+    /// The next `piece_bytes` of the part (the rest, at its end), or `None` after its end. The
+    /// body arrives in small network-sized chunks; gathering them into pieces of whole import
+    /// chunks is the one copy it makes on its way to the hasher.
+    pub async fn next_piece(&mut self) -> Result<Option<Bytes>, ApiError> {
+        loop {
+            if self.piece.len() == self.piece_bytes {
+                return Ok(Some(std::mem::take(&mut self.piece).freeze()));
+            }
+            if self.pending.is_empty() {
+                let chunk = match self.early.pop_front() {
+                    Some(chunk) => Some(chunk),
+                    None => self.chunk().await?,
+                };
+                match chunk {
+                    Some(chunk) => self.pending = chunk,
+                    None if self.piece.is_empty() => return Ok(None),
+                    None => return Ok(Some(std::mem::take(&mut self.piece).freeze())),
+                }
+            }
+            if self.piece.capacity() == 0 {
+                self.piece.reserve(self.piece_bytes);
+            }
+            let take = (self.piece_bytes - self.piece.len()).min(self.pending.len());
+            self.piece.extend_from_slice(&self.pending.split_to(take));
+        }
+    }
 }
 
 /// Runs on a blocking thread: store the part into a new pack until `End`. A CAR is imported
