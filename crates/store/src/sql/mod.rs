@@ -207,19 +207,33 @@ impl<'q, B: Backend> Statement<'q, B> {
 /// [`postgres::PostgresStore`].
 pub struct SqlStore<B: Backend> {
     pool: Pool<B>,
+    /// Where writes go. SQLite: a pool of its own with one connection, so writers queue in
+    /// the process, first come first served. Through the shared pool they would wait on the
+    /// database's one write lock in SQLite's busy handler, which polls with sleeps growing to
+    /// 100 ms and lets newcomers overtake: under load a worker's claim waited over a second.
+    /// PostgreSQL: the same pool, as it locks rows.
+    writer: Pool<B>,
 }
 
 impl<B: Backend> SqlStore<B> {
     /// Close every connection; later calls fail as a store that is down would.
     pub async fn close(&self) {
+        self.writer.close().await;
         self.pool.close().await;
     }
 
+    /// A connection for reading.
     async fn conn(&self) -> Result<PoolConnection<B>, sqlx::Error> {
         self.pool.acquire().await
     }
 
+    /// A connection for statements that write, each its own transaction.
+    async fn write_conn(&self) -> Result<PoolConnection<B>, sqlx::Error> {
+        self.writer.acquire().await
+    }
+
+    /// A transaction that writes.
     async fn write(&self) -> Result<Transaction<'static, B>, sqlx::Error> {
-        self.pool.begin_with(B::DIALECT.begin_write()).await
+        self.writer.begin_with(B::DIALECT.begin_write()).await
     }
 }

@@ -59,7 +59,10 @@ impl PostgresStore {
             .connect(url)
             .await?;
         migrate(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self {
+            writer: pool.clone(),
+            pool,
+        })
     }
 }
 

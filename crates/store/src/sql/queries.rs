@@ -74,7 +74,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(limits.upload_limit as i64)
         .bind(limits.quota.map(|q| q as i64))
         .bind(now_ms())
-        .fetch_one(&mut self.conn().await?)
+        .fetch_one(&mut self.write_conn().await?)
         .await;
         match result {
             Ok(row) => Ok(account_from(&row)),
@@ -138,13 +138,13 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(prefix)
         .bind(&hash[..])
         .bind(now_ms())
-        .fetch_one(&mut self.conn().await?)
+        .fetch_one(&mut self.write_conn().await?)
         .await?;
         Ok(token_from(&row))
     }
 
     async fn revoke_token(&self, prefix_or_id: &str) -> Result<TokenInfo, StoreError> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.write_conn().await?;
         let rows = match prefix_or_id.parse::<i64>() {
             Ok(id) => B::query("SELECT * FROM tokens WHERE id = $1").bind(id),
             // Either string may be the longer one: a full token, or a few characters of one.
@@ -302,7 +302,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .bind(now + lease.as_millis() as i64)
             .bind(now)
             .bind(now)
-            .fetch_optional(&mut self.conn().await?)
+            .fetch_optional(&mut self.write_conn().await?)
             .await?;
         row.as_ref().map(operation_from).transpose()
     }
@@ -330,7 +330,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .bind(now)
             .bind(id)
             .bind(worker)
-            .execute(&mut self.conn().await?)
+            .execute(&mut self.write_conn().await?)
             .await?;
         Ok(updated == 1)
     }
@@ -369,7 +369,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(now_ms())
         .bind(id)
         .bind(worker)
-        .execute(&mut self.conn().await?)
+        .execute(&mut self.write_conn().await?)
         .await?;
         Ok(())
     }
@@ -393,7 +393,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(now)
         .bind(id)
         .bind(worker)
-        .execute(&mut self.conn().await?)
+        .execute(&mut self.write_conn().await?)
         .await?;
         if updated == 0 {
             return Err(StoreError::NotFound(format!(
@@ -459,7 +459,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             B::query("UPDATE tus_uploads SET length = $1 WHERE id = $2 AND length IS NULL")
                 .bind(length as i64)
                 .bind(id)
-                .execute(&mut self.conn().await?)
+                .execute(&mut self.write_conn().await?)
                 .await?;
         if updated == 0 {
             return Err(StoreError::Conflict(format!(
@@ -549,7 +549,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         now_ms: i64,
         until_ms: i64,
     ) -> Result<LeaseAttempt, StoreError> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.write_conn().await?;
         // The holder may let go between the two statements: then try again.
         loop {
             let taken = B::query(
@@ -594,7 +594,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(until_ms)
         .bind(id)
         .bind(holder)
-        .fetch_optional(&mut self.conn().await?)
+        .fetch_optional(&mut self.write_conn().await?)
         .await?;
         Ok(row.map(|row| row.int("stop_requested") != 0))
     }
@@ -602,7 +602,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     async fn ask_upload_holder_to_stop(&self, id: &str) -> Result<(), StoreError> {
         B::query("UPDATE upload_leases SET stop_requested = 1 WHERE upload_id = $1")
             .bind(id)
-            .execute(&mut self.conn().await?)
+            .execute(&mut self.write_conn().await?)
             .await?;
         Ok(())
     }
@@ -611,7 +611,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         B::query("DELETE FROM upload_leases WHERE upload_id = $1 AND holder = $2")
             .bind(id)
             .bind(holder)
-            .execute(&mut self.conn().await?)
+            .execute(&mut self.write_conn().await?)
             .await?;
         Ok(())
     }
@@ -644,7 +644,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .bind(f64::from(quota))
             .bind(now_ms)
             .bind(per_ms)
-            .fetch_one(&mut self.conn().await?)
+            .fetch_one(&mut self.write_conn().await?)
             .await?;
         Ok((row.int("granted") != 0, row.real("tokens")))
     }
@@ -936,7 +936,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(&addrs)
         .bind(node.gateway.as_deref())
         .bind(node.seen_at_ms)
-        .execute(&mut self.conn().await?)
+        .execute(&mut self.write_conn().await?)
         .await?;
         Ok(())
     }
@@ -952,7 +952,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     async fn forget_node(&self, peer_id: &str) -> Result<(), StoreError> {
         B::query("DELETE FROM nodes WHERE peer_id = $1")
             .bind(peer_id)
-            .execute(&mut self.conn().await?)
+            .execute(&mut self.write_conn().await?)
             .await?;
         Ok(())
     }
@@ -1043,7 +1043,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(progress.through.completed_at_ms)
         .bind(progress.through.operation_id)
         .bind(progress.last_sweep_at_ms)
-        .execute(&mut self.conn().await?)
+        .execute(&mut self.write_conn().await?)
         .await?;
         Ok(())
     }

@@ -54,21 +54,10 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            // A COMMIT that fails with SQLITE_FULL is rolled back by SQLite itself, so the
-            // ROLLBACK sqlx sends next fails too and its connection still counts an open
-            // transaction: every later BEGIN on it would fail ("non-zero transaction depth").
-            // Such a connection is closed instead of going back to the pool, so the store
-            // works again as soon as the disk has room.
-            .after_release(|conn, _| {
-                let depth =
-                    <SqliteTransactionManager as TransactionManager>::get_transaction_depth(conn);
-                Box::pin(async move { Ok(depth == 0) })
-            })
-            .connect_with(options)
-            .await?;
-        let store = Self { pool };
+        let pool = pool_options(8).connect_with(options.clone()).await?;
+        // One connection: see `SqlStore::writer`.
+        let writer = pool_options(1).connect_with(options).await?;
+        let store = Self { pool, writer };
         store.migrate().await?;
         Ok(store)
     }
@@ -90,4 +79,19 @@ impl SqliteStore {
         }
         Ok(())
     }
+}
+
+fn pool_options(max_connections: u32) -> SqlitePoolOptions {
+    SqlitePoolOptions::new()
+        .max_connections(max_connections)
+        // A COMMIT that fails with SQLITE_FULL is rolled back by SQLite itself, so the
+        // ROLLBACK sqlx sends next fails too and its connection still counts an open
+        // transaction: every later BEGIN on it would fail ("non-zero transaction depth").
+        // Such a connection is closed instead of going back to the pool, so the store
+        // works again as soon as the disk has room.
+        .after_release(|conn, _| {
+            let depth =
+                <SqliteTransactionManager as TransactionManager>::get_transaction_depth(conn);
+            Box::pin(async move { Ok(depth == 0) })
+        })
 }
