@@ -10,6 +10,10 @@ use crate::model::{NewPin, NewUpload, Operation, OperationError, OperationStatus
 use crate::packs::{Packed, PackedBlock};
 use crate::StoreError;
 
+/// Block index rows one `INSERT` writes, four parameters each: well under both databases'
+/// limits on parameters (SQLite's 32,766, PostgreSQL's 65,535).
+const INDEX_ROWS_PER_STATEMENT: usize = 500;
+
 impl<B: Backend> SqlStore<B> {
     /// An upload's operation, not completed (completing is [`Self::complete_in`]'s).
     pub(super) async fn insert_operation(
@@ -49,13 +53,11 @@ impl<B: Backend> SqlStore<B> {
     }
 
     /// Wait for a collection being applied, and keep the next from starting until this
-    /// transaction ends (see [`Dialect::for_share`](super::dialect::Dialect::for_share)).
+    /// transaction ends (see [`Dialect::hold_off_collector`](super::dialect::Dialect::hold_off_collector)).
     pub(super) async fn hold_off_collector(tx: &mut Transaction<'_, B>) -> Result<(), StoreError> {
-        let sql = format!(
-            "SELECT id FROM collector WHERE id = 1{}",
-            B::DIALECT.for_share()
-        );
-        B::query(&sql).fetch_optional(tx).await?;
+        if let Some(sql) = B::DIALECT.hold_off_collector() {
+            B::query(sql).fetch_optional(tx).await?;
+        }
         Ok(())
     }
 
@@ -103,17 +105,33 @@ impl<B: Backend> SqlStore<B> {
         pack_id: i64,
         blocks: &[PackedBlock],
     ) -> Result<(), StoreError> {
-        for block in blocks {
-            B::query(
-                "INSERT INTO blocks (multihash, pack_id, \"offset\", length)
-                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-            )
-            .bind(&block.multihash)
-            .bind(pack_id)
-            .bind(block.offset as i64)
-            .bind(block.length as i64)
-            .execute(tx)
-            .await?;
+        // Many rows a statement: each statement is a round trip while holding the writer.
+        for batch in blocks.chunks(INDEX_ROWS_PER_STATEMENT) {
+            let rows: Vec<String> = (0..batch.len())
+                .map(|i| {
+                    format!(
+                        "(${}, ${}, ${}, ${})",
+                        4 * i + 1,
+                        4 * i + 2,
+                        4 * i + 3,
+                        4 * i + 4
+                    )
+                })
+                .collect();
+            let sql = format!(
+                "INSERT INTO blocks (multihash, pack_id, \"offset\", length) VALUES {}
+                 ON CONFLICT DO NOTHING",
+                rows.join(", ")
+            );
+            let mut insert = B::query(&sql);
+            for block in batch {
+                insert = insert
+                    .bind(&block.multihash)
+                    .bind(pack_id)
+                    .bind(block.offset as i64)
+                    .bind(block.length as i64);
+            }
+            insert.execute(tx).await?;
         }
         Ok(())
     }

@@ -54,14 +54,15 @@ impl Dialect {
         }
     }
 
-    /// Appended to the `SELECT` of the collector's row that every commit keeping a root makes:
-    /// PostgreSQL's shared lock lets commits run together but not while the collector applies
-    /// a collection (which takes the row `FOR UPDATE`), and the collector waits for them. SQLite
-    /// needs none: its one writer already keeps them apart.
-    pub const fn for_share(self) -> &'static str {
+    /// What every commit keeping a root runs first to hold the collector off. PostgreSQL: a
+    /// shared lock on the collector's row lets commits run together but not while the
+    /// collector applies a collection (which takes the row `FOR UPDATE`), and the collector
+    /// waits for them. SQLite: nothing, as its one writer already keeps them apart (and a
+    /// statement would be one more round trip while holding that writer).
+    pub const fn hold_off_collector(self) -> Option<&'static str> {
         match self {
-            Self::Sqlite => "",
-            Self::Postgres => " FOR SHARE",
+            Self::Sqlite => None,
+            Self::Postgres => Some("SELECT id FROM collector WHERE id = 1 FOR SHARE"),
         }
     }
 

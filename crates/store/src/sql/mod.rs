@@ -21,15 +21,18 @@ mod queries;
 pub mod rows;
 mod schema;
 pub mod sqlite;
+mod turns;
 
 use sqlx::error::BoxDynError;
 use std::ops::DerefMut;
+use std::sync::Arc;
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Arguments, Database, Encode, Executor, IntoArguments, Pool, Transaction, Type};
 
 use dialect::{BindMultihashes, Dialect};
 use rows::ModelRow;
+use turns::{Line, WriteTurns};
 
 use crate::{CollectorLock, StoreError};
 
@@ -207,12 +210,14 @@ impl<'q, B: Backend> Statement<'q, B> {
 /// [`postgres::PostgresStore`].
 pub struct SqlStore<B: Backend> {
     pool: Pool<B>,
-    /// Where writes go. SQLite: a pool of its own with one connection, so writers queue in
-    /// the process, first come first served. Through the shared pool they would wait on the
-    /// database's one write lock in SQLite's busy handler, which polls with sleeps growing to
-    /// 100 ms and lets newcomers overtake: under load a worker's claim waited over a second.
-    /// PostgreSQL: the same pool, as it locks rows.
+    /// Where writes go. SQLite: a pool of its own with one connection, asked for in the
+    /// order `turns` gives. Through the shared pool, writers would wait on the database's one
+    /// write lock in SQLite's busy handler, which polls with sleeps growing to 100 ms and lets
+    /// newcomers overtake: under load a worker's claim waited over a second. PostgreSQL: the
+    /// same pool, as it locks rows.
     writer: Pool<B>,
+    /// SQLite only: who asks for the write connection next (see `turns.rs`).
+    turns: Option<Arc<WriteTurns>>,
 }
 
 impl<B: Backend> SqlStore<B> {
@@ -227,13 +232,23 @@ impl<B: Backend> SqlStore<B> {
         self.pool.acquire().await
     }
 
-    /// A connection for statements that write, each its own transaction.
-    async fn write_conn(&self) -> Result<PoolConnection<B>, sqlx::Error> {
+    /// A connection for statements that write, each its own transaction, once it is `line`'s
+    /// turn.
+    async fn write_conn(&self, line: Line) -> Result<PoolConnection<B>, sqlx::Error> {
+        let _turn = self.turn(line).await;
         self.writer.acquire().await
     }
 
-    /// A transaction that writes.
-    async fn write(&self) -> Result<Transaction<'static, B>, sqlx::Error> {
+    /// A transaction that writes, once it is `line`'s turn.
+    async fn write(&self, line: Line) -> Result<Transaction<'static, B>, sqlx::Error> {
+        let _turn = self.turn(line).await;
         self.writer.begin_with(B::DIALECT.begin_write()).await
+    }
+
+    async fn turn(&self, line: Line) -> Option<turns::Turn> {
+        match &self.turns {
+            Some(turns) => Some(turns.take(line).await),
+            None => None,
+        }
     }
 }

@@ -62,6 +62,7 @@ impl PostgresStore {
         Ok(Self {
             writer: pool.clone(),
             pool,
+            turns: None,
         })
     }
 }

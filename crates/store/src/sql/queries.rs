@@ -15,6 +15,7 @@ use super::rows::{
     account_from, node_from, now_ms, operation_from, token_from, tus_from, unique_violation,
     ModelRow,
 };
+use super::turns::Line;
 use super::{Backend, Param, SqlStore, Statement};
 use crate::model::{
     Account, BlockLocation, Collected, Collection, IndexedBlock, KeptFilter, LeaseAttempt, NewPin,
@@ -74,7 +75,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(limits.upload_limit as i64)
         .bind(limits.quota.map(|q| q as i64))
         .bind(now_ms())
-        .fetch_one(&mut self.write_conn().await?)
+        .fetch_one(&mut self.write_conn(Line::Requests).await?)
         .await;
         match result {
             Ok(row) => Ok(account_from(&row)),
@@ -103,7 +104,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         upload_limit: Option<u64>,
         quota: Option<Option<u64>>,
     ) -> Result<Account, StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.write(Line::Requests).await?;
         if let Some(limit) = upload_limit {
             B::query("UPDATE accounts SET upload_limit = $1 WHERE name = $2")
                 .bind(limit as i64)
@@ -138,13 +139,13 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(prefix)
         .bind(&hash[..])
         .bind(now_ms())
-        .fetch_one(&mut self.write_conn().await?)
+        .fetch_one(&mut self.write_conn(Line::Requests).await?)
         .await?;
         Ok(token_from(&row))
     }
 
     async fn revoke_token(&self, prefix_or_id: &str) -> Result<TokenInfo, StoreError> {
-        let mut conn = self.write_conn().await?;
+        let mut conn = self.write_conn(Line::Requests).await?;
         let rows = match prefix_or_id.parse::<i64>() {
             Ok(id) => B::query("SELECT * FROM tokens WHERE id = $1").bind(id),
             // Either string may be the longer one: a full token, or a few characters of one.
@@ -246,7 +247,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         packed: Packed,
         dag: &StoredDag,
     ) -> Result<Operation, StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.write(Line::Requests).await?;
         Self::store_packed(&mut tx, &packed).await?;
         // Inserted and completed in one transaction: no one sees it processing.
         let status = OperationStatus::Processing;
@@ -261,7 +262,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         upload: NewUpload,
         failure: Option<OperationError>,
     ) -> Result<Operation, StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.write(Line::Requests).await?;
         let (status, message) = match &failure {
             Some(f) => (OperationStatus::Failed, f.message.clone()),
             None => (
@@ -302,7 +303,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .bind(now + lease.as_millis() as i64)
             .bind(now)
             .bind(now)
-            .fetch_optional(&mut self.write_conn().await?)
+            .fetch_optional(&mut self.write_conn(Line::Operations).await?)
             .await?;
         row.as_ref().map(operation_from).transpose()
     }
@@ -330,7 +331,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .bind(now)
             .bind(id)
             .bind(worker)
-            .execute(&mut self.write_conn().await?)
+            .execute(&mut self.write_conn(Line::Operations).await?)
             .await?;
         Ok(updated == 1)
     }
@@ -342,7 +343,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         packed: Packed,
         dag: &StoredDag,
     ) -> Result<Operation, StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.write(Line::Operations).await?;
         let sql = format!(
             "SELECT * FROM operations WHERE id = $1 AND claimed_by = $2 AND status = 'processing'{}",
             B::DIALECT.for_update()
@@ -369,7 +370,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(now_ms())
         .bind(id)
         .bind(worker)
-        .execute(&mut self.write_conn().await?)
+        .execute(&mut self.write_conn(Line::Operations).await?)
         .await?;
         Ok(())
     }
@@ -393,7 +394,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(now)
         .bind(id)
         .bind(worker)
-        .execute(&mut self.write_conn().await?)
+        .execute(&mut self.write_conn(Line::Operations).await?)
         .await?;
         if updated == 0 {
             return Err(StoreError::NotFound(format!(
@@ -404,7 +405,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     }
 
     async fn create_tus_upload(&self, new: NewTusUpload) -> Result<TusUpload, StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.write(Line::Requests).await?;
         let operation_id = match &new.upload {
             Some(upload) => {
                 let message = "receiving bytes";
@@ -459,7 +460,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             B::query("UPDATE tus_uploads SET length = $1 WHERE id = $2 AND length IS NULL")
                 .bind(length as i64)
                 .bind(id)
-                .execute(&mut self.write_conn().await?)
+                .execute(&mut self.write_conn(Line::Requests).await?)
                 .await?;
         if updated == 0 {
             return Err(StoreError::Conflict(format!(
@@ -470,7 +471,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     }
 
     async fn complete_tus_upload(&self, id: &str, size: u64) -> Result<Option<i64>, StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.write(Line::Requests).await?;
         let operation_id = B::query("SELECT operation_id FROM tus_uploads WHERE id = $1")
             .bind(id)
             .fetch_optional(&mut tx)
@@ -498,7 +499,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     }
 
     async fn end_tus_upload(&self, id: &str, state: TusState) -> Result<(), StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.write(Line::Requests).await?;
         let operation_id = B::query(
             "UPDATE tus_uploads SET state = $1 WHERE id = $2 AND state = 'receiving'
              RETURNING operation_id",
@@ -549,7 +550,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         now_ms: i64,
         until_ms: i64,
     ) -> Result<LeaseAttempt, StoreError> {
-        let mut conn = self.write_conn().await?;
+        let mut conn = self.write_conn(Line::Requests).await?;
         // The holder may let go between the two statements: then try again.
         loop {
             let taken = B::query(
@@ -594,7 +595,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(until_ms)
         .bind(id)
         .bind(holder)
-        .fetch_optional(&mut self.write_conn().await?)
+        .fetch_optional(&mut self.write_conn(Line::Requests).await?)
         .await?;
         Ok(row.map(|row| row.int("stop_requested") != 0))
     }
@@ -602,7 +603,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     async fn ask_upload_holder_to_stop(&self, id: &str) -> Result<(), StoreError> {
         B::query("UPDATE upload_leases SET stop_requested = 1 WHERE upload_id = $1")
             .bind(id)
-            .execute(&mut self.write_conn().await?)
+            .execute(&mut self.write_conn(Line::Requests).await?)
             .await?;
         Ok(())
     }
@@ -611,7 +612,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         B::query("DELETE FROM upload_leases WHERE upload_id = $1 AND holder = $2")
             .bind(id)
             .bind(holder)
-            .execute(&mut self.write_conn().await?)
+            .execute(&mut self.write_conn(Line::Requests).await?)
             .await?;
         Ok(())
     }
@@ -644,7 +645,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .bind(f64::from(quota))
             .bind(now_ms)
             .bind(per_ms)
-            .fetch_one(&mut self.write_conn().await?)
+            .fetch_one(&mut self.write_conn(Line::Requests).await?)
             .await?;
         Ok((row.int("granted") != 0, row.real("tokens")))
     }
@@ -713,7 +714,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         pin: NewPin,
         stored: Option<&StoredDag>,
     ) -> Result<Operation, StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.write(Line::Requests).await?;
         let id = Self::insert_pin(&mut tx, &pin, stored).await?;
         tx.commit().await?;
         self.operation_by_id(id).await
@@ -739,7 +740,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         pin: NewPin,
         stored: Option<&StoredDag>,
     ) -> Result<Option<Operation>, StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.write(Line::Requests).await?;
         match Self::delete_kept_in(&mut tx, account_id, request_id).await? {
             Some(old) if old.deleted_at_ms.is_none() => {}
             // Deleted (or replaced) already: like a request id that does not exist.
@@ -755,7 +756,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         account_id: i64,
         upload_id: &str,
     ) -> Result<Option<Operation>, StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.write(Line::Requests).await?;
         let Some(op) = Self::delete_kept_in(&mut tx, account_id, upload_id).await? else {
             return Ok(None);
         };
@@ -824,7 +825,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         since_ms: i64,
         walked: &HashSet<String>,
     ) -> Result<Collected, StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.write(Line::Requests).await?;
         let sql = format!(
             "SELECT id FROM collector WHERE id = 1{}",
             B::DIALECT.for_update()
@@ -914,7 +915,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     }
 
     async fn forget_dead_packs(&self, names: &[String]) -> Result<(), StoreError> {
-        let mut tx = self.write().await?;
+        let mut tx = self.write(Line::Requests).await?;
         for name in names {
             B::query("DELETE FROM dead_packs WHERE name = $1")
                 .bind(name)
@@ -936,7 +937,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(&addrs)
         .bind(node.gateway.as_deref())
         .bind(node.seen_at_ms)
-        .execute(&mut self.write_conn().await?)
+        .execute(&mut self.write_conn(Line::Requests).await?)
         .await?;
         Ok(())
     }
@@ -952,7 +953,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     async fn forget_node(&self, peer_id: &str) -> Result<(), StoreError> {
         B::query("DELETE FROM nodes WHERE peer_id = $1")
             .bind(peer_id)
-            .execute(&mut self.write_conn().await?)
+            .execute(&mut self.write_conn(Line::Requests).await?)
             .await?;
         Ok(())
     }
@@ -1043,7 +1044,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(progress.through.completed_at_ms)
         .bind(progress.through.operation_id)
         .bind(progress.last_sweep_at_ms)
-        .execute(&mut self.write_conn().await?)
+        .execute(&mut self.write_conn(Line::Requests).await?)
         .await?;
         Ok(())
     }

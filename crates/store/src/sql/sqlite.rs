@@ -16,6 +16,7 @@ use sqlx::{Sqlite, TransactionManager};
 use super::dialect::Dialect;
 use super::rows::ModelRow;
 use super::schema;
+use super::turns::Line;
 use super::{Backend, SqlStore};
 use crate::{CollectorLock, StoreError};
 
@@ -57,7 +58,11 @@ impl SqliteStore {
         let pool = pool_options(8).connect_with(options.clone()).await?;
         // One connection: see `SqlStore::writer`.
         let writer = pool_options(1).connect_with(options).await?;
-        let store = Self { pool, writer };
+        let store = Self {
+            pool,
+            writer,
+            turns: Some(Default::default()),
+        };
         store.migrate().await?;
         Ok(store)
     }
@@ -70,7 +75,7 @@ impl SqliteStore {
             .int("user_version");
         let steps = schema::steps(Dialect::Sqlite);
         for (index, step) in steps.iter().enumerate().skip(current as usize) {
-            let mut tx = self.write().await?;
+            let mut tx = self.write(Line::Requests).await?;
             sqlx::raw_sql(step).execute(&mut *tx).await?;
             sqlx::raw_sql(&format!("PRAGMA user_version = {}", index + 1))
                 .execute(&mut *tx)
