@@ -15,9 +15,10 @@
 //! that one fixed shape does not justify a general CBOR dependency.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt::Display;
 use std::io::{self, Read, Write};
 
-use cairn_unixfs::block::{verify_block, BlockError, RAW};
+use cairn_unixfs::block::{verify_block, BlockError, DAG_PB, RAW};
 use cairn_unixfs::node::{ChildRule, Node, NodeError, NodeKind};
 use cairn_unixfs::read::{ReadError, ReadLimits, Reader, Repeats};
 use cairn_unixfs::{BlockBytes, BlockSink, BlockSource, Cid};
@@ -77,6 +78,13 @@ pub enum ImportError {
     /// Boxed, as below: a CID and a message would make every `Result` here large.
     #[error(transparent)]
     Node(Box<NodeError>),
+    #[error("block {block} is in the CAR as {held}, but {parent} links to it as {linked}")]
+    CodecMismatch {
+        block: String,
+        parent: String,
+        held: String,
+        linked: String,
+    },
     #[error("{source} (it is linked from {parent})")]
     Link {
         parent: String,
@@ -107,8 +115,9 @@ pub fn import_complete<R: Read>(
         [root] => *root,
         roots => return Err(ImportError::RootCount(roots.len())),
     };
-    // What each block of the CAR is, by multihash (a CID's version does not change a block).
-    let mut present: HashMap<Vec<u8>, NodeKind> = HashMap::new();
+    // What each block of the CAR is, by multihash (a CID's version does not change a block),
+    // and the codec it was decoded as.
+    let mut present: HashMap<Vec<u8>, (u64, NodeKind)> = HashMap::new();
     // Link target -> one block that links to it, for the error message.
     let mut linked: HashMap<Cid, Cid> = HashMap::new();
     // (child, parent, what the parent says the child is).
@@ -126,12 +135,27 @@ pub fn import_complete<R: Read>(
         if linked.len() + rules.len() > MAX_IMPORT_LINKS {
             return Err(ImportError::TooManyLinks(MAX_IMPORT_LINKS));
         }
-        present.insert(cid.hash().to_bytes(), node.kind());
+        present.insert(cid.hash().to_bytes(), (cid.codec(), node.kind()));
     }
+    // The kind of a block the CAR holds, as `link` (from `parent`) reads it. Storage is keyed
+    // by multihash, so a link under another codec would read the same bytes as something
+    // else than what was checked here (raw bytes as a dag-pb node): no importer writes such a
+    // DAG, and it is refused rather than stored unreadable.
+    let held = |link: &Cid, parent: &dyn Display| -> Result<Option<NodeKind>, ImportError> {
+        match present.get(&link.hash().to_bytes()) {
+            Some(&(codec, _)) if codec != link.codec() => Err(ImportError::CodecMismatch {
+                block: link.to_string(),
+                parent: parent.to_string(),
+                held: codec_name(codec),
+                linked: codec_name(link.codec()),
+            }),
+            found => Ok(found.map(|&(_, kind)| kind)),
+        }
+    };
     // What the CAR leaves out must be stored; it is part of the DAG all the same (its size,
     // and the blocks the commit checks), found through the index.
     let mut walked = HashSet::new();
-    if !present.contains_key(&root.hash().to_bytes()) {
+    if held(&root, &"the CAR header")?.is_none() {
         if !stored.has_block(&root).map_err(CarError::Io)? {
             return Err(ImportError::MissingRoot(root));
         }
@@ -139,11 +163,12 @@ pub fn import_complete<R: Read>(
     }
     // A link the CAR does not hold and storage does not either is `Incomplete`.
     for (link, parent) in &linked {
+        held(link, parent)?;
         put_stored_dag(link, parent, &present, stored, sink, &mut walked)?;
     }
     for (child, parent, rule) in rules {
-        let kind = match present.get(&child.hash().to_bytes()) {
-            Some(kind) => *kind,
+        let kind = match held(&child, &parent)? {
+            Some(kind) => kind,
             // Already stored, so it kept the rules itself; what it is still has to fit here.
             None => {
                 let block = stored
@@ -171,7 +196,7 @@ pub fn import_complete<R: Read>(
 fn put_stored_dag(
     top: &Cid,
     parent: &Cid,
-    present: &HashMap<Vec<u8>, NodeKind>,
+    present: &HashMap<Vec<u8>, (u64, NodeKind)>,
     stored: &mut dyn BlockSource,
     sink: &mut dyn BlockSink,
     walked: &mut HashSet<Vec<u8>>,
@@ -208,6 +233,14 @@ fn put_stored_dag(
         stack.extend(node.links().into_iter().map(|(link, _)| (link, cid)));
     }
     Ok(())
+}
+
+fn codec_name(codec: u64) -> String {
+    match codec {
+        RAW => "raw".into(),
+        DAG_PB => "dag-pb".into(),
+        other => format!("codec {other:#x}"),
+    }
 }
 
 /// The encoded CAR v1 header naming `roots`.

@@ -40,6 +40,21 @@ fn every_lie_is_refused_at_import_naming_the_block_and_the_rule() {
 }
 
 #[test]
+fn a_link_that_reads_a_block_as_another_codec_is_refused() {
+    let dag = hostile::raw_block_linked_as_dag_pb();
+    let err = import(&dag).map(|_| ()).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("is in the CAR as raw, but") && message.contains("as dag-pb"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&dag.root.to_string()),
+        "names the parent: {message}"
+    );
+}
+
+#[test]
 fn a_stored_child_that_does_not_fit_its_new_parent_is_refused_too() {
     // The leaves are already stored; the CAR brings only the lying root.
     let dag = hostile::lying_blocksizes();

@@ -178,3 +178,13 @@ pub fn symlink_cycle() -> Dag {
     let root = b.directory(&[("f", file), ("loop", link)]);
     b.done(root)
 }
+
+/// A directory whose entry links, as dag-pb, to bytes the CAR holds as a raw block: each
+/// block hashes right, but read through the link they are not a dag-pb node.
+pub fn raw_block_linked_as_dag_pb() -> Dag {
+    let mut b = Builder::new();
+    let raw = b.raw(b"not a dag-pb node");
+    let as_pb = Cid::new_v1(DAG_PB, *raw.hash());
+    let root = b.directory(&[("f", as_pb)]);
+    b.done(root)
+}
