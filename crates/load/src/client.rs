@@ -220,22 +220,8 @@ impl Client {
             None => (self.seeds.next(), self.rng.size(2 << 10, 400 << 10), None),
         };
         let bytes = Bytes::from(file_bytes(seed, len));
-        let url = format!("{}/api/upload", self.target.url);
-        let token = self.token().to_owned();
         let name = format!("file-{seed:016x}.bin");
-        let Ok(reply) = self
-            .send(Kind::Post, &[200], len as u64, |http| {
-                let part =
-                    Part::stream_with_length(bytes.clone(), len as u64).file_name(name.clone());
-                http.post(&url)
-                    .bearer_auth(&token)
-                    .multipart(Form::new().part("file", part))
-            })
-            .await
-        else {
-            return;
-        };
-        let Some(json) = self.json(Kind::Post, &reply) else {
+        let Some((url, json)) = self.post_file(Kind::Post, bytes, name).await else {
             return;
         };
         let (Some(id), Some(cid)) = (json["id"].as_str(), json["cid"].as_str()) else {
@@ -286,22 +272,8 @@ impl Client {
             Ok(tar) => Bytes::from(tar),
             Err(e) => return self.error(Kind::Archive, 0, "tar", format!("writing a tar: {e}")),
         };
-        let len = tar.len() as u64;
-        let url = format!("{}/api/upload", self.target.url);
-        let token = self.token().to_owned();
         let name = format!("site-{:016x}.tar", files[0].seed);
-        let Ok(reply) = self
-            .send(Kind::Archive, &[200], len, |http| {
-                let part = Part::stream_with_length(tar.clone(), len).file_name(name.clone());
-                http.post(&url)
-                    .bearer_auth(&token)
-                    .multipart(Form::new().part("file", part))
-            })
-            .await
-        else {
-            return;
-        };
-        let Some(json) = self.json(Kind::Archive, &reply) else {
+        let Some((url, json)) = self.post_file(Kind::Archive, tar, name).await else {
             return;
         };
         let (Some(id), Some(operation)) = (json["id"].as_str(), json["operationId"].as_i64())
@@ -319,6 +291,30 @@ impl Client {
             failed: None,
             acked: Instant::now(),
         });
+    }
+
+    /// POST `bytes` as the multipart file `name`: the upload URL and the JSON answer, or
+    /// nothing (the miss is counted against `kind`).
+    async fn post_file(
+        &mut self,
+        kind: Kind,
+        bytes: Bytes,
+        name: String,
+    ) -> Option<(String, serde_json::Value)> {
+        let len = bytes.len() as u64;
+        let url = format!("{}/api/upload", self.target.url);
+        let token = self.token().to_owned();
+        let reply = self
+            .send(kind, &[200], len, |http| {
+                let part = Part::stream_with_length(bytes.clone(), len).file_name(name.clone());
+                http.post(&url)
+                    .bearer_auth(&token)
+                    .multipart(Form::new().part("file", part))
+            })
+            .await
+            .ok()?;
+        let json = self.json(kind, &reply)?;
+        Some((url, json))
     }
 
     /// An upload the server accepted: finished already, or to be polled.
