@@ -1,7 +1,7 @@
 //! `MetadataStore` on [`SqlStore`], written once for both databases. Statements use `$1`
 //! parameters (which SQLite takes too); the few words that differ come from [`Backend`].
 //!
-//! Longer than most files (about 850 lines) because it is one `impl` block, which Rust cannot
+//! Longer than most files (about 1,100 lines) because it is one `impl` block, which Rust cannot
 //! split across files, with one method for each of the trait's: splitting it would only add a
 //! forwarding layer. What commits write is in `commit.rs`.
 
