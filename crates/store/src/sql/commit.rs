@@ -6,7 +6,9 @@ use sqlx::Transaction;
 
 use super::rows::{account_from, now_ms, operation_from, ModelRow};
 use super::{Backend, SqlStore};
-use crate::model::{NewPin, NewUpload, Operation, OperationError, OperationStatus, StoredDag};
+use crate::model::{
+    Account, NewPin, NewUpload, Operation, OperationError, OperationStatus, StoredDag,
+};
 use crate::packs::{Packed, PackedBlock};
 use crate::StoreError;
 
@@ -138,48 +140,51 @@ impl<B: Backend> SqlStore<B> {
 
     /// Charge `dag` to the account, inside the caller's transaction: a root the account already
     /// keeps costs nothing more; a new one costs its DAG's size, unless that would pass the
-    /// quota (then nothing is changed and the transaction is dropped).
+    /// quota: then `QuotaExceeded`, and the caller drops the transaction, undoing both
+    /// statements. Two statements for a new root, one for a kept one: each is a round trip
+    /// while holding SQLite's writer. On PostgreSQL the root's row is locked first and then the
+    /// account's (as `release_root` does), and concurrent commits for one account count
+    /// against its quota one after the other.
     pub(super) async fn keep_root(
         tx: &mut Transaction<'_, B>,
         account_id: i64,
         dag: &StoredDag,
     ) -> Result<(), StoreError> {
-        let sql = format!(
-            "SELECT * FROM accounts WHERE id = $1{}",
-            B::DIALECT.for_update()
-        );
-        let account = account_from(&B::query(&sql).bind(account_id).fetch_one(tx).await?);
-        let kept =
-            B::query("UPDATE account_roots SET refs = refs + 1 WHERE account_id = $1 AND cid = $2")
-                .bind(account_id)
-                .bind(&dag.cid)
-                .execute(tx)
-                .await?;
-        if kept == 1 {
-            return Ok(());
-        }
-        if let Some(remaining) = account.remaining_quota() {
-            if dag.size > remaining {
-                return Err(StoreError::QuotaExceeded {
-                    needed: dag.size,
-                    remaining,
-                });
-            }
-        }
-        B::query(
-            "INSERT INTO account_roots (account_id, cid, dag_size, refs) VALUES ($1, $2, $3, 1)",
+        let refs = B::query(
+            "INSERT INTO account_roots (account_id, cid, dag_size, refs) VALUES ($1, $2, $3, 1)
+             ON CONFLICT (account_id, cid) DO UPDATE SET refs = account_roots.refs + 1
+             RETURNING refs",
         )
         .bind(account_id)
         .bind(&dag.cid)
         .bind(dag.size as i64)
-        .execute(tx)
-        .await?;
-        B::query("UPDATE accounts SET stored_bytes = stored_bytes + $1 WHERE id = $2")
+        .fetch_one(tx)
+        .await?
+        .int("refs");
+        if refs > 1 {
+            return Ok(());
+        }
+        let account = account_from(
+            &B::query(
+                "UPDATE accounts SET stored_bytes = stored_bytes + $1 WHERE id = $2 RETURNING *",
+            )
             .bind(dag.size as i64)
             .bind(account_id)
-            .execute(tx)
-            .await?;
-        Ok(())
+            .fetch_one(tx)
+            .await?,
+        );
+        // As the account was before this root.
+        let before = Account {
+            stored_bytes: account.stored_bytes - dag.size,
+            ..account
+        };
+        match before.remaining_quota() {
+            Some(remaining) if dag.size > remaining => Err(StoreError::QuotaExceeded {
+                needed: dag.size,
+                remaining,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Mark operation `id` of `account_id` completed with `dag` as its root, keeping the root
