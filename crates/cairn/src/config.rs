@@ -86,6 +86,11 @@ pub struct Settings {
     /// multiaddrs with `/p2p/`, comma-separated [default: none].
     #[arg(long, env = "CAIRN_P2P_BOOTSTRAP")]
     pub p2p_bootstrap: Option<String>,
+    /// IPNI indexers to announce this node's advertisement chain to, comma-separated HTTP URLs
+    /// (`http://host:3001` is sent `PUT /announce`; a URL with a path is used as it is)
+    /// [default: none; the chain is served at `/ipni/v1/ad/` either way].
+    #[arg(long, env = "CAIRN_IPNI_ANNOUNCE")]
+    pub ipni_announce: Option<String>,
     /// The upload host's public URL, for HTTP provider records and the web page [default:
     /// its listen address].
     #[arg(long, env = "CAIRN_PUBLIC_URL")]
@@ -138,6 +143,8 @@ pub struct ServeConfig {
     /// The IPFS node, unless it is turned off.
     pub p2p: Option<P2pConfig>,
     pub public_url: Option<reqwest::Url>,
+    /// Where IPNI announces are sent.
+    pub ipni_announce: Vec<reqwest::Url>,
     /// `None`: the path gateway only.
     pub gateway_domain: Option<String>,
     pub path_gateway_sandbox: bool,
@@ -245,6 +252,7 @@ impl ServeConfig {
                 flags.p2p_announce.or(file.p2p_announce),
                 flags.p2p_bootstrap.or(file.p2p_bootstrap),
             )?,
+            ipni_announce: ipni_announce(flags.ipni_announce.or(file.ipni_announce))?,
             public_url: match flags.public_url.or(file.public_url) {
                 Some(url) => Some(
                     url.parse()
@@ -273,6 +281,33 @@ impl ServeConfig {
             },
         })
     }
+}
+
+/// `--ipni-announce`: HTTP URLs, each sent to `/announce` when it names no path (as
+/// go-libipni's sender does).
+fn ipni_announce(list: Option<String>) -> Result<Vec<reqwest::Url>> {
+    let Some(list) = list else {
+        return Ok(Vec::new());
+    };
+    list.split(',')
+        .map(str::trim)
+        .filter(|text| !text.is_empty())
+        .map(|text| {
+            let mut url: reqwest::Url = text
+                .parse()
+                .with_context(|| format!("--ipni-announce: {text:?} is not a URL"))?;
+            if url.scheme() != "http" {
+                anyhow::bail!(
+                    "--ipni-announce: {text:?} must be an http:// URL (this build has no TLS \
+                     client; put a TLS proxy in front of an https indexer)"
+                );
+            }
+            if url.path() == "/" {
+                url.set_path("/announce");
+            }
+            Ok(url)
+        })
+        .collect()
 }
 
 /// A domain name for content origins: DNS labels of letters, digits and hyphens.

@@ -119,6 +119,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         config.public_url.as_ref(),
         upload_listener.local_addr()?,
     )?);
+    server_config.ipni_announce = config.ipni_announce.clone();
     let node = match &config.p2p {
         Some(p2p) => Some(start_node(&config, p2p, store.clone(), packs.clone()).await?),
         None => None,
@@ -180,6 +181,10 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         stop_rx.clone(),
     ));
     tokio::spawn(cairn_server::provide::keep_providing(
+        state.clone(),
+        stop_rx.clone(),
+    ));
+    tokio::spawn(cairn_server::ipni::keep_publishing(
         state.clone(),
         stop_rx.clone(),
     ));

@@ -7,6 +7,7 @@
 //! - [`dht`]: the dual Kademlia DHT (WAN and LAN) and its record store.
 //! - [`blocks`]: the [`Blockstore`] the node serves from: Cairn's verified stored blocks.
 //! - [`key`]: the node's Ed25519 identity, kept in the data directory.
+//! - [`ipni`]: the formats of the IPNI advertisement chain (the publishing is the server's).
 //!
 //! This crate knows nothing of HTTP; the server crate answers routing queries with what the
 //! handle reports.
@@ -14,9 +15,11 @@
 pub mod bitswap;
 pub mod blocks;
 pub mod dht;
+pub mod ipni;
 pub mod key;
 pub mod node;
 
 pub use blocks::{Blockstore, MemoryBlockstore, StoredBlockstore};
+pub use libp2p::multiaddr::Protocol;
 pub use libp2p::{Multiaddr, PeerId};
 pub use node::{public_bootstrap, start, NodeConfig, NodeError, NodeHandle};

@@ -130,6 +130,7 @@ pub struct NodeHandle {
     bitswap: Bitswap,
     listening: Vec<Multiaddr>,
     announced: Vec<Multiaddr>,
+    key: Keypair,
 }
 
 impl NodeHandle {
@@ -140,6 +141,11 @@ impl NodeHandle {
     /// The addresses the node listens on, as bound (ports resolved).
     pub fn listen_addrs(&self) -> &[Multiaddr] {
         &self.listening
+    }
+
+    /// The node's key, which signs what it publishes beyond libp2p (IPNI advertisements).
+    pub fn key(&self) -> &Keypair {
+        &self.key
     }
 
     /// What the node tells others: the announce addresses, else the listen ones.
@@ -227,7 +233,7 @@ pub async fn start(
         wan: dht::behaviour(peer_id, dht::WAN_PROTOCOL, false),
         lan: dht::behaviour(peer_id, dht::LAN_PROTOCOL, true),
     };
-    let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key)
+    let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key.clone())
         .with_tokio()
         .with_tcp(
             tcp::Config::default().nodelay(true),
@@ -285,6 +291,7 @@ pub async fn start(
         bitswap,
         listening,
         announced,
+        key,
     })
 }
 

@@ -19,7 +19,7 @@ use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use crate::error::{rewrite_error_body, ApiError};
 use crate::gateway;
-use crate::routes::{account, node, operations, pins, routing, upload, uploads};
+use crate::routes::{account, ipni, node, operations, pins, routing, upload, uploads};
 use crate::state::AppState;
 use crate::tus;
 
@@ -39,6 +39,7 @@ pub fn upload_app(state: AppState) -> Router {
         .route("/ipfs/{cid}/{*path}", get(gateway::get))
         .route("/routing/v1/providers/{cid}", get(routing::providers))
         .route("/routing/v1/peers/{peer}", get(routing::peers))
+        .route("/ipni/v1/ad/{name}", get(ipni::chain_block))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/metrics", get(metrics))
         // Public like `/healthz`: the description of the API holds nothing of anyone's.

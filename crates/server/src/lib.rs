@@ -15,6 +15,8 @@
 //! - [`nodes`]: the service's live IPFS nodes, announced to each other through the metadata
 //!   store, which delegated routing names as providers.
 //! - [`provide`]: announcing stored roots to the DHT from the provide log, and reproviding.
+//! - [`ipni`]: publishing this node's IPNI advertisement chain (what each root's DAG holds,
+//!   and removals), and announcing it to indexers.
 //! - [`state`]: what handlers share.
 //! - [`tus`]: TUS 1.0.0 resumable uploads (protocol, header parsing, per-upload locks).
 //! - [`worker`]: operation workers (archive extraction from the durable queue).
@@ -29,6 +31,7 @@ pub mod detect;
 pub mod error;
 pub mod gateway;
 pub mod gc;
+pub mod ipni;
 pub mod listen;
 pub mod metrics;
 pub mod nodes;

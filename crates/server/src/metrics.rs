@@ -25,6 +25,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::ipni::IpniStats;
 use crate::provide::ProvideStats;
 
 /// Upper bounds of the duration histograms, in seconds.
@@ -215,6 +216,7 @@ impl NetworkMetrics {
 struct NodeCounters {
     bitswap: Bitswap,
     provides: Arc<ProvideStats>,
+    ipni: Arc<IpniStats>,
 }
 
 impl std::fmt::Debug for NodeCounters {
@@ -228,6 +230,7 @@ impl Collector for NodeCounters {
         let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         let bitswap = self.bitswap.metrics();
         let provides = &self.provides;
+        let ipni = &self.ipni;
         let counters = [
             (
                 "bitswap_blocks_sent",
@@ -263,6 +266,31 @@ impl Collector for NodeCounters {
                 "dht_reprovide_sweeps",
                 "Sweeps that provided every stored root again",
                 read(&provides.sweeps),
+            ),
+            (
+                "ipni_advertisements_published",
+                "IPNI advertisements of roots this node published",
+                read(&ipni.advertisements),
+            ),
+            (
+                "ipni_removals_published",
+                "IPNI removal advertisements this node published",
+                read(&ipni.removals),
+            ),
+            (
+                "ipni_multihashes_advertised",
+                "Block multihashes listed in this node's IPNI advertisements",
+                read(&ipni.multihashes),
+            ),
+            (
+                "ipni_announces_sent",
+                "Announces of this node's IPNI head that an indexer took",
+                read(&ipni.announces_sent),
+            ),
+            (
+                "ipni_announces_failed",
+                "Announces of this node's IPNI head that failed or were refused",
+                read(&ipni.announces_failed),
             ),
         ];
         for (name, help, value) in counters {
@@ -347,9 +375,12 @@ impl Metrics {
     }
 
     /// Show the IPFS node's own counters from now on.
-    pub fn watch_node(&self, bitswap: Bitswap, provides: Arc<ProvideStats>) {
-        self.registry()
-            .register_collector(Box::new(NodeCounters { bitswap, provides }));
+    pub fn watch_node(&self, bitswap: Bitswap, provides: Arc<ProvideStats>, ipni: Arc<IpniStats>) {
+        self.registry().register_collector(Box::new(NodeCounters {
+            bitswap,
+            provides,
+            ipni,
+        }));
     }
 
     pub fn routing_query(&self, kind: &'static str) {

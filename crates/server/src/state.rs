@@ -13,6 +13,7 @@ use cairn_unixfs::read::ReadLimits;
 use cairn_unixfs::Profile;
 use tokio::sync::{watch, Notify};
 
+use crate::ipni::IpniStats;
 use crate::metrics::Metrics;
 use crate::nodes::NodeDirectory;
 use crate::provide::ProvideStats;
@@ -37,6 +38,8 @@ pub struct AppState {
     pub nodes: Arc<NodeDirectory>,
     /// How far this node has provided what is stored to the DHT.
     pub provides: Arc<ProvideStats>,
+    /// What this node has published to IPNI.
+    pub ipni: Arc<IpniStats>,
     /// Set once the process is asked to stop: background tasks end at a safe point, and a
     /// TUS body still arriving ends early with its bytes kept.
     pub stop: Arc<watch::Sender<bool>>,
@@ -72,6 +75,7 @@ impl AppState {
             node: None,
             nodes: Arc::default(),
             provides: Arc::default(),
+            ipni: Arc::default(),
             stop: Arc::new(watch::channel(false).0),
         }
     }
@@ -81,8 +85,11 @@ impl AppState {
     /// The state of a server that runs `node`, whose counters `/metrics` shows.
     pub fn with_node(mut self, node: Option<NodeHandle>) -> Self {
         if let Some(node) = &node {
-            self.metrics
-                .watch_node(node.bitswap().clone(), self.provides.clone());
+            self.metrics.watch_node(
+                node.bitswap().clone(),
+                self.provides.clone(),
+                self.ipni.clone(),
+            );
         }
         self.node = node;
         self
@@ -157,6 +164,8 @@ pub struct ServerConfig {
     pub shared_store: bool,
     /// The gateway's address as a multiaddr (`/ip4/.../tcp/.../http`), for provider records.
     pub gateway_addr: Option<Multiaddr>,
+    /// IPNI indexers told of each new advertisement (`PUT`, `--ipni-announce`).
+    pub ipni_announce: Vec<reqwest::Url>,
     /// How long a TUS upload's lease outlives its holder's last renewal (shared store only):
     /// after a node dies, its uploads can be resumed elsewhere this much later.
     pub upload_lease: std::time::Duration,
@@ -194,6 +203,7 @@ impl Default for ServerConfig {
             trust_forwarded_headers: false,
             header_timeout: std::time::Duration::from_secs(10),
             gateway_addr: None,
+            ipni_announce: Vec::new(),
             public_url: None,
             upload_port: 8080,
             gateway_domain: Some("localhost".into()),

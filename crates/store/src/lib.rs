@@ -35,9 +35,10 @@ pub use sql::{postgres, sqlite};
 use async_trait::async_trait;
 
 use model::{
-    Account, BlockLocation, Collected, Collection, IndexedBlock, KeptFilter, LeaseAttempt, NewPin,
-    NewTusUpload, NewUpload, NodeRecord, Operation, OperationError, OperationFilter, OperationRef,
-    OperationStatus, ProvideProgress, RootKey, StoredDag, TokenInfo, TusState, TusUpload,
+    Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
+    KeptFilter, LeaseAttempt, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
+    OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, RootKey,
+    StoredDag, TokenInfo, TusState, TusUpload,
 };
 use packs::Packed;
 
@@ -376,5 +377,36 @@ pub trait MetadataStore: Send + Sync {
         &self,
         peer_id: &str,
         progress: &ProvideProgress,
+    ) -> Result<(), StoreError>;
+
+    /// Deleted uploads and pins after `after` (their `deleted_at` and id), in deletion order,
+    /// with their roots: the log removal advertisements follow.
+    async fn deleted_roots(
+        &self,
+        after: RootKey,
+        limit: u32,
+    ) -> Result<Vec<(RootKey, String)>, StoreError>;
+    /// Node `peer_id`'s IPNI chain; `None` before its first publication.
+    async fn ipni_chain(&self, peer_id: &str) -> Result<Option<IpniChain>, StoreError>;
+    /// A block (advertisement or entry chunk) of node `peer_id`'s chain.
+    async fn ipni_block(&self, peer_id: &str, cid: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Of `roots`, those node `peer_id` has not advertised, in their order.
+    async fn ipni_not_advertised(
+        &self,
+        peer_id: &str,
+        roots: &[String],
+    ) -> Result<Vec<String>, StoreError>;
+    /// Of `roots`, those node `peer_id` advertised that no live upload or pin keeps any more.
+    async fn ipni_withdrawn(
+        &self,
+        peer_id: &str,
+        roots: &[String],
+    ) -> Result<Vec<String>, StoreError>;
+    /// Write a publication of node `peer_id`'s chain in one transaction: a crash leaves the
+    /// head where it was or where the publication moves it, with every block it names.
+    async fn publish_ipni(
+        &self,
+        peer_id: &str,
+        publication: &IpniPublication,
     ) -> Result<(), StoreError>;
 }

@@ -433,3 +433,26 @@ pub struct ProvideProgress {
     /// When the last full reprovide sweep started, if one ever ran to its end.
     pub last_sweep_at_ms: Option<i64>,
 }
+
+/// One node's IPNI advertisement chain, as far as it has been published.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IpniChain {
+    /// The newest advertisement's CID; `None` before the first.
+    pub head: Option<String>,
+    /// Every root completed up to here in the provide log has been advertised (or skipped).
+    pub completed_through: RootKey,
+    /// Every deletion up to here (its `deleted_at` and operation id, in a [`RootKey`]) has been
+    /// considered for a removal advertisement.
+    pub deleted_through: RootKey,
+}
+
+/// What one publication of a node's IPNI chain writes, all at once: new blocks, the head they
+/// lead to, and the roots advertised and withdrawn by them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IpniPublication {
+    /// Advertisements and entry chunks, by CID.
+    pub blocks: Vec<(String, Vec<u8>)>,
+    pub chain: IpniChain,
+    pub advertised: Vec<String>,
+    pub withdrawn: Vec<String>,
+}

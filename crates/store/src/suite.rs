@@ -82,6 +82,7 @@ pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     rate_buckets_refill_over_time_and_are_kept_apart(store).await;
     nodes_are_named_while_they_announce_themselves(store).await;
     the_provide_log_lists_completed_roots_in_completion_order(store).await;
+    each_nodes_ipni_chain_is_its_own_and_published_whole(store).await;
     collections_never_remove_a_block_a_commit_reused(store, packs).await;
     // Last: it leaves pins queued, which the queue's checks above would claim.
     uploads_and_pins_are_listed_filtered_and_deleted(store, packs).await;
@@ -1024,6 +1025,158 @@ async fn the_provide_log_lists_completed_roots_in_completion_order(store: &dyn M
     assert_eq!(
         store.provide_progress("12D3KooWB").await.unwrap(),
         Some(moved)
+    );
+}
+
+async fn each_nodes_ipni_chain_is_its_own_and_published_whole(store: &dyn MetadataStore) {
+    use crate::model::{IpniChain, IpniPublication, RootKey};
+    let start = RootKey::default();
+    let deleted_before = store.deleted_roots(start, 100_000).await.unwrap().len();
+    let iris = store
+        .create_account("iris", AccountLimits::default())
+        .await
+        .unwrap();
+    for (id, cid) in [
+        ("ipni-1", "bafyipnia"),
+        ("ipni-2", "bafyipnib"),
+        ("ipni-3", "bafyipnib"),
+    ] {
+        store
+            .commit_completed_upload(upload(id, iris.id), Packed::default(), &root(cid, 10))
+            .await
+            .unwrap();
+    }
+    let roots = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(store.ipni_chain("12D3KooWA").await.unwrap(), None);
+    assert_eq!(
+        store
+            .ipni_not_advertised(
+                "12D3KooWA",
+                &roots(&["bafyipnib", "bafyipnia", "bafyipnib"])
+            )
+            .await
+            .unwrap(),
+        roots(&["bafyipnib", "bafyipnia"]),
+        "each once, in order"
+    );
+
+    let chain = IpniChain {
+        head: Some("baguqeeraad".into()),
+        completed_through: RootKey {
+            completed_at_ms: 5,
+            operation_id: 6,
+        },
+        deleted_through: RootKey {
+            completed_at_ms: 7,
+            operation_id: 8,
+        },
+    };
+    let publication = IpniPublication {
+        blocks: vec![
+            ("baguqeeraad".into(), b"{\"ad\":1}".to_vec()),
+            ("baguqeeraentries".into(), vec![0, 255, 1]),
+        ],
+        chain: chain.clone(),
+        advertised: roots(&["bafyipnia", "bafyipnib"]),
+        withdrawn: vec![],
+    };
+    store.publish_ipni("12D3KooWA", &publication).await.unwrap();
+    assert_eq!(store.ipni_chain("12D3KooWA").await.unwrap(), Some(chain));
+    assert_eq!(
+        store
+            .ipni_block("12D3KooWA", "baguqeeraentries")
+            .await
+            .unwrap(),
+        Some(vec![0, 255, 1])
+    );
+    // Another node's chain and blocks are its own.
+    assert_eq!(store.ipni_chain("12D3KooWB").await.unwrap(), None);
+    assert_eq!(
+        store.ipni_block("12D3KooWB", "baguqeeraad").await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .ipni_not_advertised("12D3KooWA", &roots(&["bafyipnia", "bafyipnic"]))
+            .await
+            .unwrap(),
+        roots(&["bafyipnic"])
+    );
+    assert_eq!(
+        store
+            .ipni_not_advertised("12D3KooWB", &roots(&["bafyipnia"]))
+            .await
+            .unwrap(),
+        roots(&["bafyipnia"])
+    );
+
+    // A root is withdrawn once no live upload keeps it: deleting one of two uploads of
+    // bafyipnib does not withdraw it; the deletions are logged in order.
+    let both = roots(&["bafyipnia", "bafyipnib"]);
+    assert!(store
+        .ipni_withdrawn("12D3KooWA", &both)
+        .await
+        .unwrap()
+        .is_empty());
+    store.delete_kept(iris.id, "ipni-2").await.unwrap().unwrap();
+    assert!(store
+        .ipni_withdrawn("12D3KooWA", &both)
+        .await
+        .unwrap()
+        .is_empty());
+    store.delete_kept(iris.id, "ipni-3").await.unwrap().unwrap();
+    store.delete_kept(iris.id, "ipni-1").await.unwrap().unwrap();
+    assert_eq!(
+        store.ipni_withdrawn("12D3KooWA", &both).await.unwrap(),
+        both
+    );
+    assert!(store
+        .ipni_withdrawn("12D3KooWB", &both)
+        .await
+        .unwrap()
+        .is_empty());
+    let deleted = store.deleted_roots(start, 100_000).await.unwrap();
+    let mut newest: Vec<&str> = deleted[deleted_before..]
+        .iter()
+        .map(|(_, cid)| cid.as_str())
+        .collect();
+    newest.sort();
+    assert_eq!(newest, ["bafyipnia", "bafyipnib", "bafyipnib"]);
+    assert!(deleted.windows(2).all(|w| w[0].0 < w[1].0), "in order");
+    let after_first = store
+        .deleted_roots(deleted[deleted_before].0, 1)
+        .await
+        .unwrap();
+    assert_eq!(after_first, deleted[deleted_before + 1..deleted_before + 2]);
+
+    let withdrawal = IpniPublication {
+        blocks: vec![("baguqeerarm".into(), b"{}".to_vec())],
+        chain: IpniChain {
+            head: Some("baguqeerarm".into()),
+            ..IpniChain::default()
+        },
+        advertised: vec![],
+        withdrawn: both.clone(),
+    };
+    store.publish_ipni("12D3KooWA", &withdrawal).await.unwrap();
+    assert!(store
+        .ipni_withdrawn("12D3KooWA", &both)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        store.ipni_not_advertised("12D3KooWA", &both).await.unwrap(),
+        both
+    );
+    assert_eq!(
+        store
+            .ipni_chain("12D3KooWA")
+            .await
+            .unwrap()
+            .unwrap()
+            .head
+            .as_deref(),
+        Some("baguqeerarm")
     );
 }
 

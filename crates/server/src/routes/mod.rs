@@ -1,6 +1,7 @@
 //! One module per resource; `app.rs` merges their routers.
 
 pub mod account;
+pub mod ipni;
 pub mod node;
 pub mod operations;
 pub mod pins;

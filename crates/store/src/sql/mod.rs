@@ -16,6 +16,7 @@
 
 mod commit;
 pub mod dialect;
+mod ipni;
 pub mod postgres;
 mod queries;
 pub mod rows;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::ipni::IpniRoots;
 use super::rows::{
     account_from, node_from, now_ms, operation_from, token_from, tus_from, unique_violation,
     ModelRow,
@@ -18,10 +19,10 @@ use super::rows::{
 use super::turns::Line;
 use super::{Backend, Param, SqlStore, Statement};
 use crate::model::{
-    Account, BlockLocation, Collected, Collection, IndexedBlock, KeptFilter, LeaseAttempt, NewPin,
-    NewTusUpload, NewUpload, NodeRecord, Operation, OperationError, OperationFilter, OperationRef,
-    OperationStatus, ProvideProgress, RootKey, StoredDag, TokenInfo, TusConcat, TusState,
-    TusUpload,
+    Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
+    KeptFilter, LeaseAttempt, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
+    OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, RootKey,
+    StoredDag, TokenInfo, TusConcat, TusState, TusUpload,
 };
 use crate::packs::Packed;
 use crate::{AccountLimits, CollectorLock, MetadataStore, StoreError};
@@ -1047,6 +1048,47 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .execute(&mut self.write_conn(Line::Requests).await?)
         .await?;
         Ok(())
+    }
+
+    async fn deleted_roots(
+        &self,
+        after: RootKey,
+        limit: u32,
+    ) -> Result<Vec<(RootKey, String)>, StoreError> {
+        self.deleted_roots_in_order(after, limit).await
+    }
+
+    async fn ipni_chain(&self, peer_id: &str) -> Result<Option<IpniChain>, StoreError> {
+        self.read_ipni_chain(peer_id).await
+    }
+
+    async fn ipni_block(&self, peer_id: &str, cid: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.read_ipni_block(peer_id, cid).await
+    }
+
+    async fn ipni_not_advertised(
+        &self,
+        peer_id: &str,
+        roots: &[String],
+    ) -> Result<Vec<String>, StoreError> {
+        self.ipni_roots(peer_id, roots, IpniRoots::NotAdvertised)
+            .await
+    }
+
+    async fn ipni_withdrawn(
+        &self,
+        peer_id: &str,
+        roots: &[String],
+    ) -> Result<Vec<String>, StoreError> {
+        self.ipni_roots(peer_id, roots, IpniRoots::Withdrawn).await
+    }
+
+    async fn publish_ipni(
+        &self,
+        peer_id: &str,
+        publication: &IpniPublication,
+    ) -> Result<(), StoreError> {
+        self.write_ipni_publication(peer_id, publication).await
     }
 }
 

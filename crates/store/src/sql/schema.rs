@@ -156,6 +156,32 @@ INSERT INTO account_roots (account_id, cid, dag_size, refs)
 UPDATE accounts SET stored_bytes = COALESCE(
     (SELECT SUM(dag_size) FROM account_roots WHERE account_roots.account_id = accounts.id), 0);
 "#,
+    r#"
+-- IPNI: each node signs and publishes its own advertisement chain (as each provides all
+-- content to the DHT). Its blocks, its head and how far it has followed the provide log and
+-- the deletions, and the roots it has advertised (a removal names only those).
+CREATE TABLE ipni_blocks (
+    peer_id TEXT NOT NULL,
+    cid TEXT NOT NULL,
+    bytes {blob} NOT NULL,
+    PRIMARY KEY (peer_id, cid)
+);
+CREATE TABLE ipni_chains (
+    peer_id TEXT PRIMARY KEY,
+    head TEXT,
+    completed_at {int} NOT NULL,
+    completed_id {int} NOT NULL,
+    deleted_at {int} NOT NULL,
+    deleted_id {int} NOT NULL
+);
+CREATE TABLE ipni_contexts (
+    peer_id TEXT NOT NULL,
+    cid TEXT NOT NULL,
+    PRIMARY KEY (peer_id, cid)
+);
+-- The deletions in order, which removal advertisements follow.
+CREATE INDEX operations_deleted ON operations(deleted_at, id) WHERE deleted_at IS NOT NULL;
+"#,
 ];
 
 /// Every step, in order, in one database's words.

@@ -1,0 +1,192 @@
+//! Each node's IPNI advertisement chain: its blocks, its head and marks, the roots it has
+//! advertised; and the deletion log that removal advertisements follow.
+
+use super::rows::ModelRow;
+use super::turns::Line;
+use super::{Backend, SqlStore};
+use crate::model::{IpniChain, IpniPublication, RootKey};
+use crate::StoreError;
+
+/// `$first, $first+1, …` for a list of `len` values bound one by one (both databases take
+/// that; a page of roots is far below their limits on parameters).
+fn parameters(first: usize, len: usize) -> String {
+    let list: Vec<String> = (first..first + len).map(|i| format!("${i}")).collect();
+    list.join(", ")
+}
+
+/// Which of a node's roots [`SqlStore::ipni_roots`] picks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum IpniRoots {
+    /// Not advertised by the node.
+    NotAdvertised,
+    /// Advertised by the node, and no live upload or pin keeps them any more.
+    Withdrawn,
+}
+
+impl<B: Backend> SqlStore<B> {
+    pub(super) async fn deleted_roots_in_order(
+        &self,
+        after: RootKey,
+        limit: u32,
+    ) -> Result<Vec<(RootKey, String)>, StoreError> {
+        let rows = B::query(
+            "SELECT deleted_at, id, cid FROM operations
+             WHERE deleted_at IS NOT NULL AND cid IS NOT NULL AND (deleted_at, id) > ($1, $2)
+             ORDER BY deleted_at, id LIMIT $3",
+        )
+        .bind(after.completed_at_ms)
+        .bind(after.operation_id)
+        .bind(i64::from(limit))
+        .fetch_all(&mut self.conn().await?)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let key = RootKey {
+                    completed_at_ms: row.int("deleted_at"),
+                    operation_id: row.int("id"),
+                };
+                (key, row.text("cid"))
+            })
+            .collect())
+    }
+
+    pub(super) async fn read_ipni_chain(
+        &self,
+        peer_id: &str,
+    ) -> Result<Option<IpniChain>, StoreError> {
+        let row = B::query(
+            "SELECT head, completed_at, completed_id, deleted_at, deleted_id FROM ipni_chains
+             WHERE peer_id = $1",
+        )
+        .bind(peer_id)
+        .fetch_optional(&mut self.conn().await?)
+        .await?;
+        Ok(row.map(|row| IpniChain {
+            head: row.maybe_text("head"),
+            completed_through: RootKey {
+                completed_at_ms: row.int("completed_at"),
+                operation_id: row.int("completed_id"),
+            },
+            deleted_through: RootKey {
+                completed_at_ms: row.int("deleted_at"),
+                operation_id: row.int("deleted_id"),
+            },
+        }))
+    }
+
+    pub(super) async fn read_ipni_block(
+        &self,
+        peer_id: &str,
+        cid: &str,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let row = B::query("SELECT bytes FROM ipni_blocks WHERE peer_id = $1 AND cid = $2")
+            .bind(peer_id)
+            .bind(cid)
+            .fetch_optional(&mut self.conn().await?)
+            .await?;
+        Ok(row.map(|row| row.blob("bytes")))
+    }
+
+    /// Those of `roots` that are `which`, each once, in their order.
+    pub(super) async fn ipni_roots(
+        &self,
+        peer_id: &str,
+        roots: &[String],
+        which: IpniRoots,
+    ) -> Result<Vec<String>, StoreError> {
+        let advertised = which == IpniRoots::Withdrawn;
+        if roots.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT cid FROM ipni_contexts WHERE peer_id = $1 AND cid IN ({})",
+            parameters(2, roots.len())
+        );
+        let mut query = B::query(&sql).bind(peer_id);
+        for root in roots {
+            query = query.bind(root.as_str());
+        }
+        let rows = query.fetch_all(&mut self.conn().await?).await?;
+        let known: std::collections::HashSet<String> =
+            rows.iter().map(|row| row.text("cid")).collect();
+        let mut chosen: Vec<String> = Vec::new();
+        for root in roots {
+            if known.contains(root) == advertised && !chosen.contains(root) {
+                chosen.push(root.clone());
+            }
+        }
+        if which == IpniRoots::NotAdvertised || chosen.is_empty() {
+            return Ok(chosen);
+        }
+        let sql = format!(
+            "SELECT DISTINCT cid FROM operations
+             WHERE status = 'completed' AND deleted_at IS NULL AND cid IN ({})",
+            parameters(1, chosen.len())
+        );
+        let mut query = B::query(&sql);
+        for root in &chosen {
+            query = query.bind(root.as_str());
+        }
+        let rows = query.fetch_all(&mut self.conn().await?).await?;
+        let kept: std::collections::HashSet<String> =
+            rows.iter().map(|row| row.text("cid")).collect();
+        chosen.retain(|root| !kept.contains(root));
+        Ok(chosen)
+    }
+
+    pub(super) async fn write_ipni_publication(
+        &self,
+        peer_id: &str,
+        publication: &IpniPublication,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.write(Line::Requests).await?;
+        for (cid, bytes) in &publication.blocks {
+            B::query(
+                "INSERT INTO ipni_blocks (peer_id, cid, bytes) VALUES ($1, $2, $3)
+                 ON CONFLICT (peer_id, cid) DO NOTHING",
+            )
+            .bind(peer_id)
+            .bind(cid.as_str())
+            .bind(bytes.as_slice())
+            .execute(&mut tx)
+            .await?;
+        }
+        for root in &publication.advertised {
+            B::query(
+                "INSERT INTO ipni_contexts (peer_id, cid) VALUES ($1, $2)
+                 ON CONFLICT (peer_id, cid) DO NOTHING",
+            )
+            .bind(peer_id)
+            .bind(root.as_str())
+            .execute(&mut tx)
+            .await?;
+        }
+        for root in &publication.withdrawn {
+            B::query("DELETE FROM ipni_contexts WHERE peer_id = $1 AND cid = $2")
+                .bind(peer_id)
+                .bind(root.as_str())
+                .execute(&mut tx)
+                .await?;
+        }
+        let chain = &publication.chain;
+        B::query(
+            "INSERT INTO ipni_chains
+                (peer_id, head, completed_at, completed_id, deleted_at, deleted_id)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (peer_id) DO UPDATE SET head = excluded.head,
+                completed_at = excluded.completed_at, completed_id = excluded.completed_id,
+                deleted_at = excluded.deleted_at, deleted_id = excluded.deleted_id",
+        )
+        .bind(peer_id)
+        .bind(chain.head.as_deref())
+        .bind(chain.completed_through.completed_at_ms)
+        .bind(chain.completed_through.operation_id)
+        .bind(chain.deleted_through.completed_at_ms)
+        .bind(chain.deleted_through.operation_id)
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
