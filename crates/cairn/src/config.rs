@@ -86,8 +86,8 @@ pub struct Settings {
     /// multiaddrs with `/p2p/`, comma-separated [default: none].
     #[arg(long, env = "CAIRN_P2P_BOOTSTRAP")]
     pub p2p_bootstrap: Option<String>,
-    /// IPNI indexers to announce this node's advertisement chain to, comma-separated HTTP URLs
-    /// (`http://host:3001` is sent `PUT /announce`; a URL with a path is used as it is)
+    /// IPNI indexers to announce this node's advertisement chain to, comma-separated URLs
+    /// (`https://cid.contact` is sent `PUT /announce`; a URL with a path is used as it is)
     /// [default: none; the chain is served at `/ipni/v1/ad/` either way].
     #[arg(long, env = "CAIRN_IPNI_ANNOUNCE")]
     pub ipni_announce: Option<String>,
@@ -283,7 +283,7 @@ impl ServeConfig {
     }
 }
 
-/// `--ipni-announce`: HTTP URLs, each sent to `/announce` when it names no path (as
+/// `--ipni-announce`: HTTP(S) URLs, each sent to `/announce` when it names no path (as
 /// go-libipni's sender does).
 fn ipni_announce(list: Option<String>) -> Result<Vec<reqwest::Url>> {
     let Some(list) = list else {
@@ -296,11 +296,8 @@ fn ipni_announce(list: Option<String>) -> Result<Vec<reqwest::Url>> {
             let mut url: reqwest::Url = text
                 .parse()
                 .with_context(|| format!("--ipni-announce: {text:?} is not a URL"))?;
-            if url.scheme() != "http" {
-                anyhow::bail!(
-                    "--ipni-announce: {text:?} must be an http:// URL (this build has no TLS \
-                     client; put a TLS proxy in front of an https indexer)"
-                );
+            if !matches!(url.scheme(), "http" | "https") {
+                anyhow::bail!("--ipni-announce: {text:?} must be an http:// or https:// URL");
             }
             if url.path() == "/" {
                 url.set_path("/announce");

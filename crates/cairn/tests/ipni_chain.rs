@@ -258,5 +258,58 @@ async fn the_chain_lists_every_block_of_each_upload_is_announced_and_withdraws_d
     ] {
         assert!(metrics.lines().any(|l| l == line), "{line} in /metrics");
     }
+    let token = running.token.clone();
     server::terminate(running);
+
+    // After a restart the chain goes on from its head: nothing is advertised twice, the head
+    // is announced again (an indexer may have missed it), and a new upload links to it.
+    let running = start(
+        dir.path(),
+        &[
+            "--p2p-listen",
+            "/ip4/127.0.0.1/tcp/0",
+            "--ipni-announce",
+            &indexer_url,
+        ],
+    );
+    let old_head = chain.head.clone().unwrap();
+    announced_head(&old_head);
+    let (status, more) = post_upload(&running, &token, "more.bin", content(1000, 2)).await;
+    assert_eq!(status, 200, "{more}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let chain = loop {
+        let chain = ipni::read_chain(&running.upload, &peer_id);
+        if chain.head.as_deref() != Some(old_head.as_str()) {
+            break chain;
+        }
+        assert!(Instant::now() < deadline, "nothing new within a minute");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(chain.ads.len(), 4, "one more advertisement: {chain:?}");
+    assert_eq!(chain.ads[1].cid, old_head);
+    assert_eq!(
+        chain.ads[0].context_id,
+        hex(&more["cid"]
+            .as_str()
+            .unwrap()
+            .parse::<Cid>()
+            .unwrap()
+            .to_bytes())
+    );
+    server::terminate(running);
+}
+
+#[test]
+fn an_announce_url_that_is_not_http_stops_serve_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = server::cairn()
+        .args(server::serve_args(dir.path()))
+        .args(["--ipni-announce", "ftp://indexer.example"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let errors: Vec<_> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains("--ipni-announce"), "{stderr}");
 }
