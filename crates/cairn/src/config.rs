@@ -86,6 +86,10 @@ pub struct Settings {
     /// multiaddrs with `/p2p/`, comma-separated [default: none].
     #[arg(long, env = "CAIRN_P2P_BOOTSTRAP")]
     pub p2p_bootstrap: Option<String>,
+    /// What the IPFS node provides to the DHT: `roots` (each upload's and pin's root CID) or
+    /// `all` (every stored block) [default: roots].
+    #[arg(long, env = "CAIRN_PROVIDE_STRATEGY")]
+    pub provide_strategy: Option<String>,
     /// IPNI indexers to announce this node's advertisement chain to, comma-separated URLs
     /// (`https://cid.contact` is sent `PUT /announce`; a URL with a path is used as it is)
     /// [default: none; the chain is served at `/ipni/v1/ad/` either way].
@@ -143,6 +147,7 @@ pub struct ServeConfig {
     /// The IPFS node, unless it is turned off.
     pub p2p: Option<P2pConfig>,
     pub public_url: Option<reqwest::Url>,
+    pub provide_strategy: cairn_server::provide::ProvideStrategy,
     /// Where IPNI announces are sent.
     pub ipni_announce: Vec<reqwest::Url>,
     /// `None`: the path gateway only.
@@ -252,6 +257,13 @@ impl ServeConfig {
                 flags.p2p_announce.or(file.p2p_announce),
                 flags.p2p_bootstrap.or(file.p2p_bootstrap),
             )?,
+            provide_strategy: match flags.provide_strategy.or(file.provide_strategy).as_deref() {
+                None | Some("roots") => cairn_server::provide::ProvideStrategy::Roots,
+                Some("all") => cairn_server::provide::ProvideStrategy::All,
+                Some(other) => {
+                    anyhow::bail!("--provide-strategy: {other:?} is neither `roots` nor `all`")
+                }
+            },
             ipni_announce: ipni_announce(flags.ipni_announce.or(file.ipni_announce))?,
             public_url: match flags.public_url.or(file.public_url) {
                 Some(url) => Some(

@@ -120,6 +120,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         upload_listener.local_addr()?,
     )?);
     server_config.ipni_announce = config.ipni_announce.clone();
+    server_config.provide_strategy = config.provide_strategy;
     let node = match &config.p2p {
         Some(p2p) => Some(start_node(&config, p2p, store.clone(), packs.clone()).await?),
         None => None,

@@ -258,7 +258,10 @@ pub async fn start(
     } else {
         config.announce.clone()
     };
-    for addr in &config.announce {
+    // Kademlia puts the external addresses in the provider records it sends, and Kubo drops a
+    // record without addresses ("no valid addresses"): with no announce addresses the listen
+    // ones are what this node tells others, in records too.
+    for addr in &announced {
         swarm.add_external_address(addr.clone());
     }
     for addr in &config.bootstrap {

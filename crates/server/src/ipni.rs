@@ -13,7 +13,6 @@
 //! Commits become visible out of order, so both logs are read again a little way back;
 //! what was advertised (or withdrawn) already is skipped by the store's record of it.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -27,8 +26,7 @@ use cairn_store::{now_ms, StoreError};
 use cairn_unixfs::Cid;
 use tokio::sync::watch;
 
-use crate::blocks::StoredBlocks;
-use crate::gc::walk::{walk, Damage};
+use crate::gc::walk::dag_multihashes;
 use crate::state::{sleep_unless_stopped, AppState};
 
 /// How often the logs are read for new roots and deletions.
@@ -157,7 +155,15 @@ async fn publish_once(
     let mut publication = IpniPublication::default();
     let mut ads = Vec::new();
     for root in &fresh {
-        let Some(multihashes) = dag_multihashes(state, root).await? else {
+        let Ok(cid) = root.parse::<Cid>() else {
+            tracing::warn!("not advertising the stored root {root:?}: not a CID");
+            continue;
+        };
+        let Some(multihashes) = dag_multihashes(&state.store, &state.packs, &cid)
+            .await
+            .map_err(StoreError::Io)?
+        else {
+            tracing::warn!("not advertising {root}: its root block is not stored");
             continue;
         };
         let (chunks, entries) = entry_chunks(&multihashes);
@@ -231,47 +237,6 @@ fn context_id(root: &str) -> Result<Vec<u8>, PublishError> {
         )));
     }
     Ok(bytes)
-}
-
-/// The multihash of every block of `root`'s DAG that is stored, sorted (the same DAG gives
-/// the same entries); `None` if its root block is gone (deleted and collected since).
-async fn dag_multihashes(
-    state: &AppState,
-    root: &str,
-) -> Result<Option<Vec<Vec<u8>>>, PublishError> {
-    let Ok(cid) = root.parse::<Cid>() else {
-        tracing::warn!("not advertising the stored root {root:?}: not a CID");
-        return Ok(None);
-    };
-    let (store, packs) = (state.store.clone(), state.packs.clone());
-    let walked = tokio::task::spawn_blocking(move || {
-        let mut blocks = StoredBlocks::new(store, packs);
-        let mut visited = HashSet::new();
-        let mut damaged = Vec::new();
-        let mut go_on = |cid: &Cid, damage: &Damage| {
-            damaged.push((*cid, damage.clone()));
-            true
-        };
-        walk(&mut blocks, &cid, &mut visited, false, &mut go_on)?;
-        Ok::<_, std::io::Error>((visited, damaged))
-    })
-    .await
-    .map_err(|e| PublishError::Chain(format!("walking {root}: {e}")))?
-    .map_err(StoreError::Io)?;
-    let (visited, damaged) = walked;
-    if damaged.iter().any(|(block, _)| *block == cid) {
-        tracing::warn!("not advertising {root}: its root block is not stored");
-        return Ok(None);
-    }
-    let mut multihashes: Vec<Vec<u8>> = visited.into_iter().collect();
-    // What cannot be read is not offered.
-    for (block, damage) in &damaged {
-        tracing::warn!("not advertising block {block} of {root}: {damage:?}");
-        let hash = block.hash().to_bytes();
-        multihashes.retain(|mh| *mh != hash);
-    }
-    multihashes.sort();
-    Ok(Some(multihashes))
 }
 
 /// Where the node is reached: its libp2p addresses (Bitswap) and its gateway (HTTP).

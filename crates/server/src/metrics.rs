@@ -259,7 +259,7 @@ impl Collector for NodeCounters {
             ),
             (
                 "dht_provides",
-                "Roots provided to the DHT",
+                "CIDs provided to the DHT (roots, or every block with --provide-strategy all)",
                 read(&provides.provided),
             ),
             (

@@ -5,8 +5,9 @@
 //! an upload never waits for it and nothing is held in memory but a page. Each node provides
 //! every root (any node serves any block) and keeps its own place in the log, and:
 //! - follows the log for new roots ([`follow_the_log`]), a few provides at a time;
-//! - sweeps every distinct root again every [`REPROVIDE_EVERY`] ([`sweep_when_due`]), as
-//!   provider records expire on the DHT after 48 hours;
+//! - sweeps every distinct root (or, with [`ProvideStrategy::All`], every indexed block) again
+//!   every [`REPROVIDE_EVERY`] ([`sweep_when_due`]), as provider records expire on the DHT
+//!   after 48 hours;
 //! - when a provide finds no DHT peer (content stored before the node joined), waits for peers
 //!   and provides again, instead of leaving it to the next sweep.
 
@@ -17,11 +18,25 @@ use std::time::{Duration, Instant};
 use cairn_p2p::NodeHandle;
 use cairn_store::model::{ProvideProgress, RootKey};
 use cairn_store::{now_ms, StoreError};
+use cairn_unixfs::block::RAW;
 use cairn_unixfs::Cid;
 use futures_util::StreamExt;
 use tokio::sync::watch;
 
+use crate::gc::walk::dag_multihashes;
 use crate::state::{sleep_unless_stopped, AppState};
+
+/// What a node provides to the DHT (`--provide-strategy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProvideStrategy {
+    /// The root CID of every upload and pin (Kubo's `roots`): few records, and a client that
+    /// starts from the root finds the node.
+    #[default]
+    Roots,
+    /// Every stored block (Kubo's `all`): a client that asks for an inner block alone (a file
+    /// inside a directory, by its own CID) finds the node too, at one record per block.
+    All,
+}
 
 /// How often every stored root is provided again (Kubo's interval: records live 48 h).
 pub const REPROVIDE_EVERY: Duration = Duration::from_secs(22 * 3600);
@@ -113,7 +128,7 @@ pub async fn keep_providing(state: AppState, stop: watch::Receiver<bool>) {
     );
 }
 
-/// Provide each root as it completes.
+/// Provide each root (or its every block) as it completes.
 async fn follow_the_log(
     state: &AppState,
     node: &NodeHandle,
@@ -146,7 +161,8 @@ async fn follow_the_log(
                 .filter(|(key, _)| *key > through || !recent.contains(key))
                 .collect();
             let keys: Vec<RootKey> = fresh.iter().map(|(key, _)| *key).collect();
-            if !provide_all(state, node, fresh.into_iter().map(|(_, cid)| cid), &stop).await {
+            let cids = provided_for(state, fresh.into_iter().map(|(_, cid)| cid)).await;
+            if !provide_all(state, node, cids, &stop).await {
                 return;
             }
             recent.extend(keys);
@@ -169,7 +185,7 @@ async fn follow_the_log(
     }
 }
 
-/// Provide every distinct root again when the last sweep is older than [`REPROVIDE_EVERY`].
+/// Provide everything again when the last sweep is older than [`REPROVIDE_EVERY`].
 async fn sweep_when_due(
     state: &AppState,
     node: &NodeHandle,
@@ -186,23 +202,12 @@ async fn sweep_when_due(
         }
         let started_at_ms = now_ms();
         let started = Instant::now();
-        let mut after = String::new();
-        loop {
-            let page = match state.store.distinct_roots(&after, PAGE).await {
-                Ok(page) => page,
-                Err(e) => {
-                    tracing::warn!("reading stored roots for a reprovide failed: {e}");
-                    if sleep_unless_stopped(&stop, Duration::from_secs(5)).await {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            let Some(last) = page.last() else { break };
-            after = last.clone();
-            if !provide_all(state, node, page.into_iter(), &stop).await {
-                return;
-            }
+        let swept = match state.config.provide_strategy {
+            ProvideStrategy::Roots => sweep_roots(state, node, &stop).await,
+            ProvideStrategy::All => sweep_blocks(state, node, &stop).await,
+        };
+        if !swept {
+            return;
         }
         let stats = &state.provides;
         stats.sweeps.fetch_add(1, Ordering::Relaxed);
@@ -222,23 +227,103 @@ async fn sweep_when_due(
     }
 }
 
+/// Every distinct root, a page at a time; `false` if stopped first.
+async fn sweep_roots(state: &AppState, node: &NodeHandle, stop: &watch::Receiver<bool>) -> bool {
+    let mut after = String::new();
+    loop {
+        let page = match state.store.distinct_roots(&after, PAGE).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!("reading stored roots for a reprovide failed: {e}");
+                if sleep_unless_stopped(stop, Duration::from_secs(5)).await {
+                    return false;
+                }
+                continue;
+            }
+        };
+        let Some(last) = page.last() else {
+            return true;
+        };
+        after = last.clone();
+        let cids = provided_for(state, page.into_iter()).await;
+        if !provide_all(state, node, cids, stop).await {
+            return false;
+        }
+    }
+}
+
+/// Every block in the index, a page at a time (a block is found by its multihash alone: the
+/// DHT keys records by it); `false` if stopped first.
+async fn sweep_blocks(state: &AppState, node: &NodeHandle, stop: &watch::Receiver<bool>) -> bool {
+    let mut after = Vec::new();
+    loop {
+        let page = match state.store.indexed_blocks(&after, PAGE).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!("reading the block index for a reprovide failed: {e}");
+                if sleep_unless_stopped(stop, Duration::from_secs(5)).await {
+                    return false;
+                }
+                continue;
+            }
+        };
+        let Some(last) = page.last() else {
+            return true;
+        };
+        after = last.multihash.clone();
+        let cids = page
+            .iter()
+            .filter_map(|block| block_cid(&block.multihash))
+            .collect();
+        if !provide_all(state, node, cids, stop).await {
+            return false;
+        }
+    }
+}
+
+/// What is provided for `roots` under the node's strategy: the roots, or every stored block of
+/// their DAGs.
+async fn provided_for(state: &AppState, roots: impl Iterator<Item = String>) -> Vec<Cid> {
+    let mut cids = Vec::new();
+    for text in roots {
+        let root = match text.parse::<Cid>() {
+            Ok(root) => root,
+            Err(e) => {
+                tracing::warn!("not providing the stored root {text:?}: {e}");
+                continue;
+            }
+        };
+        if state.config.provide_strategy == ProvideStrategy::Roots {
+            cids.push(root);
+            continue;
+        }
+        match dag_multihashes(&state.store, &state.packs, &root).await {
+            Ok(Some(blocks)) => cids.extend(blocks.iter().filter_map(|mh| block_cid(mh))),
+            Ok(None) => tracing::warn!("not providing {root}: its root block is not stored"),
+            // Its root at least; the next sweep provides every block.
+            Err(e) => {
+                tracing::warn!("reading {root}'s blocks to provide them failed: {e}");
+                cids.push(root);
+            }
+        }
+    }
+    cids
+}
+
+/// A CID for a block known by its multihash (raw: the codec does not matter to the DHT).
+fn block_cid(multihash: &[u8]) -> Option<Cid> {
+    let multihash = cid::multihash::Multihash::<64>::from_bytes(multihash).ok()?;
+    Some(Cid::new_v1(RAW, multihash))
+}
+
 /// Provide `cids`, a few at a time; a provide that reached no peer is done again once the DHT
 /// has peers. `false` if stopped first.
 async fn provide_all(
     state: &AppState,
     node: &NodeHandle,
-    cids: impl Iterator<Item = String>,
+    cids: Vec<Cid>,
     stop: &watch::Receiver<bool>,
 ) -> bool {
-    let cids: Vec<Cid> = cids
-        .filter_map(|text| match text.parse::<Cid>() {
-            Ok(cid) => Some(cid),
-            Err(e) => {
-                tracing::warn!("not providing the stored root {text:?}: {e}");
-                None
-            }
-        })
-        .collect();
     let mut pending = cids;
     let mut failures_with_peers = 0;
     while !pending.is_empty() {

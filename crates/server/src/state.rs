@@ -16,7 +16,7 @@ use tokio::sync::{watch, Notify};
 use crate::ipni::IpniStats;
 use crate::metrics::Metrics;
 use crate::nodes::NodeDirectory;
-use crate::provide::ProvideStats;
+use crate::provide::{ProvideStats, ProvideStrategy};
 use crate::rate_limit::{RateLimiter, RateLimits};
 use crate::tus::lock::Locks;
 
@@ -164,6 +164,8 @@ pub struct ServerConfig {
     pub shared_store: bool,
     /// The gateway's address as a multiaddr (`/ip4/.../tcp/.../http`), for provider records.
     pub gateway_addr: Option<Multiaddr>,
+    /// What this node provides to the DHT: roots, or every block.
+    pub provide_strategy: ProvideStrategy,
     /// IPNI indexers told of each new advertisement (`PUT`, `--ipni-announce`).
     pub ipni_announce: Vec<reqwest::Url>,
     /// How long a TUS upload's lease outlives its holder's last renewal (shared store only):
@@ -203,6 +205,7 @@ impl Default for ServerConfig {
             trust_forwarded_headers: false,
             header_timeout: std::time::Duration::from_secs(10),
             gateway_addr: None,
+            provide_strategy: ProvideStrategy::default(),
             ipni_announce: Vec::new(),
             public_url: None,
             upload_port: 8080,

@@ -1,12 +1,17 @@
-//! Walking a stored DAG by its links, the one way the collector (what is live) and `fsck` (is
-//! every live DAG whole) see it.
+//! Walking a stored DAG by its links, the one way the collector (what is live), `fsck` (is
+//! every live DAG whole) and the announcements of a DAG's blocks (IPNI, DHT) see it.
 
 use std::collections::HashSet;
 use std::io;
+use std::sync::Arc;
 
+use cairn_store::packs::Packs;
+use cairn_store::MetadataStore;
 use cairn_unixfs::block::{BlockError, IDENTITY, RAW};
 use cairn_unixfs::node::Node;
 use cairn_unixfs::{BlockSource, Cid};
+
+use crate::blocks::StoredBlocks;
 
 /// What a walk found wrong with a block of a live DAG.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,6 +64,44 @@ pub fn walk(
         }
     }
     Ok(None)
+}
+
+/// The multihash of every block of the stored DAG under `root` that can be read, sorted (the
+/// same DAG gives the same list), walked on a blocking thread; `None` if the root block itself
+/// is not stored (deleted and collected since). What an announcement of the DAG lists (IPNI
+/// entries, DHT provides of every block): a block that cannot be read is left out, and logged.
+pub async fn dag_multihashes(
+    store: &Arc<dyn MetadataStore>,
+    packs: &Packs,
+    root: &Cid,
+) -> io::Result<Option<Vec<Vec<u8>>>> {
+    let (store, packs, root) = (store.clone(), packs.clone(), *root);
+    let (visited, damaged) = tokio::task::spawn_blocking(move || {
+        let mut blocks = StoredBlocks::new(store, packs);
+        let mut visited = HashSet::new();
+        let mut damaged = Vec::new();
+        let mut go_on = |cid: &Cid, damage: &Damage| {
+            damaged.push((*cid, damage.clone()));
+            true
+        };
+        walk(&mut blocks, &root, &mut visited, false, &mut go_on)?;
+        Ok::<_, io::Error>((visited, damaged))
+    })
+    .await
+    .map_err(io::Error::other)??;
+    if damaged.iter().any(|(block, _)| *block == root) {
+        return Ok(None);
+    }
+    let unreadable: HashSet<Vec<u8>> = damaged
+        .iter()
+        .map(|(block, damage)| {
+            tracing::warn!("block {block} of {root} is left out: {damage:?}");
+            block.hash().to_bytes()
+        })
+        .collect();
+    let mut multihashes: Vec<Vec<u8>> = visited.difference(&unreadable).cloned().collect();
+    multihashes.sort();
+    Ok(Some(multihashes))
 }
 
 /// The block's bytes are wrong, as opposed to storage failing to read them.
