@@ -521,6 +521,21 @@ fn two_nodes_on_a_shared_store_name_each_other_and_either_serves_kubo() {
             kubo.connect(&node_a.addr("/tcp/")).unwrap();
             wait_until_provided(&a, &a.token);
             wait_until_provided(&b, &a.token);
+            // Both are providers on the DHT, each with its own record on Kubo (which names
+            // itself too: it fetched the content).
+            let mut helia = Helia::start(&work.join("helia"));
+            eventually("Kubo names both nodes as providers", TIMEOUT, || {
+                let records = helia
+                    .find_providers(&cid, &kubo.tcp_addr(), TIMEOUT)
+                    .unwrap();
+                both.iter()
+                    .all(|node| {
+                        records
+                            .iter()
+                            .any(|r| r.peer_id == *node && r.from == kubo.peer_id)
+                    })
+                    .then_some(())
+            });
 
             // A node that stops is withdrawn: B names only itself.
             assert!(terminate(a).0.success());
