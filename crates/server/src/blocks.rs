@@ -166,6 +166,19 @@ impl BlockSource for StoredBlocks {
         Ok(location.map(|l| l.length))
     }
 
+    /// From the index (one lookup, no read): what it recorded when the block was stored.
+    fn known_without_links(&mut self, cid: &Cid) -> io::Result<bool> {
+        let multihash = cid.hash().to_bytes();
+        if let Some(location) = self.located.get(&multihash) {
+            return Ok(location.without_links);
+        }
+        let location = self
+            .runtime
+            .block_on(self.store.block_location(&multihash))
+            .map_err(io::Error::other)?;
+        Ok(location.is_some_and(|l| l.without_links))
+    }
+
     /// One index query for a node's children instead of one per block; their bytes are then
     /// read in runs (see `read_with_followers`).
     fn prefetch(&mut self, cids: &[Cid]) -> io::Result<()> {

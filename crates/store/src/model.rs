@@ -281,6 +281,10 @@ pub struct BlockLocation {
     pub pack: String,
     pub offset: u64,
     pub length: u64,
+    /// A dag-pb block recorded as linking to nothing (a CIDv0 file's leaf), so a walk that
+    /// needs only names need not read it; `false` also where it was not recorded (blocks
+    /// stored before it was).
+    pub without_links: bool,
 }
 
 /// A block index entry, with the size of the pack that holds it: the collector's view.

@@ -13,6 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_car::CarWriter;
+use cairn_unixfs::block::DAG_PB;
+use cairn_unixfs::pb::dag_pb_without_links;
 use cairn_unixfs::{BlockBytes, BlockSink, Cid};
 
 use crate::blobs::{BlobStore, BlobWriter, FileBlobs};
@@ -32,6 +34,8 @@ pub struct PackedBlock {
     pub multihash: Vec<u8>,
     pub offset: u64,
     pub length: u64,
+    /// A dag-pb block that links to nothing (see [`BlockLocation::without_links`]).
+    pub without_links: bool,
 }
 
 /// A durable, named pack and what it holds.
@@ -177,6 +181,7 @@ impl BlockSink for PackWriter {
             multihash: multihash.clone(),
             offset: end - block.len() as u64,
             length: block.len() as u64,
+            without_links: cid.codec() == DAG_PB && dag_pb_without_links(&block) == Some(true),
         });
         self.seen.insert(multihash);
         Ok(())

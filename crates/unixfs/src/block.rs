@@ -165,6 +165,13 @@ pub trait BlockSource {
     fn prefetch(&mut self, _cids: &[Cid]) -> io::Result<()> {
         Ok(())
     }
+
+    /// Whether the source knows, without reading it, that the block links to nothing (a
+    /// dag-pb leaf, as recorded when it was stored): a walk that needs only the blocks' names
+    /// need not read it. `false` when it cannot tell.
+    fn known_without_links(&mut self, _cid: &Cid) -> io::Result<bool> {
+        Ok(false)
+    }
 }
 
 impl<S: BlockSource + ?Sized> BlockSource for &mut S {
@@ -178,6 +185,10 @@ impl<S: BlockSource + ?Sized> BlockSource for &mut S {
 
     fn prefetch(&mut self, cids: &[Cid]) -> io::Result<()> {
         (**self).prefetch(cids)
+    }
+
+    fn known_without_links(&mut self, cid: &Cid) -> io::Result<bool> {
+        (**self).known_without_links(cid)
     }
 }
 

@@ -161,6 +161,49 @@ pub fn decode_node(block: &[u8]) -> Result<PbNode, DecodeError> {
     PbNode::from_bytes(Bytes::copy_from_slice(block)).map_err(|e| DecodeError::DagPb(e.to_string()))
 }
 
+/// Whether the dag-pb `block` links to nothing, from its top-level fields alone (its bytes need
+/// not be decoded, nor read again, to walk below it): `Some(true)` for a node that is only Data
+/// (a leaf of a CIDv0 file), `Some(false)` for one with a Links field, `None` when the fields
+/// cannot be read. Links may come before or after Data (decoders take either), so every field
+/// is looked at, skipping over the bytes of Data without touching them.
+pub fn dag_pb_without_links(block: &crate::BlockBytes<'_>) -> Option<bool> {
+    let parts: Vec<&[u8]> = block.parts().collect();
+    let byte_at = |mut at: usize| -> Option<u8> {
+        for part in &parts {
+            if at < part.len() {
+                return Some(part[at]);
+            }
+            at -= part.len();
+        }
+        None
+    };
+    let varint_at = |at: &mut usize| -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = byte_at(*at)?;
+            *at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    };
+    let (len, mut at) = (block.len(), 0);
+    while at < len {
+        let key = varint_at(&mut at)?;
+        match (key >> 3, key & 7) {
+            (2, WIRE_LEN) => return Some(false),
+            (1, WIRE_LEN) => {
+                let data = usize::try_from(varint_at(&mut at)?).ok()?;
+                at = at.checked_add(data).filter(|end| *end <= len)?;
+            }
+            _ => return None,
+        }
+    }
+    Some(true)
+}
+
 const WIRE_VARINT: u64 = 0;
 const WIRE_FIXED64: u64 = 1;
 const WIRE_LEN: u64 = 2;
@@ -230,6 +273,30 @@ fn take_bytes<'a>(buf: &mut &'a [u8]) -> Result<&'a [u8], DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_without_links_is_told_from_its_fields_in_any_order_and_pieces() {
+        let cid: Cid = "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"
+            .parse()
+            .unwrap();
+        let leaf = encode_node(vec![], vec![7; 300]);
+        let parent = encode_node(vec![link(cid, "", 300)], vec![8; 4]);
+        let whole = |bytes: &[u8]| dag_pb_without_links(&crate::BlockBytes::new(bytes));
+        assert_eq!(whole(&leaf), Some(true));
+        assert_eq!(whole(&parent), Some(false));
+        assert_eq!(whole(&[]), Some(true), "an empty node links to nothing");
+        // Data before Links: decoders take it, so it must be seen.
+        let links_start = parent.iter().position(|b| *b == 0x12).unwrap();
+        let (links, data) = parent.split_at(links_start);
+        let data_first: Vec<u8> = [data, links].concat();
+        assert_eq!(whole(&data_first), Some(false));
+        // In pieces, split inside the length and the data.
+        let pieces = crate::BlockBytes::from_parts(&leaf[..2], &leaf[2..200], &leaf[200..]);
+        assert_eq!(dag_pb_without_links(&pieces), Some(true));
+        // Truncated, or a field dag-pb does not have: unknown.
+        assert_eq!(whole(&leaf[..leaf.len() - 1]), None);
+        assert_eq!(whole(&[0x18, 0x01]), None);
+    }
 
     #[test]
     fn directory_data_is_the_four_bytes_every_importer_writes() {

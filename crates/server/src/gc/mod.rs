@@ -263,6 +263,7 @@ async fn read_index(store: &dyn MetadataStore) -> Result<Index, StoreError> {
                 pack,
                 offset,
                 length,
+                ..
             } = block.location;
             index
                 .packs
@@ -358,10 +359,12 @@ async fn compact(packs: &Packs, index: &Index, plan: &Plan) -> Result<Option<Com
                 .iter()
                 .filter(|e| live.contains(&e.multihash))
                 .map(|e| {
+                    // Where to read it from; moving it keeps the rest of its index row.
                     let location = BlockLocation {
                         pack: name.clone(),
                         offset: e.offset,
                         length: e.length,
+                        without_links: false,
                     };
                     (e.multihash.clone(), location)
                 })

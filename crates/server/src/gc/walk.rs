@@ -28,7 +28,8 @@ pub enum Damage {
 /// going below a block visited before (DAGs share blocks). Raw leaves have no links: they are
 /// read only when `read_leaves` (fsck checks them; the collector needs only their names, so
 /// its I/O grows with the DAG's interior, not its bytes). Blocks inlined in their CID
-/// (identity hashes) are stored nowhere and skipped. Each damaged block goes to `damaged`,
+/// (identity hashes) are stored nowhere and skipped. Dag-pb blocks the source knows to have no
+/// links (CIDv0 leaves) are skipped like raw leaves. Each damaged block goes to `damaged`,
 /// which says whether the walk goes on; the damage that stopped it is returned.
 pub fn walk(
     blocks: &mut dyn BlockSource,
@@ -42,7 +43,9 @@ pub fn walk(
         if cid.hash().code() == IDENTITY || !visited.insert(cid.hash().to_bytes()) {
             continue;
         }
-        if cid.codec() == RAW && !read_leaves {
+        // Leaves are known by their names: raw ones by their codec, dag-pb ones (CIDv0 files)
+        // by what the index recorded of them.
+        if !read_leaves && (cid.codec() == RAW || blocks.known_without_links(&cid)?) {
             continue;
         }
         let damage = match blocks.get_block(&cid) {
@@ -108,4 +111,104 @@ pub async fn dag_multihashes(
 fn is_block_error(e: &io::Error) -> bool {
     e.get_ref()
         .is_some_and(|inner| inner.downcast_ref::<BlockError>().is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_store::model::{NewUpload, OperationKind, StoredDag};
+    use cairn_store::sqlite::SqliteStore;
+    use cairn_store::AccountLimits;
+    use cairn_unixfs::{FileImporter, Profile};
+
+    /// Counts the blocks a walk reads.
+    struct Counted<'a> {
+        inner: &'a mut StoredBlocks,
+        reads: usize,
+    }
+
+    impl BlockSource for Counted<'_> {
+        fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
+            self.reads += 1;
+            self.inner.get_block(cid)
+        }
+
+        fn known_without_links(&mut self, cid: &Cid) -> io::Result<bool> {
+            self.inner.known_without_links(cid)
+        }
+    }
+
+    /// A CIDv0 file's leaves are dag-pb: the index records that they link to nothing, so a walk
+    /// for names reads the interior only, and fsck's walk still reads every block.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_walk_for_names_reads_no_cidv0_leaf() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn MetadataStore> = Arc::new(
+            SqliteStore::open(&dir.path().join("cairn.db"))
+                .await
+                .unwrap(),
+        );
+        let packs = Packs::open(dir.path().join("packs")).unwrap();
+        let account = store
+            .create_account("walker", AccountLimits::default())
+            .await
+            .unwrap();
+        let profile = Profile {
+            chunk_size: 1024,
+            ..Profile::UNIXFS_V0_2015
+        };
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut pack = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
+        let mut importer = FileImporter::new(&profile, &mut pack);
+        importer.push(&bytes).unwrap();
+        let root = importer.finish().unwrap().cid;
+        let dag = StoredDag {
+            cid: root.to_string(),
+            size: pack.dag_bytes(),
+        };
+        let upload = NewUpload {
+            upload_id: "v0".into(),
+            account_id: account.id,
+            kind: OperationKind::Upload,
+            name: "v0.bin".into(),
+            size: bytes.len() as u64,
+            mime_type: "application/octet-stream".into(),
+            archive_mode: None,
+            profile: profile.name.into(),
+        };
+        store
+            .commit_completed_upload(upload, pack.seal().unwrap(), &dag)
+            .await
+            .unwrap();
+
+        tokio::task::spawn_blocking(move || {
+            let mut stored = StoredBlocks::new(store, packs);
+            let mut walk_reading = |read_leaves: bool| {
+                let mut counted = Counted {
+                    inner: &mut stored,
+                    reads: 0,
+                };
+                let mut visited = HashSet::new();
+                let damage = walk(
+                    &mut counted,
+                    &root,
+                    &mut visited,
+                    read_leaves,
+                    &mut |_, _| false,
+                )
+                .unwrap();
+                assert_eq!(damage, None);
+                (visited.len(), counted.reads)
+            };
+            // Ten leaves of 1 KiB under one root.
+            assert_eq!(
+                walk_reading(false),
+                (11, 1),
+                "names: the root alone is read"
+            );
+            assert_eq!(walk_reading(true), (11, 11), "fsck: every block is read");
+        })
+        .await
+        .unwrap();
+    }
 }

@@ -12,7 +12,7 @@ use crate::model::{
 use crate::packs::{Packed, PackedBlock};
 use crate::StoreError;
 
-/// Block index rows one `INSERT` writes, four parameters each: well under both databases'
+/// Block index rows one `INSERT` writes, five parameters each: well under both databases'
 /// limits on parameters (SQLite's 32,766, PostgreSQL's 65,535).
 const INDEX_ROWS_PER_STATEMENT: usize = 500;
 
@@ -111,17 +111,14 @@ impl<B: Backend> SqlStore<B> {
         for batch in blocks.chunks(INDEX_ROWS_PER_STATEMENT) {
             let rows: Vec<String> = (0..batch.len())
                 .map(|i| {
-                    format!(
-                        "(${}, ${}, ${}, ${})",
-                        4 * i + 1,
-                        4 * i + 2,
-                        4 * i + 3,
-                        4 * i + 4
-                    )
+                    let first = 5 * i + 1;
+                    let params: Vec<String> = (first..first + 5).map(|p| format!("${p}")).collect();
+                    format!("({})", params.join(", "))
                 })
                 .collect();
             let sql = format!(
-                "INSERT INTO blocks (multihash, pack_id, \"offset\", length) VALUES {}
+                "INSERT INTO blocks (multihash, pack_id, \"offset\", length, without_links)
+                 VALUES {}
                  ON CONFLICT DO NOTHING",
                 rows.join(", ")
             );
@@ -131,7 +128,8 @@ impl<B: Backend> SqlStore<B> {
                     .bind(&block.multihash)
                     .bind(pack_id)
                     .bind(block.offset as i64)
-                    .bind(block.length as i64);
+                    .bind(block.length as i64)
+                    .bind(i64::from(block.without_links));
             }
             insert.execute(tx).await?;
         }

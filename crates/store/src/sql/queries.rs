@@ -55,10 +55,12 @@ fn location(row: &impl ModelRow) -> BlockLocation {
         pack: row.text("name"),
         offset: row.int("offset") as u64,
         length: row.int("length") as u64,
+        without_links: row.maybe_int("without_links") == Some(1),
     }
 }
 
-const LOCATION: &str = "SELECT blocks.multihash, packs.name, blocks.\"offset\", blocks.length
+const LOCATION: &str = "SELECT blocks.multihash, packs.name, blocks.\"offset\", blocks.length,
+        blocks.without_links
     FROM blocks JOIN packs ON packs.id = blocks.pack_id WHERE multihash";
 
 #[async_trait]
@@ -802,7 +804,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         limit: u32,
     ) -> Result<Vec<IndexedBlock>, StoreError> {
         let rows = B::query(
-            "SELECT b.multihash, p.name, b.\"offset\", b.length, p.size FROM blocks b
+            "SELECT b.multihash, p.name, b.\"offset\", b.length, b.without_links, p.size
+               FROM blocks b
                JOIN packs p ON p.id = b.pack_id
               WHERE b.multihash > $1 ORDER BY b.multihash LIMIT $2",
         )

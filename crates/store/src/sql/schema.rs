@@ -182,6 +182,11 @@ CREATE TABLE ipni_contexts (
 -- The deletions in order, which removal advertisements follow.
 CREATE INDEX operations_deleted ON operations(deleted_at, id) WHERE deleted_at IS NOT NULL;
 "#,
+    r#"
+-- A dag-pb block that links to nothing (a CIDv0 file's leaf): walks that need only names skip
+-- reading it. NULL for blocks stored before this was recorded (they are read).
+ALTER TABLE blocks ADD COLUMN without_links {int};
+"#,
 ];
 
 /// Every step, in order, in one database's words.
