@@ -12,7 +12,8 @@
 //!   once, which is the order the trustless gateway and `ipfs-car unpack` stream best.
 //!
 //! The header is DAG-CBOR `{"roots": [CID...], "version": 1}`. It is encoded and parsed by hand:
-//! that one fixed shape does not justify a general CBOR dependency.
+//! that one fixed shape does not justify a general CBOR dependency. The writing half,
+//! [`cbor`], also writes the IPNI announce (`cairn-p2p`).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Display;
@@ -22,6 +23,9 @@ use cairn_unixfs::block::{verify_block, BlockError, DAG_PB, RAW};
 use cairn_unixfs::node::{ChildRule, Node, NodeError, NodeKind};
 use cairn_unixfs::read::{ReadError, ReadLimits, Reader, Repeats};
 use cairn_unixfs::{BlockBytes, BlockSink, BlockSource, Cid};
+use cbor::{CID_TAG, MAJOR_ARRAY, MAJOR_BYTES, MAJOR_MAP, MAJOR_TAG, MAJOR_TEXT, MAJOR_UINT};
+
+pub mod cbor;
 
 /// Limits for reading untrusted CARs.
 #[derive(Clone, Copy, Debug)]
@@ -246,22 +250,17 @@ fn codec_name(codec: u64) -> String {
 /// The encoded CAR v1 header naming `roots`.
 pub fn header(roots: &[Cid]) -> Vec<u8> {
     let mut cbor = Vec::new();
-    cbor_head(&mut cbor, MAJOR_MAP, 2);
+    cbor::head(&mut cbor, MAJOR_MAP, 2);
     // DAG-CBOR orders map keys by length first: "roots" before "version".
-    cbor_head(&mut cbor, MAJOR_TEXT, 5);
+    cbor::head(&mut cbor, MAJOR_TEXT, 5);
     cbor.extend_from_slice(b"roots");
-    cbor_head(&mut cbor, MAJOR_ARRAY, roots.len() as u64);
+    cbor::head(&mut cbor, MAJOR_ARRAY, roots.len() as u64);
     for root in roots {
-        let bytes = root.to_bytes();
-        cbor_head(&mut cbor, MAJOR_TAG, CID_TAG);
-        // A CID in DAG-CBOR is its binary form behind the identity multibase prefix 0x00.
-        cbor_head(&mut cbor, MAJOR_BYTES, bytes.len() as u64 + 1);
-        cbor.push(0);
-        cbor.extend_from_slice(&bytes);
+        cbor::cid(&mut cbor, root);
     }
-    cbor_head(&mut cbor, MAJOR_TEXT, 7);
+    cbor::head(&mut cbor, MAJOR_TEXT, 7);
     cbor.extend_from_slice(b"version");
-    cbor_head(&mut cbor, MAJOR_UINT, 1);
+    cbor::head(&mut cbor, MAJOR_UINT, 1);
     let mut out = Vec::with_capacity(cbor.len() + 2);
     put_varint(&mut out, cbor.len() as u64);
     out.extend_from_slice(&cbor);
@@ -405,34 +404,6 @@ impl<R: Read> Iterator for CarReader<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.next_block().transpose()
-    }
-}
-
-const MAJOR_UINT: u8 = 0;
-const MAJOR_BYTES: u8 = 2;
-const MAJOR_TEXT: u8 = 3;
-const MAJOR_ARRAY: u8 = 4;
-const MAJOR_MAP: u8 = 5;
-const MAJOR_TAG: u8 = 6;
-const CID_TAG: u64 = 42;
-
-fn cbor_head(out: &mut Vec<u8>, major: u8, value: u64) {
-    let major = major << 5;
-    match value {
-        0..=23 => out.push(major | value as u8),
-        24..=0xff => out.extend_from_slice(&[major | 24, value as u8]),
-        0x100..=0xffff => {
-            out.push(major | 25);
-            out.extend_from_slice(&(value as u16).to_be_bytes());
-        }
-        0x1_0000..=0xffff_ffff => {
-            out.push(major | 26);
-            out.extend_from_slice(&(value as u32).to_be_bytes());
-        }
-        _ => {
-            out.push(major | 27);
-            out.extend_from_slice(&value.to_be_bytes());
-        }
     }
 }
 

@@ -13,6 +13,7 @@
 
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use base64::Engine;
+use cairn_car::cbor;
 use cairn_unixfs::block::{block_cid, cid_from_digest, RAW};
 use cairn_unixfs::{Cid, CidVersion};
 use libp2p::core::SignedEnvelope;
@@ -178,40 +179,15 @@ pub fn signed_head(head: &Cid, key: &Keypair) -> Result<Vec<u8>, SigningError> {
 /// tuple `[cid, addrs, extraData]`, the CID as tag 42 (a byte string led by a zero byte),
 /// each address the binary multiaddr of where the chain is served, ending in `/p2p/{id}`.
 pub fn announce_message(head: &Cid, addrs: &[Multiaddr]) -> Vec<u8> {
-    let mut cbor = vec![0x83, 0xd8, 0x2a];
-    let cid = head.to_bytes();
-    cbor_head(&mut cbor, 2, cid.len() as u64 + 1);
-    cbor.push(0);
-    cbor.extend_from_slice(&cid);
-    cbor_head(&mut cbor, 4, addrs.len() as u64);
+    let mut message = Vec::new();
+    cbor::head(&mut message, cbor::MAJOR_ARRAY, 3);
+    cbor::cid(&mut message, head);
+    cbor::head(&mut message, cbor::MAJOR_ARRAY, addrs.len() as u64);
     for addr in addrs {
-        let bytes = addr.to_vec();
-        cbor_head(&mut cbor, 2, bytes.len() as u64);
-        cbor.extend_from_slice(&bytes);
+        cbor::bytes(&mut message, &addr.to_vec());
     }
-    cbor.push(0x40);
-    cbor
-}
-
-/// A CBOR item's head: major type and length, in the shortest form.
-fn cbor_head(out: &mut Vec<u8>, major: u8, length: u64) {
-    let major = major << 5;
-    match length {
-        0..=23 => out.push(major | length as u8),
-        24..=0xff => out.extend_from_slice(&[major | 24, length as u8]),
-        0x100..=0xffff => {
-            out.push(major | 25);
-            out.extend_from_slice(&(length as u16).to_be_bytes());
-        }
-        0x1_0000..=0xffff_ffff => {
-            out.push(major | 26);
-            out.extend_from_slice(&(length as u32).to_be_bytes());
-        }
-        _ => {
-            out.push(major | 27);
-            out.extend_from_slice(&length.to_be_bytes());
-        }
-    }
+    cbor::bytes(&mut message, &[]);
+    message
 }
 
 /// dag-json bytes: `{"/":{"bytes":"<base64, standard alphabet, no padding>"}}`.
