@@ -1,5 +1,6 @@
 //! Each node's IPNI advertisement chain: its blocks, its head and marks, the roots it has
-//! advertised; and the deletion log that removal advertisements follow.
+//! advertised; and the two logs of roots that providing and IPNI follow (completions, and
+//! the deletions that removal advertisements follow).
 
 use super::rows::ModelRow;
 use super::turns::Line;
@@ -24,26 +25,32 @@ pub(super) enum IpniRoots {
 }
 
 impl<B: Backend> SqlStore<B> {
-    pub(super) async fn deleted_roots_in_order(
+    /// A page of one of the logs of roots that providing and IPNI follow: the operations
+    /// `which` selects, after `after` in the order of their `time` column and id. Each log
+    /// has a partial index whose condition `which` includes.
+    pub(super) async fn root_log(
         &self,
+        time: &str,
+        which: &str,
         after: RootKey,
         limit: u32,
     ) -> Result<Vec<(RootKey, String)>, StoreError> {
-        let rows = B::query(
-            "SELECT deleted_at, id, cid FROM operations
-             WHERE deleted_at IS NOT NULL AND cid IS NOT NULL AND (deleted_at, id) > ($1, $2)
-             ORDER BY deleted_at, id LIMIT $3",
-        )
-        .bind(after.completed_at_ms)
-        .bind(after.operation_id)
-        .bind(i64::from(limit))
-        .fetch_all(&mut self.conn().await?)
-        .await?;
+        let sql = format!(
+            "SELECT {time} AS at, id, cid FROM operations
+             WHERE {which} AND cid IS NOT NULL AND ({time}, id) > ($1, $2)
+             ORDER BY {time}, id LIMIT $3"
+        );
+        let rows = B::query(&sql)
+            .bind(after.completed_at_ms)
+            .bind(after.operation_id)
+            .bind(i64::from(limit))
+            .fetch_all(&mut self.conn().await?)
+            .await?;
         Ok(rows
             .iter()
             .map(|row| {
                 let key = RootKey {
-                    completed_at_ms: row.int("deleted_at"),
+                    completed_at_ms: row.int("at"),
                     operation_id: row.int("id"),
                 };
                 (key, row.text("cid"))

@@ -967,27 +967,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         after: RootKey,
         limit: u32,
     ) -> Result<Vec<(RootKey, String)>, StoreError> {
-        let rows = B::query(
-            "SELECT completed_at, id, cid FROM operations
-             WHERE status = 'completed' AND cid IS NOT NULL AND deleted_at IS NULL
-               AND (completed_at, id) > ($1, $2)
-             ORDER BY completed_at, id LIMIT $3",
-        )
-        .bind(after.completed_at_ms)
-        .bind(after.operation_id)
-        .bind(i64::from(limit))
-        .fetch_all(&mut self.conn().await?)
-        .await?;
-        Ok(rows
-            .iter()
-            .map(|row| {
-                let key = RootKey {
-                    completed_at_ms: row.int("completed_at"),
-                    operation_id: row.int("id"),
-                };
-                (key, row.text("cid"))
-            })
-            .collect())
+        let completed = "status = 'completed' AND deleted_at IS NULL";
+        self.root_log("completed_at", completed, after, limit).await
     }
 
     async fn count_completed_roots(&self, after: RootKey) -> Result<u64, StoreError> {
@@ -1058,7 +1039,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         after: RootKey,
         limit: u32,
     ) -> Result<Vec<(RootKey, String)>, StoreError> {
-        self.deleted_roots_in_order(after, limit).await
+        self.root_log("deleted_at", "deleted_at IS NOT NULL", after, limit)
+            .await
     }
 
     async fn ipni_chain(&self, peer_id: &str) -> Result<Option<IpniChain>, StoreError> {
