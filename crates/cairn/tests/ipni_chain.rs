@@ -30,6 +30,28 @@ async fn dag_multihashes(upload_url: &str, cid: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The chain published at `upload_url`, read again every 200 ms until `done` says it is
+/// (a minute at most: `what` names what was waited for).
+async fn chain_once(
+    upload_url: &str,
+    peer_id: &str,
+    what: &str,
+    done: impl Fn(&ipni::Chain) -> bool,
+) -> ipni::Chain {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let chain = ipni::read_chain(upload_url, peer_id);
+        if done(&chain) {
+            return chain;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not within a minute: {chain:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -110,18 +132,13 @@ async fn the_chain_lists_every_block_of_each_upload_is_announced_and_withdraws_d
     let roots = [file["cid"].as_str().unwrap(), site["cid"].as_str().unwrap()];
 
     // Announced: the last announce names the chain's head, from where it is served.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let chain = loop {
-        let chain = ipni::read_chain(&running.upload, &peer_id);
-        if chain.ads.len() == 2 {
-            break chain;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not advertised within a minute: {chain:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let chain = chain_once(
+        &running.upload,
+        &peer_id,
+        "both uploads advertised",
+        |chain| chain.ads.len() == 2,
+    )
+    .await;
     let head = chain.head.clone().unwrap();
     assert_eq!(
         head, chain.ads[0].cid,
@@ -219,18 +236,13 @@ async fn the_chain_lists_every_block_of_each_upload_is_announced_and_withdraws_d
         .await
         .unwrap();
     assert_eq!(deleted.status(), 204);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let chain = loop {
-        let chain = ipni::read_chain(&running.upload, &peer_id);
-        if chain.ads.len() == 3 {
-            break chain;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no removal within a minute: {chain:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let chain = chain_once(
+        &running.upload,
+        &peer_id,
+        "the removal published",
+        |chain| chain.ads.len() == 3,
+    )
+    .await;
     let removal = &chain.ads[0];
     assert!(removal.is_rm);
     assert_eq!(
@@ -276,15 +288,13 @@ async fn the_chain_lists_every_block_of_each_upload_is_announced_and_withdraws_d
     announced_head(&old_head);
     let (status, more) = post_upload(&running, &token, "more.bin", content(1000, 2)).await;
     assert_eq!(status, 200, "{more}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let chain = loop {
-        let chain = ipni::read_chain(&running.upload, &peer_id);
-        if chain.head.as_deref() != Some(old_head.as_str()) {
-            break chain;
-        }
-        assert!(Instant::now() < deadline, "nothing new within a minute");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let chain = chain_once(
+        &running.upload,
+        &peer_id,
+        "a new advertisement after the restart",
+        |chain| chain.head.as_deref() != Some(old_head.as_str()),
+    )
+    .await;
     assert_eq!(chain.ads.len(), 4, "one more advertisement: {chain:?}");
     assert_eq!(chain.ads[1].cid, old_head);
     assert_eq!(
