@@ -99,15 +99,13 @@ fn read_announce(body: &[u8]) -> (Cid, Vec<Multiaddr>) {
 async fn the_chain_lists_every_block_of_each_upload_is_announced_and_withdraws_deletions() {
     let (indexer_url, announces) = ipni::indexer();
     let dir = tempfile::tempdir().unwrap();
-    let running = start(
-        dir.path(),
-        &[
-            "--p2p-listen",
-            "/ip4/127.0.0.1/tcp/0",
-            "--ipni-announce",
-            &indexer_url,
-        ],
-    );
+    let serve = [
+        "--p2p-listen",
+        "/ip4/127.0.0.1/tcp/0",
+        "--ipni-announce",
+        &indexer_url,
+    ];
+    let running = start(dir.path(), &serve);
     let node = get_json(&format!("{}/api/node", running.upload), &running.token).await;
     let peer_id = node["peerId"].as_str().unwrap().to_owned();
     let http = reqwest::Client::new();
@@ -275,15 +273,7 @@ async fn the_chain_lists_every_block_of_each_upload_is_announced_and_withdraws_d
 
     // After a restart the chain goes on from its head: nothing is advertised twice, the head
     // is announced again (an indexer may have missed it), and a new upload links to it.
-    let running = start(
-        dir.path(),
-        &[
-            "--p2p-listen",
-            "/ip4/127.0.0.1/tcp/0",
-            "--ipni-announce",
-            &indexer_url,
-        ],
-    );
+    let running = start(dir.path(), &serve);
     let old_head = chain.head.clone().unwrap();
     announced_head(&old_head);
     let (status, more) = post_upload(&running, &token, "more.bin", content(1000, 2)).await;
