@@ -24,6 +24,8 @@
 //! (npm, on Node from PyPI) on first use, as the network tests do (`tests/peers`), and needs
 //! `unshare` and `ip`.
 
+#[path = "support/netns.rs"]
+mod netns;
 #[path = "../../server/benches/support/noise.rs"]
 mod noise;
 #[path = "../tests/peers/mod.rs"]
@@ -33,7 +35,6 @@ mod server;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -59,33 +60,10 @@ const SHARED: usize = 32 << 20;
 const TIMEOUT: Duration = Duration::from_secs(300);
 /// Helia fetches 256 MiB in seconds; a fetch that has not ended after this has stalled.
 const HELIA_TIMEOUT: Duration = Duration::from_secs(30);
-/// Set in the re-executed bench, inside the namespace.
-const INSIDE: &str = "CAIRN_BENCH_NETNS";
 
 fn main() {
-    if std::env::var_os(INSIDE).is_some() {
-        return measure();
-    }
     // The registries cannot be reached from inside the namespace.
-    peers::install();
-    let Some(flag) = ["-n", "-rn"].into_iter().find(|flag| {
-        Command::new("unshare")
-            .args([flag, "ip", "link", "set", "lo", "up"])
-            .output()
-            .is_ok_and(|output| output.status.success())
-    }) else {
-        eprintln!(
-            "network namespaces are not allowed here (`unshare -n` and `unshare -rn` failed)"
-        );
-        std::process::exit(1);
-    };
-    let status = Command::new("unshare")
-        .args([flag, "sh", "-c", r#"ip link set lo up && exec "$@""#, "sh"])
-        .arg(std::env::current_exe().expect("the bench's own path"))
-        .env(INSIDE, "1")
-        .status()
-        .expect("run unshare");
-    std::process::exit(status.code().unwrap_or(1));
+    netns::in_loopback_namespace(peers::install, measure);
 }
 
 fn mb_per_s(bytes: usize, time: Duration) -> f64 {
