@@ -163,6 +163,9 @@ const ROUTES: &[Route] = &[
     route("HEAD", Upload, "/routing/v1/providers/{cid}", Public(None)),
     route("GET", Upload, "/routing/v1/peers/{peer}", Public(None)),
     route("HEAD", Upload, "/routing/v1/peers/{peer}", Public(None)),
+    // The IPNI chain, public as the DHT's records are; `404` without the IPFS node too.
+    route("GET", Upload, "/ipni/v1/ad/{name}", Public(None)),
+    route("HEAD", Upload, "/ipni/v1/ad/{name}", Public(None)),
     // Not `/api` routes (CONTRACT "Authentication" asks a token of those).
     route("GET", Upload, "/healthz", Public(Some(200))),
     route("HEAD", Upload, "/healthz", Public(Some(200))),
@@ -265,6 +268,7 @@ impl World {
             .replace("{cid}", cid)
             .replace("{*path}", "hello.txt")
             .replace("{peer}", SOME_PEER)
+            .replace("{name}", "head")
             .replace("{file}", "app.js")
             .replace("{id}", id)
             .replace("{requestid}", id);
