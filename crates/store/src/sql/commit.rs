@@ -5,16 +5,15 @@
 use sqlx::Transaction;
 
 use super::rows::{account_from, now_ms, operation_from, ModelRow};
-use super::{Backend, SqlStore};
+use super::{values_rows, Backend, SqlStore, ROW_PARAMETERS};
 use crate::model::{
     Account, NewPin, NewUpload, Operation, OperationError, OperationStatus, StoredDag,
 };
 use crate::packs::{Packed, PackedBlock};
 use crate::StoreError;
 
-/// Block index rows one `INSERT` writes, five parameters each: well under both databases'
-/// limits on parameters (SQLite's 32,766, PostgreSQL's 65,535).
-const INDEX_ROWS_PER_STATEMENT: usize = 500;
+/// Block index rows one `INSERT` writes, five parameters each.
+const INDEX_ROWS_PER_STATEMENT: usize = ROW_PARAMETERS / 5;
 
 impl<B: Backend> SqlStore<B> {
     /// An upload's operation, not completed (completing is [`Self::complete_in`]'s).
@@ -107,20 +106,12 @@ impl<B: Backend> SqlStore<B> {
         pack_id: i64,
         blocks: &[PackedBlock],
     ) -> Result<(), StoreError> {
-        // Many rows a statement: each statement is a round trip while holding the writer.
         for batch in blocks.chunks(INDEX_ROWS_PER_STATEMENT) {
-            let rows: Vec<String> = (0..batch.len())
-                .map(|i| {
-                    let first = 5 * i + 1;
-                    let params: Vec<String> = (first..first + 5).map(|p| format!("${p}")).collect();
-                    format!("({})", params.join(", "))
-                })
-                .collect();
             let sql = format!(
                 "INSERT INTO blocks (multihash, pack_id, \"offset\", length, without_links)
                  VALUES {}
                  ON CONFLICT DO NOTHING",
-                rows.join(", ")
+                values_rows(batch.len(), 5)
             );
             let mut insert = B::query(&sql);
             for block in batch {

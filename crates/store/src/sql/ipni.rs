@@ -4,7 +4,7 @@
 
 use super::rows::ModelRow;
 use super::turns::Line;
-use super::{Backend, SqlStore};
+use super::{values_rows, Backend, SqlStore, ROW_PARAMETERS};
 use crate::model::{IpniChain, IpniPublication, RootKey};
 use crate::StoreError;
 
@@ -13,6 +13,29 @@ use crate::StoreError;
 fn parameters(first: usize, len: usize) -> String {
     let list: Vec<String> = (first..first + len).map(|i| format!("${i}")).collect();
     list.join(", ")
+}
+
+/// Bytes of chain blocks one `INSERT` carries: small advertisements go many to a statement, and
+/// the entry chunks (up to about a MiB each) a few.
+const BATCH_BYTES: usize = 4 << 20;
+
+/// `blocks` cut into runs for one multi-row `INSERT` each, of at most [`BATCH_BYTES`] (or one
+/// block) and within the parameters one statement may bind.
+fn batches(blocks: &[(String, Vec<u8>)]) -> Vec<&[(String, Vec<u8>)]> {
+    let mut runs = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, (_, block)) in blocks.iter().enumerate() {
+        let full = i - start == ROW_PARAMETERS / 3 || bytes + block.len() > BATCH_BYTES;
+        if i > start && full {
+            runs.push(&blocks[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += block.len();
+    }
+    if start < blocks.len() {
+        runs.push(&blocks[start..]);
+    }
+    runs
 }
 
 /// Which of a node's roots [`SqlStore::ipni_roots`] picks.
@@ -148,26 +171,32 @@ impl<B: Backend> SqlStore<B> {
         publication: &IpniPublication,
     ) -> Result<(), StoreError> {
         let mut tx = self.write(Line::Requests).await?;
-        for (cid, bytes) in &publication.blocks {
-            B::query(
-                "INSERT INTO ipni_blocks (peer_id, cid, bytes) VALUES ($1, $2, $3)
+        for batch in batches(&publication.blocks) {
+            let sql = format!(
+                "INSERT INTO ipni_blocks (peer_id, cid, bytes) VALUES {}
                  ON CONFLICT (peer_id, cid) DO NOTHING",
-            )
-            .bind(peer_id)
-            .bind(cid.as_str())
-            .bind(bytes.as_slice())
-            .execute(&mut tx)
-            .await?;
+                values_rows(batch.len(), 3)
+            );
+            let mut insert = B::query(&sql);
+            for (cid, bytes) in batch {
+                insert = insert
+                    .bind(peer_id)
+                    .bind(cid.as_str())
+                    .bind(bytes.as_slice());
+            }
+            insert.execute(&mut tx).await?;
         }
-        for root in &publication.advertised {
-            B::query(
-                "INSERT INTO ipni_contexts (peer_id, cid) VALUES ($1, $2)
+        for batch in publication.advertised.chunks(ROW_PARAMETERS / 2) {
+            let sql = format!(
+                "INSERT INTO ipni_contexts (peer_id, cid) VALUES {}
                  ON CONFLICT (peer_id, cid) DO NOTHING",
-            )
-            .bind(peer_id)
-            .bind(root.as_str())
-            .execute(&mut tx)
-            .await?;
+                values_rows(batch.len(), 2)
+            );
+            let mut insert = B::query(&sql);
+            for root in batch {
+                insert = insert.bind(peer_id).bind(root.as_str());
+            }
+            insert.execute(&mut tx).await?;
         }
         for root in &publication.withdrawn {
             B::query("DELETE FROM ipni_contexts WHERE peer_id = $1 AND cid = $2")
@@ -195,5 +224,31 @@ impl<B: Backend> SqlStore<B> {
         .await?;
         tx.commit().await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_batched_by_bytes_and_by_parameters() {
+        let block = |len: usize| (String::new(), vec![0; len]);
+        let sizes = |runs: Vec<&[(String, Vec<u8>)]>| -> Vec<usize> {
+            runs.iter().map(|run| run.len()).collect()
+        };
+        // Chunks of 1.5 MiB: two to a statement; one larger than the budget goes alone.
+        let chunks: Vec<_> = [3 << 19, 3 << 19, 3 << 19, 9 << 20, 100]
+            .into_iter()
+            .map(block)
+            .collect();
+        assert_eq!(sizes(batches(&chunks)), [2, 1, 1, 1]);
+        // Small advertisements: as many as the parameters allow.
+        let ads: Vec<_> = (0..2000).map(|_| block(600)).collect();
+        assert_eq!(
+            sizes(batches(&ads)),
+            [ROW_PARAMETERS / 3, ROW_PARAMETERS / 3, 2000 - 2 * (ROW_PARAMETERS / 3)]
+        );
+        assert!(batches(&[]).is_empty());
     }
 }

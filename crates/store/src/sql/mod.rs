@@ -253,3 +253,20 @@ impl<B: Backend> SqlStore<B> {
         }
     }
 }
+
+/// Rows written by one multi-row `INSERT`, at most [`ROW_PARAMETERS`] parameters in all: each
+/// statement is a round trip while holding SQLite's writer, so many rows go in one.
+pub(crate) const ROW_PARAMETERS: usize = 2500;
+
+/// `($1, $2), ($3, $4), ...`: the `VALUES` of `rows` rows of `columns` parameters each, well
+/// under both databases' limits on parameters (SQLite's 32,766, PostgreSQL's 65,535).
+pub(crate) fn values_rows(rows: usize, columns: usize) -> String {
+    let rows: Vec<String> = (0..rows)
+        .map(|row| {
+            let first = columns * row + 1;
+            let params: Vec<String> = (first..first + columns).map(|p| format!("${p}")).collect();
+            format!("({})", params.join(", "))
+        })
+        .collect();
+    rows.join(", ")
+}
