@@ -10,8 +10,9 @@
 //!   marks in one transaction), is served at `/ipni/v1/ad/` (`routes::ipni`), and after each
 //!   change is announced to the indexers configured (`--ipni-announce`).
 //!
-//! Commits become visible out of order, so both logs are read again a little way back;
-//! what was advertised (or withdrawn) already is skipped by the store's record of it.
+//! Commits become visible out of order, so every ten seconds both logs are read again a
+//! little way back; what was advertised (or withdrawn) already is skipped by the store's
+//! record of it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -33,8 +34,10 @@ use crate::state::{sleep_unless_stopped, AppState};
 const POLL_EVERY: Duration = Duration::from_secs(1);
 /// Roots read from a log at once, and so at most the advertisements of one publication.
 const PAGE: u32 = 256;
-/// How far back both logs are read again (see the module's note).
+/// How far back both logs are read again (see the module's note), every [`LOOK_BACK_EVERY`]
+/// polls; the others read only what follows the place reached.
 const LOOK_BACK_MS: i64 = 30_000;
+const LOOK_BACK_EVERY: u64 = 10;
 /// A failed announce is sent again after this long (the chain is served meanwhile: an indexer
 /// that polls finds it).
 const ANNOUNCE_RETRY: Duration = Duration::from_secs(30);
@@ -91,8 +94,9 @@ pub async fn keep_publishing(state: AppState, stop: watch::Receiver<bool>) {
     // An indexer may have missed the last announce before a restart.
     let mut announce_due = chain.head.is_some();
     let mut failed_at: Option<Instant> = None;
-    loop {
-        match publish_once(&state, &node, &peer_id, &mut chain).await {
+    for poll in 0u64.. {
+        let look_back = poll % LOOK_BACK_EVERY == 0;
+        match publish_once(&state, &node, &peer_id, &mut chain, look_back).await {
             Ok(true) => announce_due = true,
             Ok(false) => {}
             Err(e) => tracing::warn!("publishing to IPNI failed: {e}"),
@@ -117,16 +121,19 @@ async fn publish_once(
     node: &NodeHandle,
     peer_id: &str,
     chain: &mut IpniChain,
+    look_back: bool,
 ) -> Result<bool, PublishError> {
     let store = &state.store;
     let (fresh, completed_through) = follow(
         chain.completed_through,
+        look_back,
         |after| store.completed_roots(after, PAGE),
         |roots| async move { store.ipni_not_advertised(peer_id, &roots).await },
     )
     .await?;
     let (withdrawn, deleted_through) = follow(
         chain.deleted_through,
+        look_back,
         |after| store.deleted_roots(after, PAGE),
         |roots| async move { store.ipni_withdrawn(peer_id, &roots).await },
     )
@@ -252,12 +259,14 @@ fn provider_addresses(state: &AppState, node: &NodeHandle) -> Vec<String> {
     addresses
 }
 
-/// Follow a log (`read`: a page after a place) from a little way back from `through`, and
+/// Follow a log (`read`: a page after a place) from `through` (a little way back from it when
+/// `look_back`), and
 /// keep the roots `pick` chooses, each once, until a page is short or about [`PAGE`] are
 /// chosen; returns them and how far the log was read (every root up to there is either
 /// chosen or not to be published).
 async fn follow<Read, Reading, Pick, Picking>(
     through: RootKey,
+    look_back: bool,
     read: Read,
     pick: Pick,
 ) -> Result<(Vec<String>, RootKey), StoreError>
@@ -267,9 +276,13 @@ where
     Pick: Fn(Vec<String>) -> Picking,
     Picking: std::future::Future<Output = Result<Vec<String>, StoreError>>,
 {
-    let mut after = RootKey {
-        completed_at_ms: through.completed_at_ms - LOOK_BACK_MS,
-        operation_id: 0,
+    let mut after = if look_back {
+        RootKey {
+            completed_at_ms: through.completed_at_ms - LOOK_BACK_MS,
+            operation_id: 0,
+        }
+    } else {
+        through
     };
     let (mut chosen, mut reached) = (Vec::new(), through);
     loop {
