@@ -247,7 +247,11 @@ mod tests {
         let ads: Vec<_> = (0..2000).map(|_| block(600)).collect();
         assert_eq!(
             sizes(batches(&ads)),
-            [ROW_PARAMETERS / 3, ROW_PARAMETERS / 3, 2000 - 2 * (ROW_PARAMETERS / 3)]
+            [
+                ROW_PARAMETERS / 3,
+                ROW_PARAMETERS / 3,
+                2000 - 2 * (ROW_PARAMETERS / 3)
+            ]
         );
         assert!(batches(&[]).is_empty());
     }
