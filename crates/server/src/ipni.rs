@@ -28,16 +28,13 @@ use cairn_unixfs::Cid;
 use tokio::sync::watch;
 
 use crate::gc::walk::dag_multihashes;
+use crate::provide::{LOOK_BACK_EVERY, LOOK_BACK_MS};
 use crate::state::{sleep_unless_stopped, AppState};
 
 /// How often the logs are read for new roots and deletions.
 const POLL_EVERY: Duration = Duration::from_secs(1);
 /// Roots read from a log at once, and so at most the advertisements of one publication.
 const PAGE: u32 = 256;
-/// How far back both logs are read again (see the module's note), every [`LOOK_BACK_EVERY`]
-/// polls; the others read only what follows the place reached.
-const LOOK_BACK_MS: i64 = 30_000;
-const LOOK_BACK_EVERY: u64 = 10;
 /// A failed announce is sent again after this long (the chain is served meanwhile: an indexer
 /// that polls finds it).
 const ANNOUNCE_RETRY: Duration = Duration::from_secs(30);

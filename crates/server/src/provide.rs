@@ -47,8 +47,11 @@ const PAGE: u32 = 256;
 /// Provides under way at once; each is a DHT query that takes a while on the public network.
 const CONCURRENT_PROVIDES: usize = 8;
 /// Uploads may become visible out of order (transactions commit in their own time, nodes'
-/// clocks differ): the log is read again this far back, skipping what was already provided.
-const LOOK_BACK_MS: i64 = 30_000;
+/// clocks differ): every [`LOOK_BACK_EVERY`] polls the log is read again this far back,
+/// skipping what was already provided; the other polls read what follows the place reached.
+/// IPNI's publisher follows its logs the same way.
+pub(crate) const LOOK_BACK_MS: i64 = 30_000;
+pub(crate) const LOOK_BACK_EVERY: u64 = 10;
 
 /// What `/metrics` and `/api/node` show of providing.
 #[derive(Debug, Default)]
@@ -137,14 +140,18 @@ async fn follow_the_log(
 ) {
     // What was provided within the look-back, by its place in the log.
     let mut recent: BTreeSet<RootKey> = BTreeSet::new();
-    loop {
+    for poll in 0u64.. {
         if sleep_unless_stopped(&stop, POLL_EVERY).await {
             return;
         }
         let through = state.provides.through();
-        let mut after = RootKey {
-            completed_at_ms: through.completed_at_ms - LOOK_BACK_MS,
-            operation_id: 0,
+        let mut after = if poll % LOOK_BACK_EVERY == 0 {
+            RootKey {
+                completed_at_ms: through.completed_at_ms - LOOK_BACK_MS,
+                operation_id: 0,
+            }
+        } else {
+            through
         };
         loop {
             let page = match state.store.completed_roots(after, PAGE).await {
