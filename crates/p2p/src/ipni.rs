@@ -31,6 +31,8 @@ pub const ENTRIES_PER_CHUNK: usize = 16384;
 /// (0x0920 and an empty payload), each code a varint, in code order. (go-libipni's
 /// `metadata.HTTPV1()` is another code that encodes to nothing: not this.)
 pub const METADATA_BITSWAP_AND_HTTP: &[u8] = &[0x80, 0x12, 0xa0, 0x12, 0x00];
+/// Bitswap alone, for a provider with no gateway address to offer.
+pub const METADATA_BITSWAP: &[u8] = &[0x80, 0x12];
 /// The longest context id an indexer accepts.
 pub const MAX_CONTEXT_ID: usize = 64;
 

@@ -166,7 +166,8 @@ impl BlockSource for StoredBlocks {
         Ok(location.map(|l| l.length))
     }
 
-    /// From the index (one lookup, no read): what it recorded when the block was stored.
+    /// From the index (one lookup, no read): what it recorded when the block was stored. A
+    /// block with links is read next, from the location looked up here.
     fn known_without_links(&mut self, cid: &Cid) -> io::Result<bool> {
         let multihash = cid.hash().to_bytes();
         if let Some(location) = self.located.get(&multihash) {
@@ -176,7 +177,13 @@ impl BlockSource for StoredBlocks {
             .runtime
             .block_on(self.store.block_location(&multihash))
             .map_err(io::Error::other)?;
-        Ok(location.is_some_and(|l| l.without_links))
+        match location {
+            Some(location) if !location.without_links => {
+                self.located.insert(multihash, location);
+                Ok(false)
+            }
+            location => Ok(location.is_some()),
+        }
     }
 
     /// One index query for a node's children instead of one per block; their bytes are then

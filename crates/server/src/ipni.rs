@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use cairn_p2p::ipni::{
     announce_message, entry_chunks, no_entries, Advertisement, ChainBlock, MAX_CONTEXT_ID,
-    METADATA_BITSWAP_AND_HTTP,
+    METADATA_BITSWAP, METADATA_BITSWAP_AND_HTTP,
 };
 use cairn_p2p::{Multiaddr, NodeHandle, Protocol};
 use cairn_store::model::{IpniChain, IpniPublication, RootKey};
@@ -38,8 +38,6 @@ const PAGE: u32 = 256;
 /// A failed announce is sent again after this long (the chain is served meanwhile: an indexer
 /// that polls finds it).
 const ANNOUNCE_RETRY: Duration = Duration::from_secs(30);
-/// Bitswap alone, when the node has no gateway address to offer.
-const METADATA_BITSWAP: &[u8] = &[0x80, 0x12];
 
 /// Why a publication did not happen; the next poll tries again.
 #[derive(Debug, thiserror::Error)]
@@ -176,7 +174,7 @@ async fn publish_once(
                 .into_iter()
                 .map(|chunk| (chunk.cid.to_string(), chunk.bytes)),
         );
-        ads.push((root, entries, multihashes.len()));
+        ads.push((root, cid, entries, multihashes.len()));
     }
     let addresses = provider_addresses(state, node);
     let metadata = match state.config.gateway_addr {
@@ -189,7 +187,7 @@ async fn publish_once(
         })?),
         None => None,
     };
-    let mut sign = |context: &str, entries: Cid, metadata: &[u8], is_rm: bool| {
+    let mut sign = |context: &Cid, entries: Cid, metadata: &[u8], is_rm: bool| {
         let ad = Advertisement {
             previous: head,
             provider: node.peer_id(),
@@ -205,36 +203,43 @@ async fn publish_once(
         head = Some(block.cid);
         Ok::<_, PublishError>((block.cid.to_string(), block.bytes))
     };
-    let stats = &state.ipni;
-    for (root, entries, count) in ads {
+    let mut multihashes = 0;
+    for (root, cid, entries, count) in ads {
         publication
             .blocks
-            .push(sign(root, entries, metadata, false)?);
+            .push(sign(&cid, entries, metadata, false)?);
         publication.advertised.push(root.clone());
-        stats.advertisements.fetch_add(1, Ordering::Relaxed);
-        stats.multihashes.fetch_add(count as u64, Ordering::Relaxed);
+        multihashes += count as u64;
     }
     for root in &withdrawn {
+        let cid: Cid = root.parse().map_err(|e| {
+            PublishError::Chain(format!("advertised root {root:?} is not a CID: {e}"))
+        })?;
         publication
             .blocks
-            .push(sign(root, no_entries(), &[], true)?);
+            .push(sign(&cid, no_entries(), &[], true)?);
         publication.withdrawn.push(root.clone());
-        stats.removals.fetch_add(1, Ordering::Relaxed);
     }
     let moved = head.map(|cid| cid.to_string()) != chain.head;
     next.head = head.map(|cid| cid.to_string());
     publication.chain = next.clone();
     store.publish_ipni(peer_id, &publication).await?;
     *chain = next;
+    // Counted once written: a publication that fails is made again on the next poll.
+    let stats = &state.ipni;
+    let advertised = publication.advertised.len() as u64;
+    stats
+        .advertisements
+        .fetch_add(advertised, Ordering::Relaxed);
+    stats.multihashes.fetch_add(multihashes, Ordering::Relaxed);
+    let removals = publication.withdrawn.len() as u64;
+    stats.removals.fetch_add(removals, Ordering::Relaxed);
     Ok(moved)
 }
 
 /// The root's bytes as an advertisement's context id (at most [`MAX_CONTEXT_ID`] bytes).
-fn context_id(root: &str) -> Result<Vec<u8>, PublishError> {
-    let cid: Cid = root
-        .parse()
-        .map_err(|e| PublishError::Chain(format!("stored root {root:?} is not a CID: {e}")))?;
-    let bytes = cid.to_bytes();
+fn context_id(root: &Cid) -> Result<Vec<u8>, PublishError> {
+    let bytes = root.to_bytes();
     if bytes.len() > MAX_CONTEXT_ID {
         return Err(PublishError::Chain(format!(
             "root {root} is longer than an IPNI context id may be"

@@ -167,7 +167,11 @@ pub fn decode_node(block: &[u8]) -> Result<PbNode, DecodeError> {
 /// cannot be read. Links may come before or after Data (decoders take either), so every field
 /// is looked at, skipping over the bytes of Data without touching them.
 pub fn dag_pb_without_links(block: &crate::BlockBytes<'_>) -> Option<bool> {
-    let parts: Vec<&[u8]> = block.parts().collect();
+    // At most three pieces: kept on the stack (this runs for every dag-pb block stored).
+    let mut parts: [&[u8]; 3] = [&[]; 3];
+    for (slot, part) in parts.iter_mut().zip(block.parts()) {
+        *slot = part;
+    }
     let byte_at = |mut at: usize| -> Option<u8> {
         for part in &parts {
             if at < part.len() {

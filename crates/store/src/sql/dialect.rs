@@ -98,10 +98,7 @@ impl Dialect {
     /// arrays; PostgreSQL's array gives one statement for every batch size.
     pub fn multihash_in(self, len: usize) -> String {
         match self {
-            Self::Sqlite => {
-                let list: Vec<String> = (1..=len).map(|i| format!("${i}")).collect();
-                format!("IN ({})", list.join(","))
-            }
+            Self::Sqlite => format!("IN ({})", super::parameters(1, len)),
             Self::Postgres => "= ANY($1)".to_owned(),
         }
     }

@@ -4,16 +4,9 @@
 
 use super::rows::ModelRow;
 use super::turns::Line;
-use super::{values_rows, Backend, SqlStore, ROW_PARAMETERS};
+use super::{parameters, values_rows, Backend, SqlStore, ROW_PARAMETERS};
 use crate::model::{IpniChain, IpniPublication, RootKey};
 use crate::StoreError;
-
-/// `$first, $first+1, …` for a list of `len` values bound one by one (both databases take
-/// that; a page of roots is far below their limits on parameters).
-fn parameters(first: usize, len: usize) -> String {
-    let list: Vec<String> = (first..first + len).map(|i| format!("${i}")).collect();
-    list.join(", ")
-}
 
 /// Bytes of chain blocks one `INSERT` carries: small advertisements go many to a statement, and
 /// the entry chunks (up to about a MiB each) a few.

@@ -262,11 +262,13 @@ pub(crate) const ROW_PARAMETERS: usize = 2500;
 /// under both databases' limits on parameters (SQLite's 32,766, PostgreSQL's 65,535).
 pub(crate) fn values_rows(rows: usize, columns: usize) -> String {
     let rows: Vec<String> = (0..rows)
-        .map(|row| {
-            let first = columns * row + 1;
-            let params: Vec<String> = (first..first + columns).map(|p| format!("${p}")).collect();
-            format!("({})", params.join(", "))
-        })
+        .map(|row| format!("({})", parameters(columns * row + 1, columns)))
         .collect();
     rows.join(", ")
+}
+
+/// `$first, $first+1, ...`: `len` values bound one by one (an `IN` list, a row of `VALUES`).
+pub(crate) fn parameters(first: usize, len: usize) -> String {
+    let list: Vec<String> = (first..first + len).map(|i| format!("${i}")).collect();
+    list.join(", ")
 }
