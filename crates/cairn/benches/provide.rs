@@ -204,14 +204,7 @@ struct Provides {
 }
 
 async fn provides(http: &reqwest::Client, running: &Running) -> Provides {
-    let text = http
-        .get(format!("{}/metrics", running.upload))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = server::metrics_text(http, running).await;
     let sample = |name: &str| {
         text.lines()
             .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))

@@ -254,14 +254,7 @@ async fn the_chain_lists_every_block_of_each_upload_is_announced_and_withdraws_d
     );
     announced_head(chain.head.as_deref().unwrap());
 
-    let metrics = http
-        .get(format!("{}/metrics", running.upload))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server::metrics_text(&http, &running).await;
     for line in [
         "cairn_ipni_advertisements_published_total 2",
         "cairn_ipni_removals_published_total 1",

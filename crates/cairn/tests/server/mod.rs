@@ -267,6 +267,19 @@ pub async fn get_json(url: &str, token: &str) -> serde_json::Value {
         .unwrap()
 }
 
+/// The upload host's `/metrics` text, asked on `client` (a bench polling it keeps one
+/// connection).
+pub async fn metrics_text(client: &reqwest::Client, running: &Running) -> String {
+    client
+        .get(format!("{}/metrics", running.upload))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// Poll an operation until it is completed or failed (a minute at most), and return it.
 pub async fn finished_operation(running: &Running, token: &str, id: &str) -> serde_json::Value {
     for _ in 0..600 {
