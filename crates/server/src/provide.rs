@@ -234,58 +234,66 @@ async fn sweep_when_due(
     }
 }
 
-/// Every distinct root, a page at a time; `false` if stopped first.
-async fn sweep_roots(state: &AppState, node: &NodeHandle, stop: &watch::Receiver<bool>) -> bool {
-    let mut after = String::new();
+/// Provide everything `next_page` lists, a page at a time from the default cursor: each page
+/// comes with the cursor of the next one, `None` at the end. A page that cannot be read is read
+/// again 5 s later. `false` if stopped first.
+async fn sweep<Cursor, Reading>(
+    state: &AppState,
+    node: &NodeHandle,
+    stop: &watch::Receiver<bool>,
+    next_page: impl Fn(Cursor) -> Reading,
+) -> bool
+where
+    Cursor: Clone + Default,
+    Reading: std::future::Future<Output = Result<Option<(Cursor, Vec<Cid>)>, StoreError>>,
+{
+    let mut after = Cursor::default();
     loop {
-        let page = match state.store.distinct_roots(&after, PAGE).await {
-            Ok(page) => page,
+        let (next, cids) = match next_page(after.clone()).await {
+            Ok(Some(page)) => page,
+            Ok(None) => return true,
             Err(e) => {
-                tracing::warn!("reading stored roots for a reprovide failed: {e}");
+                tracing::warn!("reading what to reprovide failed: {e}");
                 if sleep_unless_stopped(stop, Duration::from_secs(5)).await {
                     return false;
                 }
                 continue;
             }
         };
-        let Some(last) = page.last() else {
-            return true;
-        };
-        after = last.clone();
-        let cids = provided_for(state, page.into_iter()).await;
+        after = next;
         if !provide_all(state, node, cids, stop).await {
             return false;
         }
     }
 }
 
+/// Every distinct root, a page at a time; `false` if stopped first.
+async fn sweep_roots(state: &AppState, node: &NodeHandle, stop: &watch::Receiver<bool>) -> bool {
+    sweep(state, node, stop, |after: String| async move {
+        let page = state.store.distinct_roots(&after, PAGE).await?;
+        let Some(last) = page.last().cloned() else {
+            return Ok(None);
+        };
+        Ok(Some((last, provided_for(state, page.into_iter()).await)))
+    })
+    .await
+}
+
 /// Every block in the index, a page at a time (a block is found by its multihash alone: the
 /// DHT keys records by it); `false` if stopped first.
 async fn sweep_blocks(state: &AppState, node: &NodeHandle, stop: &watch::Receiver<bool>) -> bool {
-    let mut after = Vec::new();
-    loop {
-        let page = match state.store.indexed_blocks(&after, PAGE).await {
-            Ok(page) => page,
-            Err(e) => {
-                tracing::warn!("reading the block index for a reprovide failed: {e}");
-                if sleep_unless_stopped(stop, Duration::from_secs(5)).await {
-                    return false;
-                }
-                continue;
-            }
-        };
+    sweep(state, node, stop, |after: Vec<u8>| async move {
+        let page = state.store.indexed_blocks(&after, PAGE).await?;
         let Some(last) = page.last() else {
-            return true;
+            return Ok(None);
         };
-        after = last.multihash.clone();
         let cids = page
             .iter()
             .filter_map(|block| block_cid(&block.multihash))
             .collect();
-        if !provide_all(state, node, cids, stop).await {
-            return false;
-        }
-    }
+        Ok(Some((last.multihash.clone(), cids)))
+    })
+    .await
 }
 
 /// What is provided for `roots` under the node's strategy: the roots, or every stored block of
