@@ -284,6 +284,7 @@ async fn the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claim
         .await
         .is_err());
     assert!(store.claim_next("w5", minute).await.unwrap().is_none());
+    counts_match_rows(store, erin.id).await;
 }
 
 async fn accounts_and_tokens(store: &dyn MetadataStore) {
@@ -714,6 +715,97 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(
         .unwrap()
         .stored_bytes;
     assert_eq!(after, before, "ivan kept that root already");
+    counts_match_rows(store, hana.id).await;
+    counts_match_rows(store, ivan.id).await;
+
+    // Pins go through the queue; the counts follow every step. Oldest first: what earlier
+    // checks left queued fails out of the way.
+    let minute = std::time::Duration::from_secs(60);
+    let failure = crate::model::OperationError {
+        code: "not_found".into(),
+        message: "no provider".into(),
+    };
+    let next_pin = || async {
+        loop {
+            let op = store.claim_next("wk", minute).await.unwrap().unwrap();
+            if op.kind == OperationKind::Pin {
+                counts_match_rows(store, op.account_id).await;
+                return op;
+            }
+            store
+                .fail_operation(op.id, "wk", failure.clone())
+                .await
+                .unwrap();
+        }
+    };
+    let claimed = next_pin().await;
+    store.release_operation(claimed.id, "wk").await.unwrap();
+    counts_match_rows(store, claimed.account_id).await;
+    let claimed = next_pin().await;
+    let dag = root(claimed.cid.as_deref().unwrap(), 10);
+    store
+        .complete_operation(claimed.id, "wk", Packed::default(), &dag)
+        .await
+        .unwrap();
+    counts_match_rows(store, claimed.account_id).await;
+    let claimed = next_pin().await;
+    store
+        .fail_operation(claimed.id, "wk", failure.clone())
+        .await
+        .unwrap();
+    counts_match_rows(store, claimed.account_id).await;
+    store
+        .delete_kept(claimed.account_id, &claimed.upload_id)
+        .await
+        .unwrap();
+    counts_match_rows(store, claimed.account_id).await;
+}
+
+/// `count_kept` for `GET /pins` (from the counts the triggers keep, and windows of time
+/// counted on either side) equals the rows it counts: for every status, and for windows
+/// around each thing's creation time.
+async fn counts_match_rows(store: &dyn MetadataStore, account_id: i64) {
+    use OperationStatus::{Completed, Failed, Pending, Processing};
+    let every = KeptFilter {
+        with_cid: true,
+        limit: 1000,
+        ..KeptFilter::default()
+    };
+    let rows = store.list_kept(account_id, &every).await.unwrap();
+    let mut windows = vec![(None, None)];
+    for op in &rows {
+        let t = op.created_at_ms;
+        windows.extend([(Some(t), None), (None, Some(t)), (Some(t + 1), Some(t - 1))]);
+    }
+    let status_sets = [
+        vec![],
+        vec![Pending],
+        vec![Processing],
+        vec![Completed],
+        vec![Failed],
+        vec![Pending, Failed],
+    ];
+    for statuses in &status_sets {
+        for &(before, after) in &windows {
+            let expected = rows
+                .iter()
+                .filter(|op| statuses.is_empty() || statuses.contains(&op.status))
+                .filter(|op| before.is_none_or(|before| op.created_at_ms < before))
+                .filter(|op| after.is_none_or(|after| op.created_at_ms > after))
+                .count() as u64;
+            let filter = KeptFilter {
+                statuses: statuses.clone(),
+                created_before_ms: before,
+                created_after_ms: after,
+                ..every.clone()
+            };
+            assert_eq!(
+                store.count_kept(account_id, &filter).await.unwrap(),
+                expected,
+                "statuses {statuses:?}, before {before:?}, after {after:?}"
+            );
+        }
+    }
 }
 
 async fn operations_are_private_and_listed_newest_first(store: &dyn MetadataStore, packs: &Packs) {

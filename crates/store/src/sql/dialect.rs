@@ -133,6 +133,91 @@ impl Dialect {
         }
     }
 
+    /// The triggers that keep `kept_counts` (one row per account, a column per status) equal
+    /// to what it counts: the live operations that have a root. Every insert, change of
+    /// status, root or deletion, and delete moves the counts in the same transaction, so no
+    /// code path that writes operations can forget them. One row per account: a change takes
+    /// one row lock in PostgreSQL, so two changes cannot wait on each other's rows in opposite
+    /// orders. An operation never changes account. SQLite: a trigger per event, its body
+    /// inline. PostgreSQL: one PL/pgSQL function the three triggers call. A statement that
+    /// changes many of one account's rows in one transaction updates its count row once per
+    /// row, and PostgreSQL keeps each version until the end: a migration that rewrites
+    /// statuses in bulk should rebuild the counts instead (as the step that made them does).
+    pub fn kept_counts_triggers(self) -> String {
+        const STATUSES: [&str; 4] = ["pending", "processing", "completed", "failed"];
+        // 1 when `row` (NEW or OLD) is counted under `status`, else 0.
+        let counted = |row: &str, status: &str| {
+            let test = format!(
+                "({row}.status = '{status}' AND {row}.cid IS NOT NULL AND {row}.deleted_at IS NULL)"
+            );
+            match self {
+                Self::Sqlite => test,
+                Self::Postgres => format!("{test}::int"),
+            }
+        };
+        // Adds each status's `delta` to `account`'s row, making it when it is missing.
+        let add = |account: &str, delta: &dyn Fn(&str) -> String| {
+            let deltas: Vec<String> = STATUSES.iter().map(|s| delta(s)).collect();
+            let sets: Vec<String> = STATUSES
+                .iter()
+                .map(|s| format!("{s} = kept_counts.{s} + excluded.{s}"))
+                .collect();
+            format!(
+                "INSERT INTO kept_counts (account_id, {}) VALUES ({account}, {})
+                 ON CONFLICT (account_id) DO UPDATE SET {};",
+                STATUSES.join(", "),
+                deltas.join(", "),
+                sets.join(", ")
+            )
+        };
+        let inserted = add("NEW.account_id", &|s| counted("NEW", s));
+        let changed = add("NEW.account_id", &|s| {
+            format!("{} - {}", counted("NEW", s), counted("OLD", s))
+        });
+        let deleted = add("OLD.account_id", &|s| format!("0 - {}", counted("OLD", s)));
+        let new_is_counted = "NEW.cid IS NOT NULL AND NEW.deleted_at IS NULL";
+        let old_is_counted = "OLD.cid IS NOT NULL AND OLD.deleted_at IS NULL";
+        let moved = "OLD.status <> NEW.status OR (OLD.cid IS NULL) <> (NEW.cid IS NULL)
+             OR (OLD.deleted_at IS NULL) <> (NEW.deleted_at IS NULL)";
+        match self {
+            Self::Sqlite => format!(
+                "CREATE TRIGGER kept_counts_insert AFTER INSERT ON operations
+                 WHEN {new_is_counted} BEGIN {inserted} END;
+                 CREATE TRIGGER kept_counts_update AFTER UPDATE OF status, cid, deleted_at
+                 ON operations WHEN {moved} BEGIN {changed} END;
+                 CREATE TRIGGER kept_counts_delete AFTER DELETE ON operations
+                 WHEN {old_is_counted} BEGIN {deleted} END;"
+            ),
+            Self::Postgres => format!(
+                "CREATE FUNCTION kept_counts_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN
+                     IF TG_OP = 'INSERT' THEN {inserted}
+                     ELSIF TG_OP = 'UPDATE' THEN {changed}
+                     ELSE {deleted}
+                     END IF;
+                     RETURN NULL;
+                 END $$;
+                 CREATE TRIGGER kept_counts_insert AFTER INSERT ON operations
+                 FOR EACH ROW WHEN ({new_is_counted}) EXECUTE FUNCTION kept_counts_follow();
+                 CREATE TRIGGER kept_counts_update AFTER UPDATE OF status, cid, deleted_at
+                 ON operations FOR EACH ROW WHEN ({moved}) EXECUTE FUNCTION kept_counts_follow();
+                 CREATE TRIGGER kept_counts_delete AFTER DELETE ON operations
+                 FOR EACH ROW WHEN ({old_is_counted}) EXECUTE FUNCTION kept_counts_follow();"
+            ),
+        }
+    }
+
+    /// Where a query over what an account keeps reads, when it filters by name or meta,
+    /// which are read row by row. SQLite: `NOT INDEXED` reads the table in order; left to
+    /// itself it walks an index of the account's rows and reads each row at random, 3.7 times
+    /// slower at a million. PostgreSQL's planner scans the table already.
+    pub const fn operations_read_whole(self) -> &'static str {
+        match self {
+            Self::Sqlite => "operations NOT INDEXED",
+            Self::Postgres => "operations",
+        }
+    }
+
     /// The schema's words for `column`.
     pub const fn column(self, column: Column) -> &'static str {
         match (self, column) {

@@ -3,7 +3,8 @@
 //!
 //! - `mod.rs`: [`SqlStore`], the [`Backend`] trait (everything that differs between the two
 //!   databases, named in one place), and `Statement`, a query either backend runs.
-//! - `queries.rs`: the `MetadataStore` implementation, written once.
+//! - `queries.rs`: the `MetadataStore` implementation, written once; `commit.rs`, `kept.rs`
+//!   and `ipni.rs` hold the larger parts of it.
 //! - `rows.rs`: rows into the model, the clock, unique violations.
 //! - `schema.rs`: the numbered migrations, written once with the column types that differ.
 //! - [`sqlite`] and [`postgres`]: each backend: opening and tuning the connections, how its
@@ -17,6 +18,7 @@
 mod commit;
 pub mod dialect;
 mod ipni;
+mod kept;
 pub mod postgres;
 mod queries;
 pub mod rows;

@@ -17,7 +17,7 @@ use super::rows::{
     ModelRow,
 };
 use super::turns::Line;
-use super::{Backend, Param, SqlStore, Statement};
+use super::{Backend, Param, SqlStore};
 use crate::model::{
     Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
     KeptFilter, LeaseAttempt, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
@@ -772,26 +772,11 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         account_id: i64,
         filter: &KeptFilter,
     ) -> Result<Vec<Operation>, StoreError> {
-        let (conditions, values) = kept_conditions::<B>(account_id, filter, true);
-        let sql = format!(
-            "SELECT * FROM operations WHERE {conditions}
-             ORDER BY created_at DESC, id DESC LIMIT ${}",
-            values.len() + 1
-        );
-        let rows = bind_all(B::query(&sql), &values)
-            .bind(i64::from(filter.limit))
-            .fetch_all(&mut self.conn().await?)
-            .await?;
-        rows.iter().map(operation_from).collect()
+        self.kept_page(account_id, filter).await
     }
 
     async fn count_kept(&self, account_id: i64, filter: &KeptFilter) -> Result<u64, StoreError> {
-        let (conditions, values) = kept_conditions::<B>(account_id, filter, false);
-        let sql = format!("SELECT COUNT(*) AS n FROM operations WHERE {conditions}");
-        let row = bind_all(B::query(&sql), &values)
-            .fetch_one(&mut self.conn().await?)
-            .await?;
-        Ok(row.int("n") as u64)
+        self.kept_matches(account_id, filter).await
     }
 
     async fn lock_collector(&self) -> Result<Option<CollectorLock>, StoreError> {
@@ -1075,82 +1060,4 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     ) -> Result<(), StoreError> {
         self.write_ipni_publication(peer_id, publication).await
     }
-}
-
-/// A value bound by a statement built from a filter.
-enum Value<'a> {
-    Int(i64),
-    Text(&'a str),
-}
-
-fn bind_all<'q, B: Backend>(statement: Statement<'q, B>, values: &[Value<'q>]) -> Statement<'q, B> {
-    values
-        .iter()
-        .fold(statement, |statement, value| match value {
-            Value::Int(v) => statement.bind(*v),
-            Value::Text(v) => statement.bind(*v),
-        })
-}
-
-/// The `WHERE` conditions of a [`KeptFilter`] (with its cursor when `paged`), numbered from
-/// `$1`, and the values they bind in order.
-fn kept_conditions<'a, B: Backend>(
-    account_id: i64,
-    filter: &'a KeptFilter,
-    paged: bool,
-) -> (String, Vec<Value<'a>>) {
-    let mut conditions = vec![
-        "account_id = $1".to_owned(),
-        "deleted_at IS NULL".to_owned(),
-    ];
-    let mut values = vec![Value::Int(account_id)];
-    let param = |values: &mut Vec<Value<'a>>, value: Value<'a>| {
-        values.push(value);
-        format!("${}", values.len())
-    };
-    if filter.with_cid {
-        conditions.push("cid IS NOT NULL".to_owned());
-    }
-    if filter.uploads_only {
-        conditions.push("kind <> 'pin'".to_owned());
-    }
-    if !filter.cids.is_empty() {
-        let list: Vec<String> = filter
-            .cids
-            .iter()
-            .map(|cid| param(&mut values, Value::Text(cid)))
-            .collect();
-        conditions.push(format!("cid IN ({})", list.join(", ")));
-    }
-    if !filter.statuses.is_empty() {
-        let list: Vec<String> = filter
-            .statuses
-            .iter()
-            .map(|status| param(&mut values, Value::Text(status.as_str())))
-            .collect();
-        conditions.push(format!("status IN ({})", list.join(", ")));
-    }
-    if let Some((name, how)) = &filter.name {
-        let p = param(&mut values, Value::Text(name));
-        conditions.push(B::DIALECT.name_matches(*how, &p));
-    }
-    if let Some(before) = filter.created_before_ms {
-        let p = param(&mut values, Value::Int(before));
-        conditions.push(format!("created_at < {p}"));
-    }
-    if let Some(after) = filter.created_after_ms {
-        let p = param(&mut values, Value::Int(after));
-        conditions.push(format!("created_at > {p}"));
-    }
-    for (key, value) in &filter.meta {
-        let k = param(&mut values, Value::Text(key));
-        let v = param(&mut values, Value::Text(value));
-        conditions.push(B::DIALECT.meta_has(&k, &v));
-    }
-    if let (true, Some(cursor)) = (paged, filter.cursor) {
-        let c = param(&mut values, Value::Int(cursor.created_at_ms));
-        let i = param(&mut values, Value::Int(cursor.id));
-        conditions.push(format!("(created_at, id) < ({c}, {i})"));
-    }
-    (conditions.join(" AND "), values)
 }

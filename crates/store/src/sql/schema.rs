@@ -187,24 +187,51 @@ CREATE INDEX operations_deleted ON operations(deleted_at, id) WHERE deleted_at I
 -- reading it. NULL for blocks stored before this was recorded (they are read).
 ALTER TABLE blocks ADD COLUMN without_links {int};
 "#,
+    r#"
+-- What `GET /pins` counts (an account's live uploads and pins that have a root), by status,
+-- kept by triggers on every change: the Pinning Service API answers every page with the
+-- number of matches, and counting a million rows took 110 ms.
+CREATE TABLE kept_counts (
+    account_id {int} PRIMARY KEY REFERENCES accounts(id),
+    pending {int} NOT NULL DEFAULT 0,
+    processing {int} NOT NULL DEFAULT 0,
+    completed {int} NOT NULL DEFAULT 0,
+    failed {int} NOT NULL DEFAULT 0
+);
+INSERT INTO kept_counts (account_id, pending, processing, completed, failed)
+    SELECT account_id,
+           SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END),
+           SUM(CASE WHEN status = 'processing' THEN 1 ELSE 0 END),
+           SUM(CASE WHEN status = 'completed' THEN 1 ELSE 0 END),
+           SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END)
+      FROM operations WHERE deleted_at IS NULL AND cid IS NOT NULL GROUP BY account_id;
+{kept_counts_triggers}
+-- Counting a window of time (`before`, `after`) and a status reads only this index.
+CREATE INDEX operations_pins ON operations(account_id, created_at, id, status)
+    WHERE deleted_at IS NULL AND cid IS NOT NULL;
+"#,
 ];
 
 /// Every step, in order, in one database's words.
 pub fn steps(dialect: Dialect) -> Vec<String> {
     let placeholders = [
-        ("{id}", Column::Id),
-        ("{int}", Column::Int),
-        ("{real}", Column::Real),
-        ("{blob}", Column::Blob),
-        ("{keyed_by_primary_key}", Column::KeyedByPrimaryKey),
+        ("{id}", dialect.column(Column::Id).to_owned()),
+        ("{int}", dialect.column(Column::Int).to_owned()),
+        ("{real}", dialect.column(Column::Real).to_owned()),
+        ("{blob}", dialect.column(Column::Blob).to_owned()),
+        (
+            "{keyed_by_primary_key}",
+            dialect.column(Column::KeyedByPrimaryKey).to_owned(),
+        ),
+        ("{kept_counts_triggers}", dialect.kept_counts_triggers()),
     ];
     STEPS
         .iter()
         .map(|step| {
             placeholders
                 .iter()
-                .fold(step.to_string(), |sql, (placeholder, column)| {
-                    sql.replace(placeholder, dialect.column(*column))
+                .fold(step.to_string(), |sql, (placeholder, words)| {
+                    sql.replace(placeholder, words)
                 })
         })
         .collect()

@@ -7,7 +7,7 @@
 // Each test binary uses one database's half.
 #![allow(dead_code)]
 
-use cairn_store::model::{OperationFilter, OperationStatus, RootKey};
+use cairn_store::model::{KeptFilter, OperationFilter, OperationStatus, RootKey};
 use cairn_store::MetadataStore;
 
 /// SQLite's released migrations, tracked by `PRAGMA user_version`.
@@ -84,6 +84,14 @@ pub async fn check_rows(store: &dyn MetadataStore) {
     assert_eq!(progress.through, key);
     let roots = store.completed_roots(RootKey::default(), 10).await.unwrap();
     assert_eq!(roots, [(key, "bafyreleased".to_owned())]);
+    // The Pinning Service API's count of the released upload, from the counts the migration
+    // made.
+    let pins = KeptFilter {
+        with_cid: true,
+        limit: 10,
+        ..KeptFilter::default()
+    };
+    assert_eq!(store.count_kept(account.id, &pins).await.unwrap(), 1);
     store
         .create_account("after-upgrade", Default::default())
         .await
