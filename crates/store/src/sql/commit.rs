@@ -2,10 +2,8 @@
 //! block index entries of its pack, and the root the account keeps (which the quota counts);
 //! and what deleting one gives back.
 
-use sqlx::Transaction;
-
 use super::rows::{account_from, now_ms, operation_from, ModelRow};
-use super::{values_rows, Backend, SqlStore, ROW_PARAMETERS};
+use super::{values_rows, Backend, SqlStore, WriteTx, ROW_PARAMETERS};
 use crate::model::{
     Account, NewPin, NewUpload, Operation, OperationError, OperationStatus, StoredDag,
 };
@@ -16,21 +14,24 @@ use crate::StoreError;
 const INDEX_ROWS_PER_STATEMENT: usize = ROW_PARAMETERS / 5;
 
 impl<B: Backend> SqlStore<B> {
-    /// An upload's operation, not completed (completing is [`Self::complete_in`]'s).
+    /// An upload's operation: completed with `dag` as its root when given (its root kept by
+    /// the caller first), else as `status` says.
     pub(super) async fn insert_operation(
-        tx: &mut Transaction<'_, B>,
+        tx: &mut WriteTx<B>,
         upload: &NewUpload,
         status: OperationStatus,
         message: &str,
         failure: Option<&OperationError>,
+        dag: Option<&StoredDag>,
     ) -> Result<i64, StoreError> {
         let now = now_ms();
         let terminal = status.is_terminal().then_some(now);
         let row = B::query(
             "INSERT INTO operations (upload_id, account_id, kind, status, status_message, progress,
                 error_code, error_message, name, size, mime_type, archive_mode, profile,
-                created_at, updated_at, completed_at)
-             VALUES ($1, $2, $3, $4, $5, 0, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                created_at, updated_at, completed_at, cid, dag_size)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                $18)
              RETURNING id",
         )
         .bind(&upload.upload_id)
@@ -38,6 +39,7 @@ impl<B: Backend> SqlStore<B> {
         .bind(upload.kind.as_str())
         .bind(status.as_str())
         .bind(message)
+        .bind(if dag.is_some() { 100.0 } else { 0.0 })
         .bind(failure.map(|f| f.code.as_str()))
         .bind(failure.map(|f| f.message.as_str()))
         .bind(&upload.name)
@@ -48,6 +50,8 @@ impl<B: Backend> SqlStore<B> {
         .bind(now)
         .bind(now)
         .bind(terminal)
+        .bind(dag.map(|dag| dag.cid.as_str()))
+        .bind(dag.map(|dag| dag.size as i64))
         .fetch_one(tx)
         .await?;
         Ok(row.int("id"))
@@ -55,7 +59,7 @@ impl<B: Backend> SqlStore<B> {
 
     /// Wait for a collection being applied, and keep the next from starting until this
     /// transaction ends (see [`Dialect::hold_off_collector`](super::dialect::Dialect::hold_off_collector)).
-    pub(super) async fn hold_off_collector(tx: &mut Transaction<'_, B>) -> Result<(), StoreError> {
+    pub(super) async fn hold_off_collector(tx: &mut WriteTx<B>) -> Result<(), StoreError> {
         if let Some(sql) = B::DIALECT.hold_off_collector() {
             B::query(sql).fetch_optional(tx).await?;
         }
@@ -66,7 +70,7 @@ impl<B: Backend> SqlStore<B> {
     /// stored must still be (else `BlocksCollected`), and the new pack's blocks are indexed.
     /// Another upload may have stored the same block meanwhile: the first copy wins.
     pub(super) async fn store_packed(
-        tx: &mut Transaction<'_, B>,
+        tx: &mut WriteTx<B>,
         packed: &Packed,
     ) -> Result<(), StoreError> {
         Self::hold_off_collector(tx).await?;
@@ -102,7 +106,7 @@ impl<B: Backend> SqlStore<B> {
 
     /// Index `blocks` as stored in pack `pack_id`; a block indexed already keeps its entry.
     pub(super) async fn index_blocks(
-        tx: &mut Transaction<'_, B>,
+        tx: &mut WriteTx<B>,
         pack_id: i64,
         blocks: &[PackedBlock],
     ) -> Result<(), StoreError> {
@@ -135,7 +139,7 @@ impl<B: Backend> SqlStore<B> {
     /// account's (as `release_root` does), and concurrent commits for one account count
     /// against its quota one after the other.
     pub(super) async fn keep_root(
-        tx: &mut Transaction<'_, B>,
+        tx: &mut WriteTx<B>,
         account_id: i64,
         dag: &StoredDag,
     ) -> Result<(), StoreError> {
@@ -179,7 +183,7 @@ impl<B: Backend> SqlStore<B> {
     /// Mark operation `id` of `account_id` completed with `dag` as its root, keeping the root
     /// (which may refuse it over the quota), inside the caller's transaction.
     pub(super) async fn complete_in(
-        tx: &mut Transaction<'_, B>,
+        tx: &mut WriteTx<B>,
         account_id: i64,
         id: i64,
         dag: &StoredDag,
@@ -203,7 +207,7 @@ impl<B: Backend> SqlStore<B> {
     /// The account no longer keeps `cid` through one of its uploads or pins; its last one gives
     /// the DAG's bytes back.
     pub(super) async fn release_root(
-        tx: &mut Transaction<'_, B>,
+        tx: &mut WriteTx<B>,
         account_id: i64,
         cid: &str,
     ) -> Result<(), StoreError> {
@@ -243,7 +247,7 @@ impl<B: Backend> SqlStore<B> {
     /// A pin by CID: queued for a worker to fetch, or completed and kept at once when its DAG
     /// is `stored` already (and still is, collections notwithstanding).
     pub(super) async fn insert_pin(
-        tx: &mut Transaction<'_, B>,
+        tx: &mut WriteTx<B>,
         pin: &NewPin,
         stored: Option<&StoredDag>,
     ) -> Result<i64, StoreError> {
@@ -290,7 +294,7 @@ impl<B: Backend> SqlStore<B> {
     /// stops (the operation fails, and a TUS upload still receiving is terminated). `None` when
     /// the account has no such upload; deleting twice changes nothing the second time.
     pub(super) async fn delete_kept_in(
-        tx: &mut Transaction<'_, B>,
+        tx: &mut WriteTx<B>,
         account_id: i64,
         upload_id: &str,
     ) -> Result<Option<Operation>, StoreError> {

@@ -17,6 +17,7 @@
 
 mod commit;
 pub mod dialect;
+mod durable;
 mod ipni;
 mod kept;
 pub mod postgres;
@@ -34,6 +35,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Arguments, Database, Encode, Executor, IntoArguments, Pool, Transaction, Type};
 
 use dialect::{BindMultihashes, Dialect};
+use durable::GroupSync;
 use rows::ModelRow;
 use turns::{Line, WriteTurns};
 
@@ -151,9 +153,75 @@ params! {
 }
 
 /// A connection to run a statement on: from the pool, or a transaction.
-pub trait Conn<B: Backend>: DerefMut<Target = B::Connection> + Send {}
+pub trait Conn<B: Backend>: DerefMut<Target = B::Connection> + Send {
+    /// Where a statement run here becomes durable once it returns: the SQLite writer's
+    /// connection outside a transaction, where each statement commits alone. A transaction
+    /// is durable when its commit returns; other connections only read, or sync themselves.
+    fn group_sync(&self) -> Option<Arc<GroupSync>> {
+        None
+    }
+}
 
-impl<B: Backend, C: DerefMut<Target = B::Connection> + Send> Conn<B> for C {}
+impl<B: Backend> Conn<B> for PoolConnection<B> {}
+
+impl<B: Backend> Conn<B> for Transaction<'_, B> {}
+
+impl<B: Backend> Conn<B> for WriteConn<B> {
+    fn group_sync(&self) -> Option<Arc<GroupSync>> {
+        self.sync.clone()
+    }
+}
+
+impl<B: Backend> Conn<B> for WriteTx<B> {}
+
+/// The writer's connection, each statement its own transaction (see [`SqlStore::write_conn`]).
+pub struct WriteConn<B: Backend> {
+    conn: PoolConnection<B>,
+    sync: Option<Arc<GroupSync>>,
+}
+
+/// A transaction on the writer's connection (see [`SqlStore::write`]).
+pub struct WriteTx<B: Backend> {
+    tx: Transaction<'static, B>,
+    sync: Option<Arc<GroupSync>>,
+}
+
+impl<B: Backend> WriteTx<B> {
+    /// Commits, and returns once the commit is on stable storage.
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
+        self.tx.commit().await?;
+        match &self.sync {
+            Some(sync) => sync.committed().await.map_err(sqlx::Error::Io),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<B: Backend> std::ops::Deref for WriteConn<B> {
+    type Target = B::Connection;
+    fn deref(&self) -> &B::Connection {
+        &self.conn
+    }
+}
+
+impl<B: Backend> DerefMut for WriteConn<B> {
+    fn deref_mut(&mut self) -> &mut B::Connection {
+        &mut self.conn
+    }
+}
+
+impl<B: Backend> std::ops::Deref for WriteTx<B> {
+    type Target = B::Connection;
+    fn deref(&self) -> &B::Connection {
+        &self.tx
+    }
+}
+
+impl<B: Backend> DerefMut for WriteTx<B> {
+    fn deref_mut(&mut self) -> &mut B::Connection {
+        &mut self.tx
+    }
+}
 
 /// A query and its arguments; a value that does not encode fails the query when it runs.
 pub struct Statement<'q, B: Backend> {
@@ -190,22 +258,38 @@ impl<'q, B: Backend> Statement<'q, B> {
     /// Runs it; how many rows it changed.
     pub async fn execute(self, conn: &mut impl Conn<B>) -> Result<u64, sqlx::Error> {
         let done = self.query()?.execute((**conn).exec()).await?;
+        durable(conn.group_sync()).await?;
         Ok(done.rows_affected())
     }
 
     pub async fn fetch_one(self, conn: &mut impl Conn<B>) -> Result<B::Row, sqlx::Error> {
-        self.query()?.fetch_one((**conn).exec()).await
+        let row = self.query()?.fetch_one((**conn).exec()).await?;
+        durable(conn.group_sync()).await?;
+        Ok(row)
     }
 
     pub async fn fetch_optional(
         self,
         conn: &mut impl Conn<B>,
     ) -> Result<Option<B::Row>, sqlx::Error> {
-        self.query()?.fetch_optional((**conn).exec()).await
+        let row = self.query()?.fetch_optional((**conn).exec()).await?;
+        durable(conn.group_sync()).await?;
+        Ok(row)
     }
 
     pub async fn fetch_all(self, conn: &mut impl Conn<B>) -> Result<Vec<B::Row>, sqlx::Error> {
-        self.query()?.fetch_all((**conn).exec()).await
+        let rows = self.query()?.fetch_all((**conn).exec()).await?;
+        durable(conn.group_sync()).await?;
+        Ok(rows)
+    }
+}
+
+/// Waits until what a statement committed is on stable storage, where its connection's
+/// [`Conn::group_sync`] says that is not already so when it returns.
+async fn durable(sync: Option<Arc<GroupSync>>) -> Result<(), sqlx::Error> {
+    match sync {
+        Some(sync) => sync.committed().await.map_err(sqlx::Error::Io),
+        None => Ok(()),
     }
 }
 
@@ -221,6 +305,8 @@ pub struct SqlStore<B: Backend> {
     writer: Pool<B>,
     /// SQLite only: who asks for the write connection next (see `turns.rs`).
     turns: Option<Arc<WriteTurns>>,
+    /// SQLite only: how the writer's commits become durable (see `durable.rs`).
+    group_sync: Option<Arc<GroupSync>>,
 }
 
 impl<B: Backend> SqlStore<B> {
@@ -237,15 +323,21 @@ impl<B: Backend> SqlStore<B> {
 
     /// A connection for statements that write, each its own transaction, once it is `line`'s
     /// turn.
-    async fn write_conn(&self, line: Line) -> Result<PoolConnection<B>, sqlx::Error> {
+    async fn write_conn(&self, line: Line) -> Result<WriteConn<B>, sqlx::Error> {
         let _turn = self.turn(line).await;
-        self.writer.acquire().await
+        Ok(WriteConn {
+            conn: self.writer.acquire().await?,
+            sync: self.group_sync.clone(),
+        })
     }
 
     /// A transaction that writes, once it is `line`'s turn.
-    async fn write(&self, line: Line) -> Result<Transaction<'static, B>, sqlx::Error> {
+    async fn write(&self, line: Line) -> Result<WriteTx<B>, sqlx::Error> {
         let _turn = self.turn(line).await;
-        self.writer.begin_with(B::DIALECT.begin_write()).await
+        Ok(WriteTx {
+            tx: self.writer.begin_with(B::DIALECT.begin_write()).await?,
+            sync: self.group_sync.clone(),
+        })
     }
 
     async fn turn(&self, line: Line) -> Option<turns::Turn> {

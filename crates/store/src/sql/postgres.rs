@@ -63,6 +63,7 @@ impl PostgresStore {
             writer: pool.clone(),
             pool,
             turns: None,
+            group_sync: None,
         })
     }
 }

@@ -252,10 +252,11 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
     ) -> Result<Operation, StoreError> {
         let mut tx = self.write(Line::Requests).await?;
         Self::store_packed(&mut tx, &packed).await?;
-        // Inserted and completed in one transaction: no one sees it processing.
-        let status = OperationStatus::Processing;
-        let id = Self::insert_operation(&mut tx, &upload, status, "stored", None).await?;
-        Self::complete_in(&mut tx, upload.account_id, id, dag).await?;
+        Self::keep_root(&mut tx, upload.account_id, dag).await?;
+        // Inserted completed: one statement fewer while holding SQLite's writer.
+        let status = OperationStatus::Completed;
+        let id =
+            Self::insert_operation(&mut tx, &upload, status, "stored", None, Some(dag)).await?;
         tx.commit().await?;
         self.operation_by_id(id).await
     }
@@ -273,8 +274,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
                 "waiting to be processed".to_owned(),
             ),
         };
-        let id =
-            Self::insert_operation(&mut tx, &upload, status, &message, failure.as_ref()).await?;
+        let id = Self::insert_operation(&mut tx, &upload, status, &message, failure.as_ref(), None)
+            .await?;
         tx.commit().await?;
         self.operation_by_id(id).await
     }
@@ -413,7 +414,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             Some(upload) => {
                 let message = "receiving bytes";
                 let status = OperationStatus::Pending;
-                let id = Self::insert_operation(&mut tx, upload, status, message, None).await?;
+                let id =
+                    Self::insert_operation(&mut tx, upload, status, message, None, None).await?;
                 B::query("UPDATE operations SET ready = 0 WHERE id = $1")
                     .bind(id)
                     .execute(&mut tx)

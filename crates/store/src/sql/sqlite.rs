@@ -1,10 +1,14 @@
 //! The embedded metadata store: SQLite in WAL mode.
 //!
-//! `synchronous=FULL` makes every commit durable before it returns, which is what lets a
-//! response be sent right after a commit. Migrations are tracked with `PRAGMA user_version`
-//! (the number of steps applied); each step runs in its own transaction.
+//! Every commit is durable before the store returns, which is what lets a response be sent
+//! right after it: the writer's connection commits with `synchronous=NORMAL` and then waits
+//! for a sync of the log shared with the commits around it (`durable.rs`); the reading
+//! connections keep `synchronous=FULL`.
+//! Migrations are tracked with `PRAGMA user_version` (the number of steps applied); each step
+//! runs in its own transaction.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::{
@@ -14,6 +18,7 @@ use sqlx::sqlite::{
 use sqlx::{Sqlite, TransactionManager};
 
 use super::dialect::Dialect;
+use super::durable::GroupSync;
 use super::rows::ModelRow;
 use super::schema;
 use super::turns::Line;
@@ -56,12 +61,16 @@ impl SqliteStore {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
         let pool = pool_options(8).connect_with(options.clone()).await?;
-        // One connection: see `SqlStore::writer`.
-        let writer = pool_options(1).connect_with(options).await?;
+        // One connection: see `SqlStore::writer`. Its commits are made durable in groups,
+        // off the writer (`durable.rs`).
+        let writer = pool_options(1)
+            .connect_with(options.synchronous(SqliteSynchronous::Normal))
+            .await?;
         let store = Self {
             pool,
             writer,
             turns: Some(Default::default()),
+            group_sync: Some(Arc::new(GroupSync::new(path))),
         };
         store.migrate().await?;
         Ok(store)
