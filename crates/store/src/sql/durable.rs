@@ -91,3 +91,43 @@ fn sync_log(wal: &Path, open: &mut Option<File>) -> io::Result<()> {
     }
     open.as_ref().expect("opened above").sync_data()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_commit_returns_once_a_sync_after_it_has_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = dir.path().join("cairn.db");
+        std::fs::write(dir.path().join("cairn.db-wal"), b"frames").unwrap();
+        let sync = Arc::new(GroupSync::new(&database));
+        // One at a time, then many at once: none is left waiting for a sync no one starts.
+        for _ in 0..3 {
+            sync.committed().await.unwrap();
+        }
+        let waiters: Vec<_> = (0..200)
+            .map(|_| {
+                let sync = sync.clone();
+                tokio::spawn(async move { sync.committed().await })
+            })
+            .collect();
+        for waiter in waiters {
+            tokio::time::timeout(Duration::from_secs(10), waiter)
+                .await
+                .expect("a waiter was left behind")
+                .unwrap()
+                .unwrap();
+        }
+        assert_eq!(
+            sync.synced.load(Ordering::SeqCst),
+            203,
+            "every commit covered"
+        );
+        // A log checkpointed and removed has nothing left to sync.
+        std::fs::remove_file(dir.path().join("cairn.db-wal")).unwrap();
+        sync.committed().await.unwrap();
+    }
+}
