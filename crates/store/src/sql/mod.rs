@@ -175,6 +175,8 @@ impl<B: Backend> Conn<B> for WriteConn<B> {
 impl<B: Backend> Conn<B> for WriteTx<B> {}
 
 /// The writer's connection, each statement its own transaction (see [`SqlStore::write_conn`]).
+/// A statement waits for its sync while it still holds the connection (borrowed until the
+/// statement returns); a transaction gives it back before waiting.
 pub struct WriteConn<B: Backend> {
     conn: PoolConnection<B>,
     sync: Option<Arc<GroupSync>>,
