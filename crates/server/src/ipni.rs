@@ -28,7 +28,7 @@ use cairn_unixfs::Cid;
 use tokio::sync::watch;
 
 use crate::gc::walk::dag_multihashes;
-use crate::provide::{LOOK_BACK_EVERY, LOOK_BACK_MS};
+use crate::provide::read_from;
 use crate::state::{sleep_unless_stopped, AppState};
 
 /// How often the logs are read for new roots and deletions.
@@ -90,8 +90,7 @@ pub async fn keep_publishing(state: AppState, stop: watch::Receiver<bool>) {
     let mut announce_due = chain.head.is_some();
     let mut failed_at: Option<Instant> = None;
     for poll in 0u64.. {
-        let look_back = poll % LOOK_BACK_EVERY == 0;
-        match publish_once(&state, &node, &peer_id, &mut chain, look_back).await {
+        match publish_once(&state, &node, &peer_id, &mut chain, poll).await {
             Ok(true) => announce_due = true,
             Ok(false) => {}
             Err(e) => tracing::warn!("publishing to IPNI failed: {e}"),
@@ -116,19 +115,19 @@ async fn publish_once(
     node: &NodeHandle,
     peer_id: &str,
     chain: &mut IpniChain,
-    look_back: bool,
+    poll: u64,
 ) -> Result<bool, PublishError> {
     let store = &state.store;
     let (fresh, completed_through) = follow(
         chain.completed_through,
-        look_back,
+        poll,
         |after| store.completed_roots(after, PAGE),
         |roots| async move { store.ipni_not_advertised(peer_id, &roots).await },
     )
     .await?;
     let (withdrawn, deleted_through) = follow(
         chain.deleted_through,
-        look_back,
+        poll,
         |after| store.deleted_roots(after, PAGE),
         |roots| async move { store.ipni_withdrawn(peer_id, &roots).await },
     )
@@ -261,14 +260,13 @@ fn provider_addresses(state: &AppState, node: &NodeHandle) -> Vec<String> {
     addresses
 }
 
-/// Follow a log (`read`: a page after a place) from `through` (a little way back from it when
-/// `look_back`), and
-/// keep the roots `pick` chooses, each once, until a page is short or about [`PAGE`] are
-/// chosen; returns them and how far the log was read (every root up to there is either
-/// chosen or not to be published).
+/// Follow a log (`read`: a page after a place) from `through` (a little way back from it on
+/// some polls: see [`read_from`]), and keep the roots `pick` chooses, each once, until a page
+/// is short or about [`PAGE`] are chosen; returns them and how far the log was read (every
+/// root up to there is either chosen or not to be published).
 async fn follow<Read, Reading, Pick, Picking>(
     through: RootKey,
-    look_back: bool,
+    poll: u64,
     read: Read,
     pick: Pick,
 ) -> Result<(Vec<String>, RootKey), StoreError>
@@ -278,14 +276,7 @@ where
     Pick: Fn(Vec<String>) -> Picking,
     Picking: std::future::Future<Output = Result<Vec<String>, StoreError>>,
 {
-    let mut after = if look_back {
-        RootKey {
-            completed_at_ms: through.completed_at_ms - LOOK_BACK_MS,
-            operation_id: 0,
-        }
-    } else {
-        through
-    };
+    let mut after = read_from(through, poll);
     let (mut chosen, mut reached) = (Vec::new(), through);
     loop {
         let page = read(after).await?;

@@ -50,8 +50,26 @@ const CONCURRENT_PROVIDES: usize = 8;
 /// clocks differ): every [`LOOK_BACK_EVERY`] polls the log is read again this far back,
 /// skipping what was already provided; the other polls read what follows the place reached.
 /// IPNI's publisher follows its logs the same way.
-pub(crate) const LOOK_BACK_MS: i64 = 30_000;
-pub(crate) const LOOK_BACK_EVERY: u64 = 10;
+const LOOK_BACK_MS: i64 = 30_000;
+const LOOK_BACK_EVERY: u64 = 10;
+
+/// The place in a log [`LOOK_BACK_MS`] before `through`.
+fn looked_back(through: RootKey) -> RootKey {
+    RootKey {
+        completed_at_ms: through.completed_at_ms - LOOK_BACK_MS,
+        operation_id: 0,
+    }
+}
+
+/// Where the `poll`th read of a log that has been followed to `through` starts: a little way
+/// back every [`LOOK_BACK_EVERY`] polls (the first included), else right after `through`.
+pub(crate) fn read_from(through: RootKey, poll: u64) -> RootKey {
+    if poll.is_multiple_of(LOOK_BACK_EVERY) {
+        looked_back(through)
+    } else {
+        through
+    }
+}
 
 /// What `/metrics` and `/api/node` show of providing.
 #[derive(Debug, Default)]
@@ -105,10 +123,10 @@ pub async fn keep_providing(state: AppState, stop: watch::Receiver<bool>) {
             // log is followed from now on.
             Ok(progress) => {
                 break progress.unwrap_or(ProvideProgress {
-                    through: RootKey {
-                        completed_at_ms: now_ms() - LOOK_BACK_MS,
+                    through: looked_back(RootKey {
+                        completed_at_ms: now_ms(),
                         operation_id: 0,
-                    },
+                    }),
                     last_sweep_at_ms: None,
                 })
             }
@@ -145,14 +163,7 @@ async fn follow_the_log(
             return;
         }
         let through = state.provides.through();
-        let mut after = if poll % LOOK_BACK_EVERY == 0 {
-            RootKey {
-                completed_at_ms: through.completed_at_ms - LOOK_BACK_MS,
-                operation_id: 0,
-            }
-        } else {
-            through
-        };
+        let mut after = read_from(through, poll);
         loop {
             let page = match state.store.completed_roots(after, PAGE).await {
                 Ok(page) => page,
@@ -184,11 +195,7 @@ async fn follow_the_log(
                 }
             }
         }
-        let horizon = RootKey {
-            completed_at_ms: state.provides.through().completed_at_ms - LOOK_BACK_MS,
-            operation_id: 0,
-        };
-        recent = recent.split_off(&horizon);
+        recent = recent.split_off(&looked_back(state.provides.through()));
     }
 }
 

@@ -49,6 +49,13 @@ pub enum OperationStatus {
 }
 
 impl OperationStatus {
+    pub const ALL: [Self; 4] = [
+        Self::Pending,
+        Self::Processing,
+        Self::Completed,
+        Self::Failed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",

@@ -101,6 +101,17 @@ impl<'a> BlockBytes<'a> {
         self.len() == 0
     }
 
+    /// The byte at `at` of the whole block, wherever its piece is.
+    pub fn byte(&self, mut at: usize) -> Option<u8> {
+        for part in &self.parts {
+            if at < part.len() {
+                return Some(part[at]);
+            }
+            at -= part.len();
+        }
+        None
+    }
+
     pub fn parts(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
         self.parts.iter().copied().filter(|p| !p.is_empty())
     }

@@ -167,24 +167,10 @@ pub fn decode_node(block: &[u8]) -> Result<PbNode, DecodeError> {
 /// cannot be read. Links may come before or after Data (decoders take either), so every field
 /// is looked at, skipping over the bytes of Data without touching them.
 pub fn dag_pb_without_links(block: &crate::BlockBytes<'_>) -> Option<bool> {
-    // At most three pieces: kept on the stack (this runs for every dag-pb block stored).
-    let mut parts: [&[u8]; 3] = [&[]; 3];
-    for (slot, part) in parts.iter_mut().zip(block.parts()) {
-        *slot = part;
-    }
-    let byte_at = |mut at: usize| -> Option<u8> {
-        for part in &parts {
-            if at < part.len() {
-                return Some(part[at]);
-            }
-            at -= part.len();
-        }
-        None
-    };
     let varint_at = |at: &mut usize| -> Option<u64> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
-            let byte = byte_at(*at)?;
+            let byte = block.byte(*at)?;
             *at += 1;
             value |= u64::from(byte & 0x7f) << shift;
             if byte & 0x80 == 0 {

@@ -13,17 +13,33 @@ use crate::StoreError;
 /// Block index rows one `INSERT` writes, five parameters each.
 const INDEX_ROWS_PER_STATEMENT: usize = ROW_PARAMETERS / 5;
 
+/// How an upload's operation starts out.
+pub(super) enum Starts<'a> {
+    /// Waiting, with this message, for a worker (or for its bytes).
+    Pending(&'a str),
+    /// Refused before any work.
+    Failed(&'a OperationError),
+    /// Stored already, with this root (kept by the caller first).
+    Completed(&'a StoredDag),
+}
+
 impl<B: Backend> SqlStore<B> {
-    /// An upload's operation: completed with `dag` as its root when given (its root kept by
-    /// the caller first), else as `status` says.
+    /// An upload's operation, as it `starts`.
     pub(super) async fn insert_operation(
         tx: &mut WriteTx<B>,
         upload: &NewUpload,
-        status: OperationStatus,
-        message: &str,
-        failure: Option<&OperationError>,
-        dag: Option<&StoredDag>,
+        starts: Starts<'_>,
     ) -> Result<i64, StoreError> {
+        let (status, message, failure, dag) = match starts {
+            Starts::Pending(message) => (OperationStatus::Pending, message, None, None),
+            Starts::Failed(failure) => (
+                OperationStatus::Failed,
+                failure.message.as_str(),
+                Some(failure),
+                None,
+            ),
+            Starts::Completed(dag) => (OperationStatus::Completed, "stored", None, Some(dag)),
+        };
         let now = now_ms();
         let terminal = status.is_terminal().then_some(now);
         let row = B::query(

@@ -108,14 +108,8 @@ impl<B: Backend> SqlStore<B> {
             .fetch_optional(&mut self.conn().await?)
             .await?;
         let Some(row) = row else { return Ok(0) };
-        let all = [
-            OperationStatus::Pending,
-            OperationStatus::Processing,
-            OperationStatus::Completed,
-            OperationStatus::Failed,
-        ];
         let statuses = if statuses.is_empty() {
-            &all[..]
+            &OperationStatus::ALL[..]
         } else {
             statuses
         };

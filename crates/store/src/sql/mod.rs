@@ -177,51 +177,36 @@ impl<B: Backend> Conn<B> for WriteTx<B> {}
 /// The writer's connection, each statement its own transaction (see [`SqlStore::write_conn`]).
 /// A statement waits for its sync while it still holds the connection (borrowed until the
 /// statement returns); a transaction gives it back before waiting.
-pub struct WriteConn<B: Backend> {
-    conn: PoolConnection<B>,
-    sync: Option<Arc<GroupSync>>,
-}
+pub type WriteConn<B> = Writing<PoolConnection<B>>;
 
 /// A transaction on the writer's connection (see [`SqlStore::write`]).
-pub struct WriteTx<B: Backend> {
-    tx: Transaction<'static, B>,
+pub type WriteTx<B> = Writing<Transaction<'static, B>>;
+
+/// What writes through the writer's connection (`inner`: the connection, or a transaction on
+/// it), and how what it commits becomes durable.
+pub struct Writing<C> {
+    inner: C,
     sync: Option<Arc<GroupSync>>,
 }
 
 impl<B: Backend> WriteTx<B> {
     /// Commits, and returns once the commit is on stable storage.
     pub async fn commit(self) -> Result<(), sqlx::Error> {
-        self.tx.commit().await?;
-        match &self.sync {
-            Some(sync) => sync.committed().await.map_err(sqlx::Error::Io),
-            None => Ok(()),
-        }
+        self.inner.commit().await?;
+        durable(self.sync).await
     }
 }
 
-impl<B: Backend> std::ops::Deref for WriteConn<B> {
-    type Target = B::Connection;
-    fn deref(&self) -> &B::Connection {
-        &self.conn
+impl<C: std::ops::Deref> std::ops::Deref for Writing<C> {
+    type Target = C::Target;
+    fn deref(&self) -> &C::Target {
+        &self.inner
     }
 }
 
-impl<B: Backend> DerefMut for WriteConn<B> {
-    fn deref_mut(&mut self) -> &mut B::Connection {
-        &mut self.conn
-    }
-}
-
-impl<B: Backend> std::ops::Deref for WriteTx<B> {
-    type Target = B::Connection;
-    fn deref(&self) -> &B::Connection {
-        &self.tx
-    }
-}
-
-impl<B: Backend> DerefMut for WriteTx<B> {
-    fn deref_mut(&mut self) -> &mut B::Connection {
-        &mut self.tx
+impl<C: DerefMut> DerefMut for Writing<C> {
+    fn deref_mut(&mut self) -> &mut C::Target {
+        &mut self.inner
     }
 }
 
@@ -327,8 +312,8 @@ impl<B: Backend> SqlStore<B> {
     /// turn.
     async fn write_conn(&self, line: Line) -> Result<WriteConn<B>, sqlx::Error> {
         let _turn = self.turn(line).await;
-        Ok(WriteConn {
-            conn: self.writer.acquire().await?,
+        Ok(Writing {
+            inner: self.writer.acquire().await?,
             sync: self.group_sync.clone(),
         })
     }
@@ -336,8 +321,8 @@ impl<B: Backend> SqlStore<B> {
     /// A transaction that writes, once it is `line`'s turn.
     async fn write(&self, line: Line) -> Result<WriteTx<B>, sqlx::Error> {
         let _turn = self.turn(line).await;
-        Ok(WriteTx {
-            tx: self.writer.begin_with(B::DIALECT.begin_write()).await?,
+        Ok(Writing {
+            inner: self.writer.begin_with(B::DIALECT.begin_write()).await?,
             sync: self.group_sync.clone(),
         })
     }

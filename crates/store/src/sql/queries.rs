@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::commit::Starts;
 use super::ipni::IpniRoots;
 use super::rows::{
     account_from, node_from, now_ms, operation_from, token_from, tus_from, unique_violation,
@@ -254,9 +255,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         Self::store_packed(&mut tx, &packed).await?;
         Self::keep_root(&mut tx, upload.account_id, dag).await?;
         // Inserted completed: one statement fewer while holding SQLite's writer.
-        let status = OperationStatus::Completed;
-        let id =
-            Self::insert_operation(&mut tx, &upload, status, "stored", None, Some(dag)).await?;
+        let id = Self::insert_operation(&mut tx, &upload, Starts::Completed(dag)).await?;
         tx.commit().await?;
         self.operation_by_id(id).await
     }
@@ -267,15 +266,11 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         failure: Option<OperationError>,
     ) -> Result<Operation, StoreError> {
         let mut tx = self.write(Line::Requests).await?;
-        let (status, message) = match &failure {
-            Some(f) => (OperationStatus::Failed, f.message.clone()),
-            None => (
-                OperationStatus::Pending,
-                "waiting to be processed".to_owned(),
-            ),
+        let starts = match &failure {
+            Some(failure) => Starts::Failed(failure),
+            None => Starts::Pending("waiting to be processed"),
         };
-        let id = Self::insert_operation(&mut tx, &upload, status, &message, failure.as_ref(), None)
-            .await?;
+        let id = Self::insert_operation(&mut tx, &upload, starts).await?;
         tx.commit().await?;
         self.operation_by_id(id).await
     }
@@ -412,10 +407,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         let mut tx = self.write(Line::Requests).await?;
         let operation_id = match &new.upload {
             Some(upload) => {
-                let message = "receiving bytes";
-                let status = OperationStatus::Pending;
-                let id =
-                    Self::insert_operation(&mut tx, upload, status, message, None, None).await?;
+                let starts = Starts::Pending("receiving bytes");
+                let id = Self::insert_operation(&mut tx, upload, starts).await?;
                 B::query("UPDATE operations SET ready = 0 WHERE id = $1")
                     .bind(id)
                     .execute(&mut tx)
