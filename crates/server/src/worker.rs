@@ -34,7 +34,7 @@ const IDLE_POLL: Duration = Duration::from_secs(2);
 
 /// Start `count` workers; they finish when `stop` becomes true.
 pub fn spawn(state: AppState, count: usize, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
-    let node = cairn_store::packs::random_name();
+    let node = cairn_store::random_name();
     (0..count)
         .map(|i| {
             let worker = format!("{}-{i}", &node[..8]);

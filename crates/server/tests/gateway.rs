@@ -344,10 +344,13 @@ async fn unknown_content_and_bad_requests_are_json_errors() {
 #[tokio::test]
 async fn a_block_that_rotted_on_disk_is_never_served() {
     let (server, _, cid) = with_file().await;
-    // Flip bytes in the middle of every pack file.
+    // Flip bytes in the middle of every pack file (empty ones are made ahead for packs).
     for entry in std::fs::read_dir(server.data_dir().join("packs")).unwrap() {
         let path = entry.unwrap().path();
         let mut bytes = std::fs::read(&path).unwrap();
+        if bytes.is_empty() {
+            continue;
+        }
         let middle = bytes.len() / 2;
         bytes[middle] ^= 0xff;
         std::fs::write(&path, bytes).unwrap();

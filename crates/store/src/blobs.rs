@@ -1,17 +1,24 @@
 //! The blob store: named, write-once objects, the boundary behind which content lives.
 //!
 //! Packs and staged uploads are both blobs. The file implementation is the only place that
-//! knows how a write becomes durable: bytes go to `tmp-<name>`, which is `fsync`ed, renamed to
-//! `<name>`, and the directory `fsync`ed; a writer dropped before `commit` deletes its
-//! temporary file. An S3 implementation (issue 6) slots in behind the same trait.
+//! knows how a write becomes durable. A blob named by its caller goes to `tmp-<name>`, which is
+//! `fsync`ed, renamed to `<name>`, and the directory `fsync`ed; a writer dropped before
+//! `commit` deletes its temporary file. A blob the store names (`create_unique`: packs) is
+//! written into an empty file made ahead under a new name already durable in the directory
+//! (see [`Premade`]), so its commit is one `fdatasync`. The S3 implementation slots in behind
+//! the same trait.
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Debug;
-use std::fs::{self, File};
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
+use crate::random_name;
 use crate::write_behind::WriteBehind;
 
 const TEMP_PREFIX: &str = "tmp-";
@@ -34,6 +41,13 @@ pub trait BlobWriter: Write + Send {
 pub trait BlobStore: Send + Sync + Debug {
     /// Start writing the blob `name` (letters, digits and `-` only).
     fn create(&self, name: &str) -> io::Result<Box<dyn BlobWriter>>;
+    /// Start writing a blob under a new unique name ending in `suffix`, which the store
+    /// picks; returns the name with the writer.
+    fn create_unique(&self, suffix: &str) -> io::Result<(String, Box<dyn BlobWriter>)> {
+        let name = format!("{}{suffix}", random_name());
+        let writer = self.create(&name)?;
+        Ok((name, writer))
+    }
     fn open(&self, name: &str) -> io::Result<Box<dyn ReadSeek>>;
     fn read_range(&self, name: &str, offset: u64, length: u64) -> io::Result<Vec<u8>>;
     /// How many bytes of neighbouring ranges are worth reading together: none where a read
@@ -63,13 +77,22 @@ pub trait BlobStore: Send + Sync + Debug {
 #[derive(Clone, Debug)]
 pub struct FileBlobs {
     dir: PathBuf,
+    premade: Arc<Premade>,
 }
 
 impl FileBlobs {
     pub fn open(dir: impl Into<PathBuf>) -> io::Result<Self> {
         let dir = dir.into();
         fs::create_dir_all(&dir)?;
-        Ok(Self { dir })
+        Ok(Self {
+            premade: Arc::new(Premade {
+                dir: dir.clone(),
+                spares: Mutex::default(),
+                refilling: AtomicBool::new(false),
+                making: Mutex::default(),
+            }),
+            dir,
+        })
     }
 
     /// The names of the files last modified at least `older_than` ago.
@@ -105,14 +128,24 @@ impl BlobStore for FileBlobs {
     fn create(&self, name: &str) -> io::Result<Box<dyn BlobWriter>> {
         let final_path = self.path(name)?;
         let temp = self.dir.join(format!("{TEMP_PREFIX}{name}"));
-        Ok(Box::new(FileBlobWriter {
-            file: Some(File::create_new(&temp)?),
-            temp: Some(temp),
+        let file = File::create_new(&temp)?;
+        let finish = Finish::Rename {
+            temp,
             final_path,
             dir: self.dir.clone(),
-            bytes: 0,
-            write_behind: WriteBehind::from(0),
-        }))
+        };
+        Ok(Box::new(FileBlobWriter::new(file, finish)))
+    }
+
+    fn create_unique(&self, suffix: &str) -> io::Result<(String, Box<dyn BlobWriter>)> {
+        let (spare, file) = self.premade.take(suffix)?;
+        let name = spare.name.clone();
+        let finish = Finish::InPlace {
+            spare,
+            suffix: suffix.to_owned(),
+            premade: self.premade.clone(),
+        };
+        Ok((name, Box::new(FileBlobWriter::new(file, finish))))
     }
 
     fn open(&self, name: &str) -> io::Result<Box<dyn ReadSeek>> {
@@ -162,15 +195,160 @@ impl BlobStore for FileBlobs {
     }
 }
 
-struct FileBlobWriter {
-    /// Both taken by `commit`; the drop guard removes the temporary file otherwise.
-    file: Option<File>,
-    temp: Option<PathBuf>,
-    final_path: PathBuf,
+/// How many empty files [`Premade`] makes at a time (one directory `fsync` for them all).
+const PREMADE_BATCH: usize = 64;
+
+/// A spare made longer ago than this is deleted rather than used: the hourly sweep deletes
+/// unreferenced files a day old (`cairn serve`), and must never take one being written.
+const SPARE_MAX_AGE: Duration = Duration::from_secs(600);
+
+/// Empty files made ahead of need, in batches, under new unique names whose directory entries
+/// are already durable: a blob written into one is durable after one `fdatasync`, without the
+/// rename and the directory `fsync` each blob would cost, and its inode is not made while a
+/// request waits. Until a commit references it, a spare is an unreferenced blob like
+/// any a crash leaves, and the startup sweep removes it.
+#[derive(Debug)]
+struct Premade {
     dir: PathBuf,
+    /// By suffix, oldest first.
+    spares: Mutex<HashMap<String, VecDeque<Spare>>>,
+    /// A thread is making the next batch.
+    refilling: AtomicBool,
+    /// Held while a batch is made: one at a time.
+    making: Mutex<()>,
+}
+
+#[derive(Debug)]
+struct Spare {
+    name: String,
+    made: Instant,
+}
+
+impl Premade {
+    /// A spare ending in `suffix`, opened for writing. When few are left, a thread makes the
+    /// next batch, so a writer seldom waits for one (only the first, or one that outruns it).
+    fn take(self: &Arc<Self>, suffix: &str) -> io::Result<(Spare, File)> {
+        loop {
+            if let Some(taken) = self.take_made(suffix)? {
+                return Ok(taken);
+            }
+            // None left: make a batch, one writer at a time. (At the first uploads after a
+            // start, every writer making its own batch, each with its directory `fsync`,
+            // stalled them all for seconds.)
+            let _making = self.making.lock().unwrap_or_else(|e| e.into_inner());
+            let empty = self.lock().get(suffix).is_none_or(VecDeque::is_empty);
+            if empty {
+                let batch = self.make(suffix)?;
+                self.lock()
+                    .entry(suffix.to_owned())
+                    .or_default()
+                    .extend(batch);
+            }
+        }
+    }
+
+    /// A spare from the batches made so far, if one is left.
+    fn take_made(self: &Arc<Self>, suffix: &str) -> io::Result<Option<(Spare, File)>> {
+        loop {
+            let (next, left) = {
+                let mut spares = self.lock();
+                let queue = spares.entry(suffix.to_owned()).or_default();
+                (queue.pop_front(), queue.len())
+            };
+            let Some(spare) = next else {
+                return Ok(None);
+            };
+            if left <= PREMADE_BATCH / 2 && !self.refilling.swap(true, Ordering::AcqRel) {
+                let (premade, suffix) = (self.clone(), suffix.to_owned());
+                std::thread::spawn(move || {
+                    let making = premade.making.lock().unwrap_or_else(|e| e.into_inner());
+                    // A failure here shows when a writer finds none left and makes them itself.
+                    if let Ok(batch) = premade.make(&suffix) {
+                        premade.lock().entry(suffix).or_default().extend(batch);
+                    }
+                    drop(making);
+                    premade.refilling.store(false, Ordering::Release);
+                });
+            }
+            let path = self.dir.join(&spare.name);
+            if spare.made.elapsed() > SPARE_MAX_AGE {
+                let _ = fs::remove_file(&path);
+                continue;
+            }
+            match OpenOptions::new().write(true).open(&path) {
+                Ok(file) => return Ok(Some((spare, file))),
+                // Swept (a sweep of every unreferenced file, as tests do): take another.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A batch of empty files, their names durable. A failure part-way leaves empty
+    /// unreferenced files for the sweep.
+    fn make(&self, suffix: &str) -> io::Result<VecDeque<Spare>> {
+        let mut batch = VecDeque::with_capacity(PREMADE_BATCH);
+        for _ in 0..PREMADE_BATCH {
+            let name = format!("{}{suffix}", random_name());
+            File::create_new(self.dir.join(&name))?;
+            batch.push_back(Spare {
+                name,
+                made: Instant::now(),
+            });
+        }
+        sync_dir(&self.dir)?;
+        Ok(batch)
+    }
+
+    /// A spare a writer did not commit, emptied for the next one (deleted if it cannot be).
+    fn give_back(&self, spare: Spare, suffix: String, file: &File) {
+        if file.set_len(0).is_err() {
+            let _ = fs::remove_file(self.dir.join(&spare.name));
+            return;
+        }
+        self.lock().entry(suffix).or_default().push_front(spare);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, VecDeque<Spare>>> {
+        // A panic while holding the lock cannot leave the map half-changed.
+        self.spares.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What makes a written blob durable under its name.
+enum Finish {
+    /// Written under a temporary name: sync, rename, sync the directory.
+    Rename {
+        temp: PathBuf,
+        final_path: PathBuf,
+        dir: PathBuf,
+    },
+    /// Written into a premade file, whose name is durable already: sync the data.
+    InPlace {
+        spare: Spare,
+        suffix: String,
+        premade: Arc<Premade>,
+    },
+}
+
+struct FileBlobWriter {
+    /// Both taken by `commit`; dropped otherwise, the drop guard undoes the write.
+    file: Option<File>,
+    finish: Option<Finish>,
     bytes: u64,
     /// So that the sync at `commit` has only a tail left.
     write_behind: WriteBehind,
+}
+
+impl FileBlobWriter {
+    fn new(file: File, finish: Finish) -> Self {
+        Self {
+            file: Some(file),
+            finish: Some(finish),
+            bytes: 0,
+            write_behind: WriteBehind::from(0),
+        }
+    }
 }
 
 impl Write for FileBlobWriter {
@@ -192,26 +370,53 @@ impl Write for FileBlobWriter {
 
 impl BlobWriter for FileBlobWriter {
     fn commit(mut self: Box<Self>) -> io::Result<u64> {
-        let (Some(file), Some(temp)) = (self.file.take(), self.temp.take()) else {
+        let (Some(file), Some(finish)) = (self.file.take(), self.finish.take()) else {
             return Err(io::Error::other("blob already committed"));
         };
-        // Data, then the name, then the directory entry: after this, a crash keeps the blob.
-        let result = (|| {
-            file.sync_data()?;
-            fs::rename(&temp, &self.final_path)?;
-            sync_dir(&self.dir)
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&temp);
+        match finish {
+            // Data, then the name, then the directory entry: after this, a crash keeps the blob.
+            Finish::Rename {
+                temp,
+                final_path,
+                dir,
+            } => {
+                let result = (|| {
+                    file.sync_data()?;
+                    fs::rename(&temp, &final_path)?;
+                    sync_dir(&dir)
+                })();
+                if result.is_err() {
+                    let _ = fs::remove_file(&temp);
+                }
+                result?;
+            }
+            Finish::InPlace { spare, premade, .. } => {
+                if let Err(e) = file.sync_data() {
+                    // Not known durable: the file must not be taken for a kept blob.
+                    let _ = fs::remove_file(premade.dir.join(&spare.name));
+                    return Err(e);
+                }
+            }
         }
-        result.map(|()| self.bytes)
+        Ok(self.bytes)
     }
 }
 
 impl Drop for FileBlobWriter {
     fn drop(&mut self) {
-        if let Some(temp) = self.temp.take() {
-            let _ = fs::remove_file(temp);
+        match (self.finish.take(), self.file.take()) {
+            (Some(Finish::Rename { temp, .. }), _) => {
+                let _ = fs::remove_file(temp);
+            }
+            (
+                Some(Finish::InPlace {
+                    spare,
+                    suffix,
+                    premade,
+                }),
+                Some(file),
+            ) => premade.give_back(spare, suffix, &file),
+            _ => {}
         }
     }
 }
@@ -291,5 +496,36 @@ pub mod suite {
         blobs.delete("one").unwrap();
         blobs.delete("one").unwrap();
         assert!(blobs.list(Duration::ZERO).unwrap().is_empty());
+
+        // Names the store picks are new each time, end as asked, and hold what was written;
+        // a writer dropped before commit leaves no bytes under its name.
+        let mut written = std::collections::HashMap::new();
+        for i in 0..40u8 {
+            let (name, mut writer) = blobs.create_unique(".car").unwrap();
+            assert!(name.ends_with(".car"), "{name}");
+            writer.write_all(&[i; 100]).unwrap();
+            if i % 3 == 0 {
+                drop(writer);
+                let mut left = Vec::new();
+                if let Ok(mut reader) = blobs.open(&name) {
+                    reader.read_to_end(&mut left).unwrap();
+                }
+                assert!(
+                    left.is_empty(),
+                    "a dropped writer left {} bytes",
+                    left.len()
+                );
+            } else {
+                assert_eq!(writer.commit().unwrap(), 100);
+                assert!(
+                    written.insert(name.clone(), i).is_none(),
+                    "{name} given twice"
+                );
+            }
+        }
+        for (name, i) in &written {
+            assert_eq!(blobs.read_range(name, 0, 100).unwrap(), [*i; 100]);
+            blobs.delete(name).unwrap();
+        }
     }
 }

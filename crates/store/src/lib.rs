@@ -14,8 +14,9 @@
 //!   `fdatasync` has little left to do (TUS bytes and packs).
 //! - [`suite`]: the conformance suite every `MetadataStore` backend must pass.
 //!
-//! Durability order for content: pack data `fsync`, rename, directory `fsync`, and only then the
-//! metadata transaction that references it (SQLite WAL with `synchronous=FULL`). See
+//! Durability order for content: the pack's name (made durable with a batch of others before
+//! it is written), its data `fdatasync`, and only then the metadata transaction that
+//! references it (SQLite's write-ahead log synced before the commit is acknowledged). See
 //! `ARCHITECTURE.md` ("Storage and durability").
 
 pub mod blobs;
@@ -31,6 +32,14 @@ mod write_behind;
 
 pub use sql::rows::now_ms;
 pub use sql::{postgres, sqlite};
+
+/// 128 random bits as hex: unique names without coordination between nodes.
+pub fn random_name() -> String {
+    let mut bytes = [0u8; 16];
+    // The OS random source failing is not recoverable in any useful way.
+    getrandom::fill(&mut bytes).expect("OS random source");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 use async_trait::async_trait;
 

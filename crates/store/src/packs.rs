@@ -4,7 +4,7 @@
 //! already have. It is a blob: durable under its name (see [`crate::blobs`]) before the block
 //! index that points into it is committed. A crash before the commit leaves an unreferenced
 //! pack, which [`Packs::sweep`] deletes at startup; a crash after it loses nothing. A pack is
-//! never modified once named.
+//! never modified once committed (on local disk its name exists, empty, before it is written).
 
 use std::collections::HashSet;
 use std::io::{self, BufWriter};
@@ -77,8 +77,7 @@ impl Packs {
 
     /// Start a pack. `known` is asked once per distinct block; known blocks are skipped.
     pub fn writer(&self, known: KnownBlock) -> io::Result<PackWriter> {
-        let name = format!("{}{PACK_SUFFIX}", random_name());
-        let out = self.blobs.create(&name)?;
+        let (name, out) = self.blobs.create_unique(PACK_SUFFIX)?;
         let car = CarWriter::new(BufWriter::with_capacity(1 << 20, out), &[])?;
         Ok(PackWriter {
             name,
@@ -241,12 +240,4 @@ impl PackWriter {
             reused,
         })
     }
-}
-
-/// 128 random bits as hex: unique names without coordination between nodes.
-pub fn random_name() -> String {
-    let mut bytes = [0u8; 16];
-    // The OS random source failing is not recoverable in any useful way.
-    getrandom::fill(&mut bytes).expect("OS random source");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -4,9 +4,12 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use cairn_store::model::BlockLocation;
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::{suite, MetadataStore};
+use cairn_unixfs::block::{block_cid, RAW};
+use cairn_unixfs::{BlockBytes, BlockSink, CidVersion};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{ConnectOptions, Connection};
 
@@ -134,7 +137,10 @@ async fn sweep_removes_unreferenced_and_half_written_packs_only() {
     std::fs::write(dir.path().join("packs/tmp-crashed.car"), b"partial").unwrap();
     let kept = kept.pack.unwrap();
     let referenced: HashSet<String> = [kept.name.clone()].into();
-    assert_eq!(packs.sweep(&referenced, Duration::ZERO).unwrap(), 2);
+    // Everything but the kept pack goes: the orphan, the half-written one, and the empty
+    // files made ahead for packs to be written into.
+    let files = std::fs::read_dir(dir.path().join("packs")).unwrap().count() as u64;
+    assert_eq!(packs.sweep(&referenced, Duration::ZERO).unwrap(), files - 1);
     let left: Vec<_> = std::fs::read_dir(dir.path().join("packs"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -144,12 +150,35 @@ async fn sweep_removes_unreferenced_and_half_written_packs_only() {
 }
 
 #[tokio::test]
-async fn a_dropped_pack_writer_leaves_nothing_behind() {
+async fn a_dropped_pack_writer_leaves_only_empty_files_for_the_next() {
     let dir = tempfile::tempdir().unwrap();
     let packs = Packs::open(dir.path()).unwrap();
-    let writer = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
+    let mut writer = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
+    let block = b"never sealed";
+    let cid = block_cid(CidVersion::V1, RAW, block);
+    writer.put_block(&cid, BlockBytes::new(block)).unwrap();
     drop(writer);
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    // Only the empty files made ahead for packs remain, and the next pack is written into
+    // one of them.
+    let sizes = || -> Vec<u64> {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .collect()
+    };
+    let before = sizes();
+    assert!(before.iter().all(|&len| len == 0), "{before:?}");
+    let mut writer = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
+    writer.put_block(&cid, BlockBytes::new(block)).unwrap();
+    let pack = writer.seal().unwrap().pack.unwrap();
+    assert_eq!(sizes().len(), before.len(), "no new file for the next pack");
+    let location = BlockLocation {
+        pack: pack.name,
+        offset: pack.blocks[0].offset,
+        length: pack.blocks[0].length,
+        without_links: false,
+    };
+    assert_eq!(packs.read(&location).unwrap(), block);
 }
 
 #[test]

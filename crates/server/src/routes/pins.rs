@@ -355,7 +355,7 @@ pub fn parse_pin(account_id: i64, body: &[u8]) -> Result<NewPin, ApiError> {
         )));
     }
     Ok(NewPin {
-        request_id: cairn_store::packs::random_name(),
+        request_id: cairn_store::random_name(),
         account_id,
         cid,
         name,

@@ -95,7 +95,7 @@ pub async fn upload(
     let mut multipart = multipart.map_err(|e| ApiError::BadRequest(e.body_text()))?;
 
     let intent = Intent {
-        upload_id: packs::random_name(),
+        upload_id: cairn_store::random_name(),
         profile,
         mode,
         extract_asked,

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cairn_store::model::LeaseAttempt;
-use cairn_store::packs::random_name;
+use cairn_store::random_name;
 use cairn_store::{now_ms, MetadataStore};
 use tokio::sync::watch;
 

@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use cairn_store::model::{Account, NewTusUpload, NewUpload, OperationKind, TusConcat, TusState};
-use cairn_store::packs::random_name;
+use cairn_store::random_name;
 use cairn_store::{now_ms, tus_bytes};
 use cairn_unixfs::Profile;
 

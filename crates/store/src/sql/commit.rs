@@ -15,8 +15,10 @@ const INDEX_ROWS_PER_STATEMENT: usize = ROW_PARAMETERS / 5;
 
 /// How an upload's operation starts out.
 pub(super) enum Starts<'a> {
-    /// Waiting, with this message, for a worker (or for its bytes).
+    /// Waiting, with this message, for a worker.
     Pending(&'a str),
+    /// Waiting for its bytes (a TUS upload): no worker may claim it until they are all in.
+    Receiving,
     /// Refused before any work.
     Failed(&'a OperationError),
     /// Stored already, with this root (kept by the caller first).
@@ -24,14 +26,17 @@ pub(super) enum Starts<'a> {
 }
 
 impl<B: Backend> SqlStore<B> {
-    /// An upload's operation, as it `starts`.
+    /// An upload's operation, as it `starts`; the row is returned as written, so no read
+    /// follows the commit.
     pub(super) async fn insert_operation(
         tx: &mut WriteTx<B>,
         upload: &NewUpload,
         starts: Starts<'_>,
-    ) -> Result<i64, StoreError> {
+    ) -> Result<Operation, StoreError> {
+        let ready = !matches!(starts, Starts::Receiving);
         let (status, message, failure, dag) = match starts {
             Starts::Pending(message) => (OperationStatus::Pending, message, None, None),
+            Starts::Receiving => (OperationStatus::Pending, "receiving bytes", None, None),
             Starts::Failed(failure) => (
                 OperationStatus::Failed,
                 failure.message.as_str(),
@@ -45,10 +50,10 @@ impl<B: Backend> SqlStore<B> {
         let row = B::query(
             "INSERT INTO operations (upload_id, account_id, kind, status, status_message, progress,
                 error_code, error_message, name, size, mime_type, archive_mode, profile,
-                created_at, updated_at, completed_at, cid, dag_size)
+                created_at, updated_at, completed_at, cid, dag_size, ready)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                $18)
-             RETURNING id",
+                $18, $19)
+             RETURNING *",
         )
         .bind(&upload.upload_id)
         .bind(upload.account_id)
@@ -68,9 +73,10 @@ impl<B: Backend> SqlStore<B> {
         .bind(terminal)
         .bind(dag.map(|dag| dag.cid.as_str()))
         .bind(dag.map(|dag| dag.size as i64))
+        .bind(i64::from(ready))
         .fetch_one(tx)
         .await?;
-        Ok(row.int("id"))
+        operation_from(&row)
     }
 
     /// Wait for a collection being applied, and keep the next from starting until this

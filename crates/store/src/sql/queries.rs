@@ -255,9 +255,9 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         Self::store_packed(&mut tx, &packed).await?;
         Self::keep_root(&mut tx, upload.account_id, dag).await?;
         // Inserted completed: one statement fewer while holding SQLite's writer.
-        let id = Self::insert_operation(&mut tx, &upload, Starts::Completed(dag)).await?;
+        let operation = Self::insert_operation(&mut tx, &upload, Starts::Completed(dag)).await?;
         tx.commit().await?;
-        self.operation_by_id(id).await
+        Ok(operation)
     }
 
     async fn record_upload(
@@ -270,9 +270,9 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             Some(failure) => Starts::Failed(failure),
             None => Starts::Pending("waiting to be processed"),
         };
-        let id = Self::insert_operation(&mut tx, &upload, starts).await?;
+        let operation = Self::insert_operation(&mut tx, &upload, starts).await?;
         tx.commit().await?;
-        self.operation_by_id(id).await
+        Ok(operation)
     }
 
     async fn account_by_id(&self, id: i64) -> Result<Option<Account>, StoreError> {
@@ -407,13 +407,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         let mut tx = self.write(Line::Requests).await?;
         let operation_id = match &new.upload {
             Some(upload) => {
-                let starts = Starts::Pending("receiving bytes");
-                let id = Self::insert_operation(&mut tx, upload, starts).await?;
-                B::query("UPDATE operations SET ready = 0 WHERE id = $1")
-                    .bind(id)
-                    .execute(&mut tx)
-                    .await?;
-                Some(id)
+                let operation = Self::insert_operation(&mut tx, upload, Starts::Receiving).await?;
+                Some(operation.id)
             }
             None => None,
         };
@@ -422,10 +417,11 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             TusConcat::Partial => (Some("partial"), None),
             TusConcat::Final(parts) => (Some("final"), Some(parts.join(" "))),
         };
-        B::query(
+        let row = B::query(
             "INSERT INTO tus_uploads (id, account_id, operation_id, length, metadata, concat, parts,
                 state, created_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'receiving', $8, $9)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'receiving', $8, $9)
+             RETURNING *",
         )
         .bind(&new.id)
         .bind(new.account_id)
@@ -436,12 +432,10 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(parts.as_deref())
         .bind(now_ms())
         .bind(new.expires_at_ms)
-        .execute(&mut tx)
+        .fetch_one(&mut tx)
         .await?;
         tx.commit().await?;
-        self.tus_upload(new.account_id, &new.id)
-            .await?
-            .ok_or_else(|| StoreError::NotFound(format!("TUS upload {}", new.id)))
+        tus_from(&row)
     }
 
     async fn tus_upload(&self, account_id: i64, id: &str) -> Result<Option<TusUpload>, StoreError> {
