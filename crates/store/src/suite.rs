@@ -1,7 +1,7 @@
 //! The conformance suite every [`MetadataStore`] backend must pass: one body, run against
 //! SQLite and PostgreSQL. It panics on the first violation.
 //!
-//! Longer than most files (about 1,200 lines): one function per part of the contract, each
+//! Longer than most files (about 1,450 lines): one function per part of the contract, each
 //! reading top to bottom as the behaviour it pins down; it grows with the trait.
 
 use std::io;
