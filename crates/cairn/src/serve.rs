@@ -336,7 +336,7 @@ async fn sweep_unreferenced(
         tracing::info!(
             packs = packs_swept,
             staged = staged_swept,
-            "removed what interrupted uploads left behind"
+            "removed what interrupted uploads left behind, and pack files made ahead but not used"
         );
     }
     Ok(())
