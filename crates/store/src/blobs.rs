@@ -232,41 +232,25 @@ impl Premade {
             if let Some(taken) = self.take_made(suffix)? {
                 return Ok(taken);
             }
-            // None left: make a batch, one writer at a time. (At the first uploads after a
-            // start, every writer making its own batch, each with its directory `fsync`,
-            // stalled them all for seconds.)
-            let _making = self.making.lock().unwrap_or_else(|e| e.into_inner());
-            let empty = self.lock().get(suffix).is_none_or(VecDeque::is_empty);
-            if empty {
-                let batch = self.make(suffix)?;
-                self.lock()
-                    .entry(suffix.to_owned())
-                    .or_default()
-                    .extend(batch);
-            }
+            self.refill(suffix, 1)?;
         }
     }
 
     /// A spare from the batches made so far, if one is left.
     fn take_made(self: &Arc<Self>, suffix: &str) -> io::Result<Option<(Spare, File)>> {
         loop {
-            let (next, left) = {
-                let mut spares = self.lock();
-                let queue = spares.entry(suffix.to_owned()).or_default();
-                (queue.pop_front(), queue.len())
-            };
-            let Some(spare) = next else {
+            let Some((spare, left)) = self
+                .lock()
+                .get_mut(suffix)
+                .and_then(|queue| Some((queue.pop_front()?, queue.len())))
+            else {
                 return Ok(None);
             };
             if left <= PREMADE_BATCH / 2 && !self.refilling.swap(true, Ordering::AcqRel) {
                 let (premade, suffix) = (self.clone(), suffix.to_owned());
                 std::thread::spawn(move || {
-                    let making = premade.making.lock().unwrap_or_else(|e| e.into_inner());
-                    // A failure here shows when a writer finds none left and makes them itself.
-                    if let Ok(batch) = premade.make(&suffix) {
-                        premade.lock().entry(suffix).or_default().extend(batch);
-                    }
-                    drop(making);
+                    // A failure here shows when a writer finds none left and refills itself.
+                    let _ = premade.refill(&suffix, PREMADE_BATCH / 2 + 1);
                     premade.refilling.store(false, Ordering::Release);
                 });
             }
@@ -282,6 +266,22 @@ impl Premade {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Make a batch if fewer than `below` spares are left, one batch at a time. (At the first
+    /// uploads after a start, every writer making its own batch, each with its directory
+    /// `fsync`, stalled them all for seconds.)
+    fn refill(&self, suffix: &str, below: usize) -> io::Result<()> {
+        let _making = self.making.lock().unwrap_or_else(|e| e.into_inner());
+        let left = self.lock().get(suffix).map_or(0, VecDeque::len);
+        if left < below {
+            let batch = self.make(suffix)?;
+            self.lock()
+                .entry(suffix.to_owned())
+                .or_default()
+                .extend(batch);
+        }
+        Ok(())
     }
 
     /// A batch of empty files, their names durable. A failure part-way leaves empty

@@ -33,17 +33,24 @@ impl<B: Backend> SqlStore<B> {
         upload: &NewUpload,
         starts: Starts<'_>,
     ) -> Result<Operation, StoreError> {
-        let ready = !matches!(starts, Starts::Receiving);
-        let (status, message, failure, dag) = match starts {
-            Starts::Pending(message) => (OperationStatus::Pending, message, None, None),
-            Starts::Receiving => (OperationStatus::Pending, "receiving bytes", None, None),
+        // A worker may claim it once `ready`.
+        let (status, message, failure, dag, ready) = match starts {
+            Starts::Pending(message) => (OperationStatus::Pending, message, None, None, true),
+            Starts::Receiving => (
+                OperationStatus::Pending,
+                "receiving bytes",
+                None,
+                None,
+                false,
+            ),
             Starts::Failed(failure) => (
                 OperationStatus::Failed,
                 failure.message.as_str(),
                 Some(failure),
                 None,
+                true,
             ),
-            Starts::Completed(dag) => (OperationStatus::Completed, "stored", None, Some(dag)),
+            Starts::Completed(dag) => (OperationStatus::Completed, "stored", None, Some(dag), true),
         };
         let now = now_ms();
         let terminal = status.is_terminal().then_some(now);
