@@ -73,7 +73,11 @@ pub(super) async fn receive(
         /// The lease was lost: another node may be writing now, so write nothing more.
         Abandon,
     }
-    let (tx, mut rx) = mpsc::channel::<Write>(8);
+    // Two body chunks (hyper's, up to ~400 KiB each) may wait for the writer. With eight, the
+    // writer was still ~3 MiB behind when a body ended, and the `204` waited 0.7-0.9 ms for
+    // it while the client sent nothing: per 8 MiB PATCH, 0.2-0.3 ms with two (tus8 probes,
+    // BENCHMARKS.md). The pipeline still overlaps reading the socket and writing the file.
+    let (tx, mut rx) = mpsc::channel::<Write>(2);
     let writer = tokio::task::spawn_blocking({
         let (bytes, id, atomic) = (
             state.tus_bytes.clone(),

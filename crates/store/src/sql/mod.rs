@@ -5,6 +5,8 @@
 //!   databases, named in one place), and `Statement`, a query either backend runs.
 //! - `queries.rs`: the `MetadataStore` implementation, written once; `commit.rs`, `kept.rs`
 //!   and `ipni.rs` hold the larger parts of it.
+//! - `writer.rs`: where writes go, and the connection a write holds (`turns.rs`: whose turn
+//!   it is on SQLite; `durable.rs`: how SQLite's commits become durable in groups).
 //! - `rows.rs`: rows into the model, the clock, unique violations.
 //! - `schema.rs`: the numbered migrations, written once with the column types that differ.
 //! - [`sqlite`] and [`postgres`]: each backend: opening and tuning the connections, how its
@@ -26,6 +28,7 @@ pub mod rows;
 mod schema;
 pub mod sqlite;
 mod turns;
+mod writer;
 
 use sqlx::error::BoxDynError;
 use std::ops::DerefMut;
@@ -37,7 +40,9 @@ use sqlx::{Arguments, Database, Encode, Executor, IntoArguments, Pool, Transacti
 use dialect::{BindMultihashes, Dialect};
 use durable::GroupSync;
 use rows::ModelRow;
-use turns::{Line, WriteTurns};
+use turns::Line;
+use writer::Writer;
+pub use writer::{WriteConn, WriteTx};
 
 use crate::{CollectorLock, StoreError};
 
@@ -166,50 +171,6 @@ impl<B: Backend> Conn<B> for PoolConnection<B> {}
 
 impl<B: Backend> Conn<B> for Transaction<'_, B> {}
 
-impl<B: Backend> Conn<B> for WriteConn<B> {
-    fn group_sync(&self) -> Option<Arc<GroupSync>> {
-        self.sync.clone()
-    }
-}
-
-impl<B: Backend> Conn<B> for WriteTx<B> {}
-
-/// The writer's connection, each statement its own transaction (see [`SqlStore::write_conn`]).
-/// A statement waits for its sync while it still holds the connection (borrowed until the
-/// statement returns); a transaction gives it back before waiting.
-pub type WriteConn<B> = Writing<PoolConnection<B>>;
-
-/// A transaction on the writer's connection (see [`SqlStore::write`]).
-pub type WriteTx<B> = Writing<Transaction<'static, B>>;
-
-/// What writes through the writer's connection (`inner`: the connection, or a transaction on
-/// it), and how what it commits becomes durable.
-pub struct Writing<C> {
-    inner: C,
-    sync: Option<Arc<GroupSync>>,
-}
-
-impl<B: Backend> WriteTx<B> {
-    /// Commits, and returns once the commit is on stable storage.
-    pub async fn commit(self) -> Result<(), sqlx::Error> {
-        self.inner.commit().await?;
-        durable(self.sync).await
-    }
-}
-
-impl<C: std::ops::Deref> std::ops::Deref for Writing<C> {
-    type Target = C::Target;
-    fn deref(&self) -> &C::Target {
-        &self.inner
-    }
-}
-
-impl<C: DerefMut> DerefMut for Writing<C> {
-    fn deref_mut(&mut self) -> &mut C::Target {
-        &mut self.inner
-    }
-}
-
 /// A query and its arguments; a value that does not encode fails the query when it runs.
 pub struct Statement<'q, B: Backend> {
     sql: &'q str,
@@ -244,9 +205,15 @@ impl<'q, B: Backend> Statement<'q, B> {
 
     /// Runs it; how many rows it changed.
     pub async fn execute(self, conn: &mut impl Conn<B>) -> Result<u64, sqlx::Error> {
-        let done = self.query()?.execute((**conn).exec()).await?;
+        let changed = self.execute_bare(conn).await?;
         durable(conn.group_sync()).await?;
-        Ok(done.rows_affected())
+        Ok(changed)
+    }
+
+    /// Runs it on the connection itself, with no wait for durability (the writer's own
+    /// `BEGIN` and `COMMIT`).
+    async fn execute_bare(self, conn: &mut B::Connection) -> Result<u64, sqlx::Error> {
+        Ok(self.query()?.execute(conn.exec()).await?.rows_affected())
     }
 
     pub async fn fetch_one(self, conn: &mut impl Conn<B>) -> Result<B::Row, sqlx::Error> {
@@ -284,16 +251,12 @@ async fn durable(sync: Option<Arc<GroupSync>>) -> Result<(), sqlx::Error> {
 /// [`postgres::PostgresStore`].
 pub struct SqlStore<B: Backend> {
     pool: Pool<B>,
-    /// Where writes go. SQLite: a pool of its own with one connection, asked for in the
-    /// order `turns` gives. Through the shared pool, writers would wait on the database's one
+    /// Where writes go (`writer.rs`). SQLite: one connection of its own, taken in the order
+    /// `turns.rs` gives. Through the shared pool, writers would wait on the database's one
     /// write lock in SQLite's busy handler, which polls with sleeps growing to 100 ms and lets
     /// newcomers overtake: under load a worker's claim waited over a second. PostgreSQL: the
     /// same pool, as it locks rows.
-    writer: Pool<B>,
-    /// SQLite only: who asks for the write connection next (see `turns.rs`).
-    turns: Option<Arc<WriteTurns>>,
-    /// SQLite only: how the writer's commits become durable (see `durable.rs`).
-    group_sync: Option<Arc<GroupSync>>,
+    writer: Writer<B>,
 }
 
 impl<B: Backend> SqlStore<B> {
@@ -311,27 +274,12 @@ impl<B: Backend> SqlStore<B> {
     /// A connection for statements that write, each its own transaction, once it is `line`'s
     /// turn.
     async fn write_conn(&self, line: Line) -> Result<WriteConn<B>, sqlx::Error> {
-        let _turn = self.turn(line).await;
-        Ok(Writing {
-            inner: self.writer.acquire().await?,
-            sync: self.group_sync.clone(),
-        })
+        self.writer.conn(line).await
     }
 
     /// A transaction that writes, once it is `line`'s turn.
     async fn write(&self, line: Line) -> Result<WriteTx<B>, sqlx::Error> {
-        let _turn = self.turn(line).await;
-        Ok(Writing {
-            inner: self.writer.begin_with(B::DIALECT.begin_write()).await?,
-            sync: self.group_sync.clone(),
-        })
-    }
-
-    async fn turn(&self, line: Line) -> Option<turns::Turn> {
-        match &self.turns {
-            Some(turns) => Some(turns.take(line).await),
-            None => None,
-        }
+        self.writer.begin(line).await
     }
 }
 

@@ -14,6 +14,7 @@ use sqlx::Postgres;
 use super::dialect::Dialect;
 use super::rows::ModelRow;
 use super::schema;
+use super::writer::Writer;
 use super::{Backend, SqlStore};
 use crate::{CollectorLock, StoreError};
 
@@ -60,10 +61,8 @@ impl PostgresStore {
             .await?;
         migrate(&pool).await?;
         Ok(Self {
-            writer: pool.clone(),
+            writer: Writer::Pool(pool.clone()),
             pool,
-            turns: None,
-            group_sync: None,
         })
     }
 }

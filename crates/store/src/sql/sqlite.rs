@@ -13,20 +13,30 @@ use std::time::Duration;
 
 use sqlx::sqlite::{
     SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteSynchronous, SqliteTransactionManager,
+    SqliteSynchronous,
 };
-use sqlx::{Sqlite, TransactionManager};
+use sqlx::{ConnectOptions, Sqlite};
 
 use super::dialect::Dialect;
 use super::durable::GroupSync;
 use super::rows::ModelRow;
 use super::schema;
 use super::turns::Line;
+use super::writer::{Sole, Writer};
 use super::{Backend, SqlStore};
 use crate::{CollectorLock, StoreError};
 
 /// The embedded store.
 pub type SqliteStore = SqlStore<Sqlite>;
+
+/// The log's length, in pages, at which a commit also checkpoints it into the database (on
+/// the writer, holding everyone else up). A small upload's commit writes about 20 pages of
+/// the same few indexes, so SQLite's default of 1,000 checkpointed 20 times a second under
+/// load, copying the same hot pages each time; at 10,000 (a 40 MiB log) the 200-client load
+/// took 8% more POSTs a second (BENCHMARKS.md, "Load"). Passive checkpoints every half second
+/// from a reading connection instead, with none on the writer, were slower, and the log was
+/// never rewound: 1.6 GB after a minute.
+const WRITER_CHECKPOINT_PAGES: u32 = 10_000;
 
 impl Backend for Sqlite {
     type Args<'q> = SqliteArguments<'q>;
@@ -60,17 +70,24 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let pool = pool_options(8).connect_with(options.clone()).await?;
-        // One connection: see `SqlStore::writer`. Its commits are made durable in groups,
-        // off the writer (`durable.rs`).
-        let writer = pool_options(1)
-            .connect_with(options.synchronous(SqliteSynchronous::Normal))
+        // Readers. A ping before each use would be a round trip to the connection's thread, and
+        // a local file's connection cannot have gone away (the ping sqlx sends when one is
+        // given back still finds one whose thread died).
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .test_before_acquire(false)
+            .connect_with(options.clone())
+            .await?;
+        // One connection (`writer.rs`), whose commits are made durable in groups, off the
+        // writer (`durable.rs`).
+        let writer = options
+            .synchronous(SqliteSynchronous::Normal)
+            .pragma("wal_autocheckpoint", WRITER_CHECKPOINT_PAGES.to_string())
+            .connect()
             .await?;
         let store = Self {
             pool,
-            writer,
-            turns: Some(Default::default()),
-            group_sync: Some(Arc::new(GroupSync::new(path))),
+            writer: Writer::Sole(Arc::new(Sole::new(writer, Arc::new(GroupSync::new(path))))),
         };
         store.migrate().await?;
         Ok(store)
@@ -93,19 +110,4 @@ impl SqliteStore {
         }
         Ok(())
     }
-}
-
-fn pool_options(max_connections: u32) -> SqlitePoolOptions {
-    SqlitePoolOptions::new()
-        .max_connections(max_connections)
-        // A COMMIT that fails with SQLITE_FULL is rolled back by SQLite itself, so the
-        // ROLLBACK sqlx sends next fails too and its connection still counts an open
-        // transaction: every later BEGIN on it would fail ("non-zero transaction depth").
-        // Such a connection is closed instead of going back to the pool, so the store
-        // works again as soon as the disk has room.
-        .after_release(|conn, _| {
-            let depth =
-                <SqliteTransactionManager as TransactionManager>::get_transaction_depth(conn);
-            Box::pin(async move { Ok(depth == 0) })
-        })
 }

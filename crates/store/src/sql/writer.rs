@@ -1,0 +1,333 @@
+//! Where writes go, and the connection a write holds while it writes.
+//!
+//! PostgreSQL locks rows, so writers take connections from the shared pool and run side by
+//! side. SQLite has one writer at a time: its writes go through one connection of their own,
+//! handed from writer to writer in the order [`turns`](super::turns) gives. Not through a
+//! pool: sqlx's pool pings a connection when it is given back (in a task it spawns) and when
+//! it is taken, and its transactions check that `BEGIN IMMEDIATE` began one with a third
+//! round trip; each is a hand-off to SQLite's thread and back, in series with every write,
+//! while every other writer waits.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex};
+
+use sqlx::pool::PoolConnection;
+use sqlx::{Pool, TransactionManager};
+
+use super::durable::GroupSync;
+use super::turns::{Line, Turn, WriteTurns};
+use super::{Backend, Conn};
+
+/// Where a store's writes go.
+pub(super) enum Writer<B: Backend> {
+    /// PostgreSQL: the shared pool.
+    Pool(Pool<B>),
+    /// SQLite: its one writing connection.
+    Sole(Arc<Sole<B>>),
+}
+
+/// SQLite's writing connection, and who may use it next.
+pub(super) struct Sole<B: Backend> {
+    turns: Arc<WriteTurns>,
+    /// Its commits are made durable in groups, off the writer (`durable.rs`).
+    sync: Arc<GroupSync>,
+    /// The connection while no one holds it; `None` once the store is closed.
+    idle: Mutex<Option<Idle<B>>>,
+}
+
+struct Idle<B: Backend> {
+    conn: B::Connection,
+    /// A transaction was left open (its writer failed or was cancelled before the end): it is
+    /// rolled back before the next write.
+    unfinished: bool,
+}
+
+impl<B: Backend> Sole<B> {
+    pub(super) fn new(conn: B::Connection, sync: Arc<GroupSync>) -> Self {
+        Self {
+            turns: Default::default(),
+            sync,
+            idle: Mutex::new(Some(Idle {
+                conn,
+                unfinished: false,
+            })),
+        }
+    }
+
+    /// The connection, once it is `line`'s turn.
+    async fn hold(self: &Arc<Self>, line: Line) -> Result<SoleHeld<B>, sqlx::Error> {
+        let turn = self.turns.take(line).await;
+        let idle = self.idle.lock().expect("the writer's slot").take();
+        let Some(Idle {
+            mut conn,
+            unfinished,
+        }) = idle
+        else {
+            return Err(sqlx::Error::PoolClosed);
+        };
+        if unfinished {
+            if let Err(e) = roll_back::<B>(&mut conn).await {
+                *self.idle.lock().expect("the writer's slot") = Some(Idle {
+                    conn,
+                    unfinished: true,
+                });
+                return Err(e);
+            }
+        }
+        Ok(SoleHeld {
+            conn: Some(conn),
+            unfinished: false,
+            sole: self.clone(),
+            _turn: turn,
+        })
+    }
+
+    /// Waits for the writer in progress, then closes the connection; later writes fail.
+    pub(super) async fn close(self: &Arc<Self>) {
+        let _turn = self.turns.take(Line::Operations).await;
+        let idle = self.idle.lock().expect("the writer's slot").take();
+        if let Some(Idle { conn, .. }) = idle {
+            let _ = sqlx::Connection::close(conn).await;
+        }
+    }
+}
+
+/// Roll back the transaction a writer left open, and make sure none is: a transaction
+/// begins only where none is open.
+async fn roll_back<B: Backend>(conn: &mut B::Connection) -> Result<(), sqlx::Error> {
+    // Fails harmlessly where SQLite rolled back by itself (a COMMIT that found the disk full).
+    let _ = B::query("ROLLBACK").execute_bare(conn).await;
+    B::query(B::DIALECT.begin_write())
+        .execute_bare(conn)
+        .await?;
+    B::query("COMMIT").execute_bare(conn).await?;
+    Ok(())
+}
+
+/// The sole connection, held; given back, then the turn passed on, when dropped.
+pub(super) struct SoleHeld<B: Backend> {
+    conn: Option<B::Connection>,
+    unfinished: bool,
+    sole: Arc<Sole<B>>,
+    _turn: Turn,
+}
+
+impl<B: Backend> Drop for SoleHeld<B> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            *self.sole.idle.lock().unwrap_or_else(|e| e.into_inner()) = Some(Idle {
+                conn,
+                unfinished: self.unfinished,
+            });
+        }
+        // `_turn` is dropped after this: the next writer finds the connection back.
+    }
+}
+
+/// The writer's connection while a write holds it.
+pub(super) enum Held<B: Backend> {
+    Pooled(PoolConnection<B>),
+    Sole(SoleHeld<B>),
+}
+
+impl<B: Backend> Deref for Held<B> {
+    type Target = B::Connection;
+    fn deref(&self) -> &B::Connection {
+        match self {
+            Held::Pooled(conn) => conn,
+            Held::Sole(held) => held.conn.as_ref().expect("held until dropped"),
+        }
+    }
+}
+
+impl<B: Backend> DerefMut for Held<B> {
+    fn deref_mut(&mut self) -> &mut B::Connection {
+        match self {
+            Held::Pooled(conn) => conn,
+            Held::Sole(held) => held.conn.as_mut().expect("held until dropped"),
+        }
+    }
+}
+
+impl<B: Backend> Writer<B> {
+    async fn hold(&self, line: Line) -> Result<(Held<B>, Option<Arc<GroupSync>>), sqlx::Error> {
+        match self {
+            Writer::Pool(pool) => Ok((Held::Pooled(pool.acquire().await?), None)),
+            Writer::Sole(sole) => Ok((Held::Sole(sole.hold(line).await?), Some(sole.sync.clone()))),
+        }
+    }
+
+    /// The connection for statements that write, each its own transaction.
+    pub(super) async fn conn(&self, line: Line) -> Result<WriteConn<B>, sqlx::Error> {
+        let (held, sync) = self.hold(line).await?;
+        Ok(WriteConn { held, sync })
+    }
+
+    /// A transaction that writes.
+    pub(super) async fn begin(&self, line: Line) -> Result<WriteTx<B>, sqlx::Error> {
+        let (mut held, sync) = self.hold(line).await?;
+        let begin = B::DIALECT.begin_write();
+        match &mut held {
+            Held::Pooled(conn) => B::TransactionManager::begin(conn, Some(begin.into())).await?,
+            // Plain statements: sqlx's transaction bookkeeping costs round trips, and this
+            // connection is never shared, so `unfinished` is all the bookkeeping it needs.
+            Held::Sole(sole) => {
+                sole.unfinished = true;
+                let conn = sole.conn.as_mut().expect("held until dropped");
+                B::query(begin).execute_bare(conn).await?;
+            }
+        }
+        Ok(WriteTx {
+            held,
+            sync,
+            open: true,
+        })
+    }
+
+    pub(super) async fn close(&self) {
+        match self {
+            Writer::Pool(pool) => pool.close().await,
+            Writer::Sole(sole) => sole.close().await,
+        }
+    }
+}
+
+/// The writer's connection, each statement its own transaction. A statement waits for its
+/// sync while it still holds the connection.
+pub struct WriteConn<B: Backend> {
+    held: Held<B>,
+    sync: Option<Arc<GroupSync>>,
+}
+
+/// A transaction on the writer's connection, rolled back if dropped before
+/// [`WriteTx::commit`].
+pub struct WriteTx<B: Backend> {
+    held: Held<B>,
+    /// Where the commit becomes durable, if not when it returns.
+    sync: Option<Arc<GroupSync>>,
+    open: bool,
+}
+
+impl<B: Backend> WriteTx<B> {
+    /// Commits, and returns once the commit is on stable storage.
+    pub async fn commit(mut self) -> Result<(), sqlx::Error> {
+        match &mut self.held {
+            Held::Pooled(conn) => B::TransactionManager::commit(conn).await?,
+            Held::Sole(sole) => {
+                let conn = sole.conn.as_mut().expect("held until dropped");
+                B::query("COMMIT").execute_bare(conn).await?;
+                sole.unfinished = false;
+            }
+        }
+        self.open = false;
+        let sync = self.sync.take();
+        // Give the connection back before waiting for the sync, so the next writer goes on.
+        drop(self);
+        super::durable(sync).await
+    }
+}
+
+impl<B: Backend> Drop for WriteTx<B> {
+    fn drop(&mut self) {
+        if let (true, Held::Pooled(conn)) = (self.open, &mut self.held) {
+            // Sent with the connection's next use, as sqlx's own transactions do.
+            B::TransactionManager::start_rollback(conn);
+        }
+        // The sole connection's `unfinished` stays set until a commit succeeds.
+    }
+}
+
+impl<B: Backend> Deref for WriteConn<B> {
+    type Target = B::Connection;
+    fn deref(&self) -> &B::Connection {
+        &self.held
+    }
+}
+
+impl<B: Backend> DerefMut for WriteConn<B> {
+    fn deref_mut(&mut self) -> &mut B::Connection {
+        &mut self.held
+    }
+}
+
+impl<B: Backend> Deref for WriteTx<B> {
+    type Target = B::Connection;
+    fn deref(&self) -> &B::Connection {
+        &self.held
+    }
+}
+
+impl<B: Backend> DerefMut for WriteTx<B> {
+    fn deref_mut(&mut self) -> &mut B::Connection {
+        &mut self.held
+    }
+}
+
+impl<B: Backend> Conn<B> for WriteConn<B> {
+    fn group_sync(&self) -> Option<Arc<GroupSync>> {
+        self.sync.clone()
+    }
+}
+
+impl<B: Backend> Conn<B> for WriteTx<B> {}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::Sqlite;
+
+    use super::super::sqlite::SqliteStore;
+    use super::super::Backend;
+    use super::*;
+
+    async fn pack_names(store: &SqliteStore) -> Vec<String> {
+        let rows = Sqlite::query("SELECT name FROM packs ORDER BY name")
+            .fetch_all(&mut store.conn().await.unwrap())
+            .await
+            .unwrap();
+        rows.iter()
+            .map(|row| sqlx::Row::get::<String, _>(row, "name"))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_write_dropped_before_its_commit_leaves_nothing_and_the_next_writes_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("cairn.db"))
+            .await
+            .unwrap();
+        let insert =
+            |name| format!("INSERT INTO packs (name, size, created_at) VALUES ('{name}', 1, 0)");
+
+        // Failed or cancelled part-way: dropped with its transaction open.
+        let dropped = insert("dropped");
+        let mut tx = store.write(Line::Requests).await.unwrap();
+        Sqlite::query(&dropped).execute(&mut tx).await.unwrap();
+        drop(tx);
+
+        // The next writer, in a transaction and alone, each commits.
+        let in_tx = insert("in a transaction");
+        let mut tx = store.write(Line::Requests).await.unwrap();
+        Sqlite::query(&in_tx).execute(&mut tx).await.unwrap();
+        tx.commit().await.unwrap();
+        let dropped_again = insert("dropped again");
+        let mut tx = store.write(Line::Operations).await.unwrap();
+        Sqlite::query(&dropped_again)
+            .execute(&mut tx)
+            .await
+            .unwrap();
+        drop(tx);
+        let alone = insert("alone");
+        let mut conn = store.write_conn(Line::Requests).await.unwrap();
+        Sqlite::query(&alone).execute(&mut conn).await.unwrap();
+        drop(conn);
+
+        assert_eq!(pack_names(&store).await, ["alone", "in a transaction"]);
+
+        // And what they committed is in the database file for another process.
+        store.close().await;
+        let reopened = SqliteStore::open(&dir.path().join("cairn.db"))
+            .await
+            .unwrap();
+        assert_eq!(pack_names(&reopened).await, ["alone", "in a transaction"]);
+    }
+}
