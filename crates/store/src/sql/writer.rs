@@ -237,31 +237,25 @@ impl<B: Backend> Drop for WriteTx<B> {
     }
 }
 
-impl<B: Backend> Deref for WriteConn<B> {
-    type Target = B::Connection;
-    fn deref(&self) -> &B::Connection {
-        &self.held
-    }
+/// Both run their statements on the connection they hold.
+macro_rules! deref_to_held {
+    ($($holder:ident),*) => {$(
+        impl<B: Backend> Deref for $holder<B> {
+            type Target = B::Connection;
+            fn deref(&self) -> &B::Connection {
+                &self.held
+            }
+        }
+
+        impl<B: Backend> DerefMut for $holder<B> {
+            fn deref_mut(&mut self) -> &mut B::Connection {
+                &mut self.held
+            }
+        }
+    )*};
 }
 
-impl<B: Backend> DerefMut for WriteConn<B> {
-    fn deref_mut(&mut self) -> &mut B::Connection {
-        &mut self.held
-    }
-}
-
-impl<B: Backend> Deref for WriteTx<B> {
-    type Target = B::Connection;
-    fn deref(&self) -> &B::Connection {
-        &self.held
-    }
-}
-
-impl<B: Backend> DerefMut for WriteTx<B> {
-    fn deref_mut(&mut self) -> &mut B::Connection {
-        &mut self.held
-    }
-}
+deref_to_held!(WriteConn, WriteTx);
 
 impl<B: Backend> Conn<B> for WriteConn<B> {
     fn group_sync(&self) -> Option<Arc<GroupSync>> {
