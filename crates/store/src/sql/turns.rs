@@ -7,8 +7,8 @@
 //! load test, BENCHMARKS.md). There are only as many operation writers as workers, so going
 //! first costs a request at most that many turns.
 //!
-//! A turn is held only until its holder has the write connection: the connection pool of one
-//! then keeps writers apart, and the turns decide who asks for it next.
+//! A turn is held for as long as its holder has the write connection (`writer.rs`), so the
+//! turns alone keep writers apart.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
