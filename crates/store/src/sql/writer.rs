@@ -58,28 +58,22 @@ impl<B: Backend> Sole<B> {
     async fn hold(self: &Arc<Self>, line: Line) -> Result<SoleHeld<B>, sqlx::Error> {
         let turn = self.turns.take(line).await;
         let idle = self.idle.lock().expect("the writer's slot").take();
-        let Some(Idle {
-            mut conn,
-            unfinished,
-        }) = idle
-        else {
+        let Some(Idle { conn, unfinished }) = idle else {
             return Err(sqlx::Error::PoolClosed);
         };
-        if unfinished {
-            if let Err(e) = roll_back::<B>(&mut conn).await {
-                *self.idle.lock().expect("the writer's slot") = Some(Idle {
-                    conn,
-                    unfinished: true,
-                });
-                return Err(e);
-            }
-        }
-        Ok(SoleHeld {
+        // Held from here on: if the rollback fails, or this writer is cancelled during it, the
+        // connection goes back still marked unfinished.
+        let mut held = SoleHeld {
             conn: Some(conn),
-            unfinished: false,
+            unfinished,
             sole: self.clone(),
             _turn: turn,
-        })
+        };
+        if held.unfinished {
+            roll_back::<B>(held.conn.as_mut().expect("just put")).await?;
+            held.unfinished = false;
+        }
+        Ok(held)
     }
 
     /// Waits for the writer in progress, then closes the connection; later writes fail.
@@ -267,6 +261,9 @@ impl<B: Backend> Conn<B> for WriteTx<B> {}
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+
     use sqlx::Sqlite;
 
     use super::super::sqlite::SqliteStore;
@@ -323,5 +320,32 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(pack_names(&reopened).await, ["alone", "in a transaction"]);
+    }
+
+    #[tokio::test]
+    async fn a_writer_cancelled_while_it_rolls_back_leaves_the_connection_for_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("cairn.db"))
+            .await
+            .unwrap();
+        let tx = store.write(Line::Requests).await.unwrap();
+        drop(tx);
+        // Polled once: it takes the connection and starts rolling the last transaction back,
+        // then its request goes away.
+        {
+            let mut write = std::pin::pin!(store.write(Line::Requests));
+            let mut context = Context::from_waker(Waker::noop());
+            assert!(write.as_mut().poll(&mut context).is_pending(), "part-way");
+        }
+        let mut tx = store
+            .write(Line::Requests)
+            .await
+            .expect("the connection is back");
+        Sqlite::query("INSERT INTO packs (name, size, created_at) VALUES ('after', 1, 0)")
+            .execute(&mut tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(pack_names(&store).await, ["after"]);
     }
 }
