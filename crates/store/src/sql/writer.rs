@@ -270,6 +270,12 @@ mod tests {
     use super::super::Backend;
     use super::*;
 
+    async fn open(dir: &tempfile::TempDir) -> SqliteStore {
+        SqliteStore::open(&dir.path().join("cairn.db"))
+            .await
+            .unwrap()
+    }
+
     async fn pack_names(store: &SqliteStore) -> Vec<String> {
         let rows = Sqlite::query("SELECT name FROM packs ORDER BY name")
             .fetch_all(&mut store.conn().await.unwrap())
@@ -283,9 +289,7 @@ mod tests {
     #[tokio::test]
     async fn a_write_dropped_before_its_commit_leaves_nothing_and_the_next_writes_go_on() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(&dir.path().join("cairn.db"))
-            .await
-            .unwrap();
+        let store = open(&dir).await;
         let insert =
             |name| format!("INSERT INTO packs (name, size, created_at) VALUES ('{name}', 1, 0)");
 
@@ -316,18 +320,16 @@ mod tests {
 
         // And what they committed is in the database file for another process.
         store.close().await;
-        let reopened = SqliteStore::open(&dir.path().join("cairn.db"))
-            .await
-            .unwrap();
-        assert_eq!(pack_names(&reopened).await, ["alone", "in a transaction"]);
+        assert_eq!(
+            pack_names(&open(&dir).await).await,
+            ["alone", "in a transaction"]
+        );
     }
 
     #[tokio::test]
     async fn a_writer_cancelled_while_it_rolls_back_leaves_the_connection_for_the_next() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(&dir.path().join("cairn.db"))
-            .await
-            .unwrap();
+        let store = open(&dir).await;
         let tx = store.write(Line::Requests).await.unwrap();
         drop(tx);
         // Polled once: it takes the connection and starts rolling the last transaction back,
