@@ -332,9 +332,8 @@ enum Finish {
 }
 
 struct FileBlobWriter {
-    /// Both taken by `commit`; dropped otherwise, the drop guard undoes the write.
-    file: Option<File>,
-    finish: Option<Finish>,
+    /// Taken by `commit`; dropped otherwise, the drop guard undoes the write.
+    open: Option<(File, Finish)>,
     bytes: u64,
     /// So that the sync at `commit` has only a tail left.
     write_behind: WriteBehind,
@@ -343,8 +342,7 @@ struct FileBlobWriter {
 impl FileBlobWriter {
     fn new(file: File, finish: Finish) -> Self {
         Self {
-            file: Some(file),
-            finish: Some(finish),
+            open: Some((file, finish)),
             bytes: 0,
             write_behind: WriteBehind::from(0),
         }
@@ -353,8 +351,8 @@ impl FileBlobWriter {
 
 impl Write for FileBlobWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let file = self
-            .file
+        let (file, _) = self
+            .open
             .as_mut()
             .ok_or_else(|| io::Error::other("blob already committed"))?;
         let n = file.write(buf)?;
@@ -364,13 +362,13 @@ impl Write for FileBlobWriter {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.file.as_mut().map_or(Ok(()), |f| f.flush())
+        self.open.as_mut().map_or(Ok(()), |(file, _)| file.flush())
     }
 }
 
 impl BlobWriter for FileBlobWriter {
     fn commit(mut self: Box<Self>) -> io::Result<u64> {
-        let (Some(file), Some(finish)) = (self.file.take(), self.finish.take()) else {
+        let Some((file, finish)) = self.open.take() else {
             return Err(io::Error::other("blob already committed"));
         };
         match finish {
@@ -404,19 +402,19 @@ impl BlobWriter for FileBlobWriter {
 
 impl Drop for FileBlobWriter {
     fn drop(&mut self) {
-        match (self.finish.take(), self.file.take()) {
-            (Some(Finish::Rename { temp, .. }), _) => {
+        match self.open.take() {
+            Some((_, Finish::Rename { temp, .. })) => {
                 let _ = fs::remove_file(temp);
             }
-            (
-                Some(Finish::InPlace {
+            Some((
+                file,
+                Finish::InPlace {
                     spare,
                     suffix,
                     premade,
-                }),
-                Some(file),
-            ) => premade.give_back(spare, suffix, &file),
-            _ => {}
+                },
+            )) => premade.give_back(spare, suffix, &file),
+            None => {}
         }
     }
 }

@@ -101,6 +101,7 @@ async fn roll_back<B: Backend>(conn: &mut B::Connection) -> Result<(), sqlx::Err
 /// The sole connection, held; given back, then the turn passed on, when dropped.
 pub(super) struct SoleHeld<B: Backend> {
     conn: Option<B::Connection>,
+    /// Goes back with the connection (see [`Idle::unfinished`]).
     unfinished: bool,
     sole: Arc<Sole<B>>,
     _turn: Turn,
@@ -159,23 +160,25 @@ impl<B: Backend> Writer<B> {
 
     /// A transaction that writes.
     pub(super) async fn begin(&self, line: Line) -> Result<WriteTx<B>, sqlx::Error> {
-        let (mut held, sync) = self.hold(line).await?;
+        let (held, sync) = self.hold(line).await?;
+        // Open from before its `BEGIN` is sent: dropped from here on, by an error or a
+        // cancelled request, it is rolled back.
+        let mut tx = WriteTx {
+            held,
+            sync,
+            open: true,
+        };
         let begin = B::DIALECT.begin_write();
-        match &mut held {
+        match &mut tx.held {
             Held::Pooled(conn) => B::TransactionManager::begin(conn, Some(begin.into())).await?,
-            // Plain statements: sqlx's transaction bookkeeping costs round trips, and this
-            // connection is never shared, so `unfinished` is all the bookkeeping it needs.
+            // A plain statement: sqlx's transaction bookkeeping costs round trips, and this
+            // connection is never shared, so `open` is all the bookkeeping it needs.
             Held::Sole(sole) => {
-                sole.unfinished = true;
                 let conn = sole.conn.as_mut().expect("held until dropped");
                 B::query(begin).execute_bare(conn).await?;
             }
         }
-        Ok(WriteTx {
-            held,
-            sync,
-            open: true,
-        })
+        Ok(tx)
     }
 
     pub(super) async fn close(&self) {
@@ -199,6 +202,7 @@ pub struct WriteTx<B: Backend> {
     held: Held<B>,
     /// Where the commit becomes durable, if not when it returns.
     sync: Option<Arc<GroupSync>>,
+    /// Not yet committed (a `COMMIT` that failed leaves it open).
     open: bool,
 }
 
@@ -210,7 +214,6 @@ impl<B: Backend> WriteTx<B> {
             Held::Sole(sole) => {
                 let conn = sole.conn.as_mut().expect("held until dropped");
                 B::query("COMMIT").execute_bare(conn).await?;
-                sole.unfinished = false;
             }
         }
         self.open = false;
@@ -223,11 +226,15 @@ impl<B: Backend> WriteTx<B> {
 
 impl<B: Backend> Drop for WriteTx<B> {
     fn drop(&mut self) {
-        if let (true, Held::Pooled(conn)) = (self.open, &mut self.held) {
-            // Sent with the connection's next use, as sqlx's own transactions do.
-            B::TransactionManager::start_rollback(conn);
+        if !self.open {
+            return;
         }
-        // The sole connection's `unfinished` stays set until a commit succeeds.
+        match &mut self.held {
+            // Sent with the connection's next use, as sqlx's own transactions do.
+            Held::Pooled(conn) => B::TransactionManager::start_rollback(conn),
+            // Rolled back by the next writer, before its own work.
+            Held::Sole(sole) => sole.unfinished = true,
+        }
     }
 }
 
