@@ -16,6 +16,30 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let bearer = Bearer::from_request_parts(parts, state).await?;
+        Ok(Self(bearer.account(state).await?))
+    }
+}
+
+/// A request's well-formed token, not looked up yet: for a handler that looks it up while it
+/// reads what the request is about (a TUS PATCH, where each read is a share of every chunk).
+pub struct Bearer([u8; 32]);
+
+impl Bearer {
+    /// The account the token belongs to; `InvalidToken` for an unknown or revoked one.
+    pub async fn account(&self, state: &AppState) -> Result<Account, ApiError> {
+        state
+            .store
+            .account_for_token(&self.0)
+            .await?
+            .ok_or(ApiError::InvalidToken)
+    }
+}
+
+impl FromRequestParts<AppState> for Bearer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
         let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
             return Err(ApiError::Unauthorized);
         };
@@ -28,11 +52,6 @@ impl FromRequestParts<AppState> for Caller {
             .map(|(_, token)| token.trim())
             .filter(|t| tokens::well_formed(t))
             .ok_or(ApiError::InvalidToken)?;
-        let account = state
-            .store
-            .account_for_token(&tokens::hash(token))
-            .await?
-            .ok_or(ApiError::InvalidToken)?;
-        Ok(Self(account))
+        Ok(Self(tokens::hash(token)))
     }
 }

@@ -736,6 +736,55 @@ async fn complete_bytes_left_unrecorded_by_a_crash_are_completed_and_processed_o
 }
 
 #[tokio::test]
+async fn a_client_that_missed_the_last_204_learns_the_processed_upload_is_complete() {
+    let server = TestServer::start().await;
+    let reply = tus(
+        &server,
+        "POST",
+        &endpoint(&server),
+        &[("Upload-Length", "11")],
+        b"",
+    )
+    .await;
+    let url = reply.header("location").unwrap().to_owned();
+    let operation: i64 = reply.header("cairn-operation-id").unwrap().parse().unwrap();
+    assert_eq!(
+        patch(&server, &url, 0, b"hello world").await.status,
+        StatusCode::NO_CONTENT
+    );
+    let op = wait_for(&server, operation).await;
+    assert_eq!(op["status"], "completed", "{op}");
+    let id = url.rsplit('/').next().unwrap();
+    assert!(
+        server.state.tus_bytes.offset(id).is_err(),
+        "processing removed the upload's bytes"
+    );
+
+    // An empty PATCH at the length, as tus-js-client sends to finish: the offset, no expiry.
+    let empty = patch(&server, &url, 11, b"").await;
+    assert_eq!(empty.status, StatusCode::NO_CONTENT);
+    assert_eq!(empty.header("upload-offset"), Some("11"));
+    assert!(empty.header("upload-expires").is_none());
+    let more = patch(&server, &url, 11, b"!").await;
+    assert_eq!(
+        more.status,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "{:?}",
+        more.json()
+    );
+
+    // The last PATCH again, as a client that lost its `204` sends it: where the upload is.
+    let again = patch(&server, &url, 0, b"hello world").await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert_error(&again.json(), "conflict");
+    assert!(
+        again.json()["message"].as_str().unwrap().contains("at 11"),
+        "{:?}",
+        again.json()
+    );
+}
+
+#[tokio::test]
 async fn f5_a_client_that_sends_no_headers_or_trickles_them_is_disconnected() {
     let server = TestServer::start_with(ServerConfig {
         header_timeout: Duration::from_millis(500),

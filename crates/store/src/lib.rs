@@ -240,8 +240,9 @@ pub trait MetadataStore: Send + Sync {
     /// Create a TUS upload and, unless it is a partial upload, its operation (pending, and not
     /// claimable until the last byte is stored).
     async fn create_tus_upload(&self, new: NewTusUpload) -> Result<TusUpload, StoreError>;
-    /// A TUS upload of `account_id`, whatever its state.
-    async fn tus_upload(&self, account_id: i64, id: &str) -> Result<Option<TusUpload>, StoreError>;
+    /// A TUS upload, whatever its state and whoever's it is: the caller checks the account
+    /// (so that it can read the upload while it looks the caller's token up).
+    async fn tus_upload(&self, id: &str) -> Result<Option<TusUpload>, StoreError>;
     /// Set a deferred length; `Conflict` if a length is already set.
     async fn set_tus_length(&self, id: &str, length: u64) -> Result<(), StoreError>;
     /// Every byte is stored: mark the upload complete and make its operation claimable.

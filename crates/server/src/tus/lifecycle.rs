@@ -9,22 +9,38 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The upload, if it is the caller's and still alive: unknown is `404`, terminated or expired
-/// is `410` (an expiry that the sweep has not reached yet is applied here).
+/// is `410` (an expiry that the sweep has not reached yet is applied here). An upload whose
+/// bytes are complete is not settled here unless it expired: HEAD and DELETE settle it, and a
+/// PATCH at its length completes it as every last PATCH does.
 pub(super) async fn find(
     state: &AppState,
     account: &Account,
     id: &str,
 ) -> Result<TusUpload, ApiError> {
-    let upload = state
-        .store
-        .tus_upload(account.id, id)
-        .await?
+    let record = state.store.tus_upload(id).await?;
+    found(state, account, id, record).await
+}
+
+/// What `find` makes of the upload's record once it is read.
+pub(super) async fn found(
+    state: &AppState,
+    account: &Account,
+    id: &str,
+    record: Option<TusUpload>,
+) -> Result<TusUpload, ApiError> {
+    // Another account's upload is as unknown as one that never was.
+    let upload = record
+        .filter(|upload| upload.account_id == account.id)
         .ok_or_else(|| ApiError::NotFound(format!("upload {id} not found")))?;
-    let upload = settle(state, upload).await?;
     match upload.state {
         TusState::Terminated => Err(ApiError::Gone(format!("upload {id} was terminated"))),
         TusState::Expired => Err(ApiError::Gone(format!("upload {id} expired"))),
         TusState::Receiving if upload.expires_at_ms < now_ms() => {
+            // Complete bytes are never expired: they are processed instead.
+            let upload = settle(state, upload).await?;
+            if upload.state == TusState::Complete {
+                return Ok(upload);
+            }
             expire(state, &upload).await?;
             Err(ApiError::Gone(format!("upload {id} expired")))
         }
@@ -36,13 +52,23 @@ pub(super) async fn find(
 /// the last byte was made durable, then the process died (or the record update failed) before
 /// the upload was marked complete. The client saw the offset reach the length and will send
 /// nothing more, so nothing else would ever queue it.
-pub(super) async fn settle(state: &AppState, mut upload: TusUpload) -> Result<TusUpload, ApiError> {
+pub(super) async fn settle(state: &AppState, upload: TusUpload) -> Result<TusUpload, ApiError> {
     if upload.state == TusState::Receiving && upload.length.is_some() {
         let offset = offset_of(state, &upload).await?;
-        if upload.length == Some(offset) {
-            complete(state, &upload, offset).await?;
-            upload.state = TusState::Complete;
-        }
+        return settle_at(state, upload, offset).await;
+    }
+    Ok(upload)
+}
+
+/// `settle`, the offset already read.
+pub(super) async fn settle_at(
+    state: &AppState,
+    mut upload: TusUpload,
+    offset: u64,
+) -> Result<TusUpload, ApiError> {
+    if upload.state == TusState::Receiving && upload.length == Some(offset) {
+        complete(state, &upload, offset).await?;
+        upload.state = TusState::Complete;
     }
     Ok(upload)
 }

@@ -21,18 +21,21 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use cairn_store::model::{Account, NewTusUpload, NewUpload, OperationKind, TusConcat, TusState};
+use cairn_store::model::{
+    Account, NewTusUpload, NewUpload, OperationKind, TusConcat, TusState, TusUpload,
+};
 use cairn_store::random_name;
 use cairn_store::{now_ms, tus_bytes};
 use cairn_unixfs::Profile;
+use futures_util::StreamExt;
 
-use crate::auth::Caller;
+use crate::auth::{Bearer, Caller};
 use crate::error::ApiError;
 use crate::origin::RequestOrigin;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
 use headers::{Checksum, OFFSET_OCTET_STREAM};
-use lifecycle::{complete, find, offset_of};
+use lifecycle::{complete, find, found, offset_of, settle, settle_at};
 pub use lifecycle::{expire, sweep_expired};
 use receive::receive;
 
@@ -305,9 +308,9 @@ async fn concatenate(
     for part in parts {
         let upload = state
             .store
-            .tus_upload(account.id, part)
+            .tus_upload(part)
             .await?
-            .filter(|u| u.concat == TusConcat::Partial)
+            .filter(|u| u.account_id == account.id && u.concat == TusConcat::Partial)
             .ok_or_else(|| {
                 ApiError::BadRequest(format!("{part} is not a partial upload of yours"))
             })?;
@@ -338,6 +341,7 @@ async fn head_upload(
     // A stalled PATCH is asked to stop first, so the offset reported is settled.
     let _lock = state.tus_locks.acquire(&id).await?;
     let offset = offset_of(&state, &upload).await?;
+    let upload = settle_at(&state, upload, offset).await?;
     let mut response = StatusCode::OK.into_response();
     let headers = response.headers_mut();
     headers.insert("upload-offset", HeaderValue::from(offset));
@@ -373,11 +377,15 @@ async fn head_upload(
 /// PATCH (T4, T9, T11, T12, F1, F3, F4).
 async fn patch(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    bearer: Bearer,
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    // The token and the upload are read at once rather than one after the other: each read
+    // is a round trip to the store that every chunk of an upload waits for.
+    let (account, record) = tokio::join!(bearer.account(&state), state.store.tus_upload(&id));
+    let account = account?;
     if headers::text(&headers, "content-type")? != Some(OFFSET_OCTET_STREAM) {
         return Err(ApiError::UnsupportedMediaType(format!(
             "PATCH bodies must be sent as {OFFSET_OCTET_STREAM}"
@@ -388,11 +396,14 @@ async fn patch(
     let checksum = headers::text(&headers, "upload-checksum")?
         .map(Checksum::parse)
         .transpose()?;
-    let mut upload = find(&state, &account, &id).await?;
+    let mut upload = found(&state, &account, &id, record?).await?;
     if matches!(upload.concat, TusConcat::Final(_)) {
         return Err(ApiError::Forbidden(
             "a final upload is made of its parts and takes no PATCH".into(),
         ));
+    }
+    if upload.state == TusState::Complete {
+        return patch_complete(&state, &upload, claimed, body).await;
     }
     let mut lock = state.tus_locks.acquire(&id).await?;
     if let Some(length) = headers::number(&headers, "upload-length")? {
@@ -441,13 +452,52 @@ async fn patch(
     Ok(response)
 }
 
+/// A PATCH on a complete upload, answered from its record: its bytes may be processed and
+/// gone already. A client that missed the last `204` learns the upload is complete, as it
+/// would from HEAD.
+async fn patch_complete(
+    state: &AppState,
+    upload: &TusUpload,
+    claimed: u64,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let length = upload.length.unwrap_or(0);
+    if claimed != length {
+        return Err(ApiError::Conflict(format!(
+            "Upload-Offset is {claimed} but the upload is complete at {length}"
+        )));
+    }
+    let mut stream = body.into_data_stream();
+    loop {
+        match tokio::time::timeout(state.config.idle_timeout, stream.next()).await {
+            Ok(None) => break,
+            Ok(Some(Ok(chunk))) if chunk.is_empty() => {}
+            Ok(Some(Ok(_))) => {
+                return Err(ApiError::PayloadTooLarge(
+                    "the upload is complete: the body goes beyond Upload-Length".into(),
+                ))
+            }
+            Ok(Some(Err(_))) | Err(_) => {
+                return Err(ApiError::BadRequest(
+                    "the body was cut off or stalled".into(),
+                ))
+            }
+        }
+    }
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response
+        .headers_mut()
+        .insert("upload-offset", HeaderValue::from(length));
+    Ok(response)
+}
+
 /// DELETE: "finish" on a complete upload, termination on an incomplete one (T13, CONTRACT).
 async fn delete(
     State(state): State<AppState>,
     Caller(account): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let upload = find(&state, &account, &id).await?;
+    let upload = settle(&state, find(&state, &account, &id).await?).await?;
     if upload.state == TusState::Complete {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
@@ -482,13 +532,17 @@ async fn delete(
 /// T6: `X-HTTP-Method-Override` on POST, for clients that can only send GET and POST.
 async fn method_override(
     state: State<AppState>,
-    caller: Caller,
+    bearer: Bearer,
     id: Path<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    match headers::text(&headers, "x-http-method-override")? {
-        Some("PATCH") => patch(state, caller, id, headers, body).await,
+    let method = headers::text(&headers, "x-http-method-override")?;
+    if method == Some("PATCH") {
+        return patch(state, bearer, id, headers, body).await;
+    }
+    let caller = Caller(bearer.account(&state).await?);
+    match method {
         Some("DELETE") => delete(state, caller, id).await,
         Some("HEAD") => head_upload(state, caller, id).await,
         other => Err(ApiError::MethodNotAllowed(format!(

@@ -438,10 +438,9 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         tus_from(&row)
     }
 
-    async fn tus_upload(&self, account_id: i64, id: &str) -> Result<Option<TusUpload>, StoreError> {
-        let row = B::query("SELECT * FROM tus_uploads WHERE id = $1 AND account_id = $2")
+    async fn tus_upload(&self, id: &str) -> Result<Option<TusUpload>, StoreError> {
+        let row = B::query("SELECT * FROM tus_uploads WHERE id = $1")
             .bind(id)
-            .bind(account_id)
             .fetch_optional(&mut self.conn().await?)
             .await?;
         row.as_ref().map(tus_from).transpose()
