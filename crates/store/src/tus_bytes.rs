@@ -32,6 +32,8 @@ pub trait TusBytes: Send + Sync + Debug {
 
 /// Appends one PATCH's bytes. Dropped without `keep` or `discard`, it behaves as a crash would.
 pub trait Appender: Send {
+    /// The upload's offset when this appender was opened: where its bytes go.
+    fn start(&self) -> u64;
     fn append(&mut self, bytes: &[u8]) -> io::Result<()>;
     /// Make every byte appended durable (the `204` may follow) and return the new offset.
     fn keep(self: Box<Self>) -> io::Result<u64>;
@@ -157,6 +159,10 @@ struct FileAppender {
 }
 
 impl Appender for FileAppender {
+    fn start(&self) -> u64 {
+        self.start
+    }
+
     fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.file.write_all(bytes)?;
         self.written += bytes.len() as u64;

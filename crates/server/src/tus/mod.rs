@@ -274,7 +274,8 @@ async fn create(
         let checksum = headers::text(&headers, "upload-checksum")?
             .map(Checksum::parse)
             .transpose()?;
-        let received = receive(&state, &tus, 0, &mut lock, checksum, body).await?;
+        // A new upload is at 0: no other request could have written to it yet.
+        let received = receive(&state, &tus, &mut lock, checksum, body, |_| Ok(())).await?;
         offset = received.offset;
         received.into_result()?;
         response
@@ -423,18 +424,20 @@ async fn patch(
             }
         }
     }
-    let offset = offset_of(&state, &upload).await?;
-    if claimed != offset {
-        return Err(ApiError::Conflict(format!(
-            "Upload-Offset is {claimed} but the upload is at {offset}"
-        )));
-    }
-    if upload.length.is_some_and(|l| l < offset) {
-        return Err(ApiError::BadRequest(
-            "Upload-Length is below the bytes already stored".into(),
-        ));
-    }
-    let received = receive(&state, &upload, offset, &mut lock, checksum, body).await?;
+    let received = receive(&state, &upload, &mut lock, checksum, body, |offset| {
+        if claimed != offset {
+            return Err(ApiError::Conflict(format!(
+                "Upload-Offset is {claimed} but the upload is at {offset}"
+            )));
+        }
+        if upload.length.is_some_and(|l| l < offset) {
+            return Err(ApiError::BadRequest(
+                "Upload-Length is below the bytes already stored".into(),
+            ));
+        }
+        Ok(())
+    })
+    .await?;
     let new_offset = received.offset;
     if upload.length == Some(new_offset) {
         complete(&state, &upload, new_offset).await?;

@@ -8,7 +8,8 @@ use axum::body::Body;
 use bytes::Bytes;
 use cairn_store::model::TusUpload;
 use futures_util::StreamExt;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinError;
 
 use super::headers::Checksum;
 use super::lock::Lock;
@@ -57,13 +58,17 @@ impl Received {
 /// Append a request body to the upload. Bytes are kept when the body ends, is cut off (F1),
 /// goes idle (F4), is pre-empted (F3) or the server stops, unless it carried a checksum, which makes the chunk
 /// all-or-nothing. The offset returned is durable: the `204` may follow.
+///
+/// `accept` sees the upload's offset before any byte is taken, and refuses the body with its
+/// error: the writer reads the offset as it opens the upload's bytes, so a PATCH waits for
+/// one hand-off to a blocking thread rather than two.
 pub(super) async fn receive(
     state: &AppState,
     upload: &TusUpload,
-    start: u64,
     lock: &mut Lock,
     mut checksum: Option<Checksum>,
     body: Body,
+    accept: impl FnOnce(u64) -> Result<(), ApiError>,
 ) -> Result<Received, ApiError> {
     enum Write {
         Bytes(Bytes),
@@ -78,6 +83,7 @@ pub(super) async fn receive(
     // it while the client sent nothing: per 8 MiB PATCH, 0.2-0.3 ms with two (tus8 probes,
     // BENCHMARKS.md). The pipeline still overlaps reading the socket and writing the file.
     let (tx, mut rx) = mpsc::channel::<Write>(2);
+    let (opened, start) = oneshot::channel();
     let writer = tokio::task::spawn_blocking({
         let (bytes, id, atomic) = (
             state.tus_bytes.clone(),
@@ -86,6 +92,7 @@ pub(super) async fn receive(
         );
         move || -> std::io::Result<Option<u64>> {
             let mut appender = bytes.appender(&id, atomic)?;
+            let _ = opened.send(appender.start());
             loop {
                 match rx.blocking_recv() {
                     Some(Write::Bytes(chunk)) => appender.append(&chunk)?,
@@ -101,6 +108,36 @@ pub(super) async fn receive(
             }
         }
     });
+    let taken_over = || {
+        ApiError::Locked(
+            "this node lost the upload's lease and another may have taken it over; \
+             send HEAD for the offset"
+                .into(),
+        )
+    };
+    let written = |finished: Result<std::io::Result<Option<u64>>, JoinError>| {
+        finished
+            .map_err(ApiError::internal)?
+            .map_err(|e| match e.kind() {
+                // The bytes' store refused a write that another writer's commit had overtaken.
+                std::io::ErrorKind::ResourceBusy => taken_over(),
+                _ => ApiError::storage(e),
+            })?
+            .ok_or_else(taken_over)
+    };
+    let Ok(start) = start.await else {
+        // The writer could not open the upload's bytes: its error says why.
+        return Err(written(writer.await).err().unwrap_or_else(|| {
+            ApiError::internal("the upload's writer ended before it opened the upload")
+        }));
+    };
+    if let Err(refused) = accept(start) {
+        let _ = tx.send(Write::Abandon).await;
+        drop(tx);
+        // Nothing was written; the writer lets go of the file before the lock is released.
+        let _ = writer.await;
+        return Err(refused);
+    }
     let mut remaining = upload.length.map(|length| length.saturating_sub(start));
     let (mut beyond_length, mut cut, mut preempted) = (false, false, false);
     let mut stop = state.stop.subscribe();
@@ -161,22 +198,7 @@ pub(super) async fn receive(
     };
     let _ = tx.send(finish).await;
     drop(tx);
-    let taken_over = || {
-        ApiError::Locked(
-            "this node lost the upload's lease and another may have taken it over; \
-             send HEAD for the offset"
-                .into(),
-        )
-    };
-    let offset = writer
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(|e| match e.kind() {
-            // The bytes' store refused a write that another writer's commit had overtaken.
-            std::io::ErrorKind::ResourceBusy => taken_over(),
-            _ => ApiError::storage(e),
-        })?
-        .ok_or_else(taken_over)?;
+    let offset = written(writer.await)?;
     Ok(Received {
         offset,
         beyond_length,

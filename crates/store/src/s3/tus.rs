@@ -344,6 +344,10 @@ impl S3Appender {
 }
 
 impl Appender for S3Appender {
+    fn start(&self) -> u64 {
+        self.committed.offset()
+    }
+
     fn append(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
             let part_bytes = part_bytes(self.manifest.parts.len() + self.pending.len());
