@@ -408,6 +408,38 @@ async fn t12_a_checksum_mismatch_leaves_the_offset_unchanged() {
     assert_eq!(reply.status.as_u16(), 460);
     assert_error(&reply.json(), "checksum_mismatch");
     assert_eq!(offset(&server, &url).await, 2);
+
+    // A checksummed chunk at the wrong offset is refused before a byte is taken, and leaves
+    // nothing behind for the next one.
+    let md5 = |bytes: &[u8]| {
+        use base64::Engine;
+        use md5::{Digest, Md5};
+        let sum = base64::engine::general_purpose::STANDARD.encode(Md5::digest(bytes));
+        format!("md5 {sum}")
+    };
+    let checked = |at: &'static str, body: &'static [u8]| {
+        let (server, url, sum) = (&server, &url, md5(body));
+        async move {
+            tus(
+                server,
+                "PATCH",
+                url,
+                &[
+                    ("Content-Type", OCTETS),
+                    ("Upload-Offset", at),
+                    ("Upload-Checksum", &sum),
+                ],
+                body,
+            )
+            .await
+        }
+    };
+    let early = checked("0", b"cdef").await;
+    assert_eq!(early.status, StatusCode::CONFLICT);
+    assert_error(&early.json(), "conflict");
+    assert_eq!(offset(&server, &url).await, 2);
+    assert_eq!(checked("2", b"cdef").await.status, StatusCode::NO_CONTENT);
+    assert_eq!(offset(&server, &url).await, 6);
 }
 
 #[tokio::test]
