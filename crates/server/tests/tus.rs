@@ -72,6 +72,22 @@ async fn create(server: &TestServer, headers: &[(&str, &str)]) -> String {
     reply.header("location").unwrap().to_owned()
 }
 
+/// Create an upload of `length` bytes; returns its URL and its operation's id.
+async fn create_with_operation(server: &TestServer, length: u64) -> (String, i64) {
+    let length = length.to_string();
+    let reply = tus(
+        server,
+        "POST",
+        &endpoint(server),
+        &[("Upload-Length", &length)],
+        b"",
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{:?}", reply.json());
+    let operation = reply.header("cairn-operation-id").unwrap().parse().unwrap();
+    (reply.header("location").unwrap().to_owned(), operation)
+}
+
 async fn patch(server: &TestServer, url: &str, offset: u64, body: &[u8]) -> Reply {
     let offset = offset.to_string();
     tus(
@@ -741,16 +757,7 @@ async fn browsers_get_cors_with_the_tus_headers_exposed() {
 #[tokio::test]
 async fn complete_bytes_left_unrecorded_by_a_crash_are_completed_and_processed_on_the_next_look() {
     let server = TestServer::start().await;
-    let reply = tus(
-        &server,
-        "POST",
-        &endpoint(&server),
-        &[("Upload-Length", "11")],
-        b"",
-    )
-    .await;
-    let url = reply.header("location").unwrap().to_owned();
-    let operation: i64 = reply.header("cairn-operation-id").unwrap().parse().unwrap();
+    let (url, operation) = create_with_operation(&server, 11).await;
     // The bytes reach the disk, then the process dies before the record is updated.
     let id = url.rsplit('/').next().unwrap();
     let mut appender = server.state.tus_bytes.appender(id, false).unwrap();
@@ -770,16 +777,7 @@ async fn complete_bytes_left_unrecorded_by_a_crash_are_completed_and_processed_o
 #[tokio::test]
 async fn a_client_that_missed_the_last_204_learns_the_processed_upload_is_complete() {
     let server = TestServer::start().await;
-    let reply = tus(
-        &server,
-        "POST",
-        &endpoint(&server),
-        &[("Upload-Length", "11")],
-        b"",
-    )
-    .await;
-    let url = reply.header("location").unwrap().to_owned();
-    let operation: i64 = reply.header("cairn-operation-id").unwrap().parse().unwrap();
+    let (url, operation) = create_with_operation(&server, 11).await;
     assert_eq!(
         patch(&server, &url, 0, b"hello world").await.status,
         StatusCode::NO_CONTENT
