@@ -9,7 +9,8 @@
 //! - **tus**: a 1 GiB upload over loopback to `cairn serve` and to `@tus/server` +
 //!   `@tus/file-store` (`tus_node_server.mjs`), both storing under the target directory (on
 //!   disk: durability is the point), by curl in one PATCH, curl in 8 MiB PATCHes on one
-//!   connection, and tuspy in 8 MiB PATCHes, against `dd ... conv=fdatasync`; and each
+//!   connection, and tuspy in 8 MiB PATCHes, against `dd ... conv=fdatasync`; what a PATCH
+//!   costs beyond its body (2,000 PATCHes of 4 KiB on one curl connection); and each
 //!   server's peak RSS after 1 and after 10 uploads. Every upload is checked: Cairn's ends
 //!   with the file's CID, the Node server's with its offset at the length.
 //!
@@ -44,6 +45,10 @@ const TREE_DIRS: usize = 10;
 /// The file the tus part uploads, and its PATCHes.
 const TUS_FILE: usize = 1 << 30;
 const PATCH: usize = 8 * MIB;
+/// PATCHes small enough that their cost is the request's, not the body's: this many of
+/// [`SMALL_PATCH`] bytes.
+const SMALL_PATCHES: usize = 2_000;
+const SMALL_PATCH: usize = 4 << 10;
 /// Each measurement of the cid part, and each TUS upload but the repeated one, is the best
 /// of this many.
 const ROUNDS: usize = 3;
@@ -754,13 +759,25 @@ fn upload_one_patch(server: &Server, file: &Path) -> (Duration, String) {
     (took, url)
 }
 
+/// The uploads curl sends in PATCHes: one file per PATCH, each `slice_len` bytes.
+struct Slices {
+    files: Vec<PathBuf>,
+    slice_len: usize,
+}
+
+impl Slices {
+    fn upload_len(&self) -> usize {
+        self.files.len() * self.slice_len
+    }
+}
+
 /// curl, one PATCH per slice, all in one curl run (`--next` between them, from a config
 /// file), so on one keep-alive connection; the number of connections it opened.
-fn upload_patches(server: &Server, slices: &[PathBuf], config: &Path) -> (Duration, String, u64) {
+fn upload_patches(server: &Server, slices: &Slices, config: &Path) -> (Duration, String, u64) {
     let started = Instant::now();
-    let url = create(server, TUS_FILE);
+    let url = create(server, slices.upload_len());
     let mut cfg = String::new();
-    for (i, slice) in slices.iter().enumerate() {
+    for (i, slice) in slices.files.iter().enumerate() {
         if i > 0 {
             cfg.push_str("next\n");
         }
@@ -770,7 +787,7 @@ fn upload_patches(server: &Server, slices: &[PathBuf], config: &Path) -> (Durati
         for header in PATCH_HEADERS {
             let _ = writeln!(cfg, "header = \"{header}\"");
         }
-        let _ = writeln!(cfg, "header = \"Upload-Offset: {}\"", i * PATCH);
+        let _ = writeln!(cfg, "header = \"Upload-Offset: {}\"", i * slices.slice_len);
         cfg.push_str("header = \"Expect:\"\n");
         if let Some(auth) = server.auth_header() {
             let _ = writeln!(cfg, "header = \"{auth}\"");
@@ -795,7 +812,7 @@ fn upload_patches(server: &Server, slices: &[PathBuf], config: &Path) -> (Durati
     }
     assert_eq!(
         answers,
-        slices.len(),
+        slices.files.len(),
         "{}: every PATCH answered",
         server.name
     );
@@ -821,8 +838,8 @@ fn upload_tuspy(server: &Server, python: &Path, file: &Path) -> (Duration, Strin
 }
 
 /// Check that the upload at `url` is complete: Cairn's operation ends with `cid`; the Node
-/// server's offset is the length (then its files are removed, to spare the disk).
-fn verify(server: &Server, url: &str, cid: &str) {
+/// server's offset is `len` (then its files are removed, to spare the disk).
+fn verify(server: &Server, url: &str, len: usize, cid: &str) {
     let id = url.rsplit('/').next().unwrap_or_default();
     if let Some((upload, token)) = &server.cairn {
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -854,11 +871,27 @@ fn verify(server: &Server, url: &str, cid: &str) {
         name.eq_ignore_ascii_case("upload-offset")
             .then(|| value.trim().parse::<usize>().ok())?
     });
-    assert_eq!(offset, Some(TUS_FILE), "{}: HEAD said {head}", server.name);
+    assert_eq!(offset, Some(len), "{}: HEAD said {head}", server.name);
     if let Some(data) = &server.node_data {
         let _ = std::fs::remove_file(data.join(id));
         let _ = std::fs::remove_file(data.join(format!("{id}.json")));
     }
+}
+
+/// What every TUS server is given to store.
+struct TusInputs {
+    /// The 1 GiB file, on the disk, and its CID.
+    file: PathBuf,
+    cid: String,
+    /// It in 8 MiB slices.
+    slices: Slices,
+    /// The same 4 KiB slice [`SMALL_PATCHES`] times, and their CID.
+    small: Slices,
+    small_cid: String,
+    /// curl's config, rewritten for each run.
+    config: PathBuf,
+    /// tuspy's Python.
+    tuspy: PathBuf,
 }
 
 struct TusResults {
@@ -866,24 +899,19 @@ struct TusResults {
     patches: Vec<Duration>,
     connections: Vec<u64>,
     tuspy: Duration,
+    /// The best run of [`SMALL_PATCHES`] PATCHes of 4 KiB.
+    small_patches: Duration,
     rss_first: f64,
     rss_last: f64,
 }
 
-fn measure_server(
-    server: &Server,
-    file: &Path,
-    slices: &[PathBuf],
-    config: &Path,
-    tuspy: &Path,
-    cid: &str,
-) -> TusResults {
+fn measure_server(server: &Server, inputs: &TusInputs) -> TusResults {
     let mut patches = Vec::new();
     let mut connections = Vec::new();
     let mut rss_first = 0.0;
     for i in 0..REPEATED {
-        let (took, url, opened) = upload_patches(server, slices, config);
-        verify(server, &url, cid);
+        let (took, url, opened) = upload_patches(server, &inputs.slices, &inputs.config);
+        verify(server, &url, TUS_FILE, &inputs.cid);
         patches.push(took);
         connections.push(opened);
         if i == 0 {
@@ -893,21 +921,28 @@ fn measure_server(
     let rss_last = peak_rss_mib(server.pid());
     let mut one_patch = Duration::MAX;
     let mut tuspy_best = Duration::MAX;
+    let mut small_patches = Duration::MAX;
     for _ in 0..ROUNDS {
-        let (took, url) = upload_one_patch(server, file);
-        verify(server, &url, cid);
+        let (took, url) = upload_one_patch(server, &inputs.file);
+        verify(server, &url, TUS_FILE, &inputs.cid);
         one_patch = one_patch.min(took);
     }
     for _ in 0..ROUNDS {
-        let (took, url) = upload_tuspy(server, tuspy, file);
-        verify(server, &url, cid);
+        let (took, url) = upload_tuspy(server, &inputs.tuspy, &inputs.file);
+        verify(server, &url, TUS_FILE, &inputs.cid);
         tuspy_best = tuspy_best.min(took);
+    }
+    for _ in 0..ROUNDS {
+        let (took, url, _) = upload_patches(server, &inputs.small, &inputs.config);
+        verify(server, &url, inputs.small.upload_len(), &inputs.small_cid);
+        small_patches = small_patches.min(took);
     }
     TusResults {
         one_patch,
         patches,
         connections,
         tuspy: tuspy_best,
+        small_patches,
         rss_first,
         rss_last,
     }
@@ -949,7 +984,7 @@ fn tus_part() {
     std::fs::write(&file, &bytes).expect("write the upload's file");
     // curl sends one file per PATCH: the slices, in memory.
     let shm = shm_dir();
-    let slices: Vec<PathBuf> = bytes
+    let files = bytes
         .chunks(PATCH)
         .enumerate()
         .map(|(i, slice)| {
@@ -958,9 +993,28 @@ fn tus_part() {
             path
         })
         .collect();
+    let small_slice = shm.path().join("small-slice");
+    std::fs::write(&small_slice, &bytes[..SMALL_PATCH]).expect("write the small slice");
+    let small_file = shm.path().join("small-upload");
+    std::fs::write(&small_file, bytes[..SMALL_PATCH].repeat(SMALL_PATCHES))
+        .expect("write the small upload");
     drop(bytes);
-    let config = shm.path().join("patches.curl");
-    let cid = stdout_line(&run(cairn().arg("cid").arg(&file), "cairn cid"));
+    let cid_of = |file: &Path| stdout_line(&run(cairn().arg("cid").arg(file), "cairn cid"));
+    let inputs = TusInputs {
+        cid: cid_of(&file),
+        file,
+        slices: Slices {
+            files,
+            slice_len: PATCH,
+        },
+        small_cid: cid_of(&small_file),
+        small: Slices {
+            files: vec![small_slice; SMALL_PATCHES],
+            slice_len: SMALL_PATCH,
+        },
+        config: shm.path().join("patches.curl"),
+        tuspy,
+    };
 
     let disk = (0..ROUNDS)
         .map(|_| dd(work.path()))
@@ -975,7 +1029,7 @@ fn tus_part() {
         } else {
             start_node(&tools, &work.path().join("node"))
         };
-        let measured = measure_server(&server, &file, &slices, &config, &tuspy, &cid);
+        let measured = measure_server(&server, &inputs);
         results.push((server.name, measured));
     }
     drop(shm);
@@ -1003,7 +1057,8 @@ fn tus_part() {
          server's with `Upload-Offset` at the length. \
          curl's 8 MiB PATCHes are sent from {} files in /dev/shm (one per PATCH), its one \
          PATCH from the file on disk (in the page cache); tuspy reads that file too.\n",
-        slices.len()
+        inputs.slices.files.len(),
+        cid = inputs.cid
     );
     let _ = writeln!(
         out,
@@ -1025,7 +1080,7 @@ fn tus_part() {
         (
             format!(
                 "curl, {} PATCHes of 8 MiB on one connection (`-K`, `--next`; connections opened: Cairn {}, @tus/server {})",
-                slices.len(),
+                inputs.slices.files.len(),
                 connections(cairn),
                 connections(node)
             ),
@@ -1061,6 +1116,16 @@ fn tus_part() {
         "\n8 MiB PATCHes / one PATCH (curl, best of each): Cairn {:.2}, @tus/server {:.2}\n",
         rate(best(&cairn.patches)) / rate(cairn.one_patch),
         rate(best(&node.patches)) / rate(node.one_patch)
+    );
+    // What a PATCH costs beyond its body: the request, the lookups, the sync.
+    let per_patch = |r: &TusResults| r.small_patches.as_secs_f64() * 1e6 / SMALL_PATCHES as f64;
+    let _ = writeln!(
+        out,
+        "| curl, {SMALL_PATCHES} PATCHes of {} KiB on one connection, best of {ROUNDS} | Cairn | @tus/server | @tus/server / Cairn |\n|---|---|---|---|\n| microseconds per PATCH | {:.0} | {:.0} | {:.2} |\n",
+        SMALL_PATCH >> 10,
+        per_patch(cairn),
+        per_patch(node),
+        per_patch(node) / per_patch(cairn)
     );
     let _ = writeln!(
         out,
