@@ -70,7 +70,7 @@ impl<B: Backend> Sole<B> {
             _turn: turn,
         };
         if held.unfinished {
-            roll_back::<B>(held.conn.as_mut().expect("just put")).await?;
+            roll_back::<B>(&mut held).await?;
             held.unfinished = false;
         }
         Ok(held)
@@ -107,6 +107,19 @@ pub(super) struct SoleHeld<B: Backend> {
     _turn: Turn,
 }
 
+impl<B: Backend> Deref for SoleHeld<B> {
+    type Target = B::Connection;
+    fn deref(&self) -> &B::Connection {
+        self.conn.as_ref().expect("held until dropped")
+    }
+}
+
+impl<B: Backend> DerefMut for SoleHeld<B> {
+    fn deref_mut(&mut self) -> &mut B::Connection {
+        self.conn.as_mut().expect("held until dropped")
+    }
+}
+
 impl<B: Backend> Drop for SoleHeld<B> {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
@@ -125,12 +138,22 @@ pub(super) enum Held<B: Backend> {
     Sole(SoleHeld<B>),
 }
 
+impl<B: Backend> Held<B> {
+    /// Where what this connection commits becomes durable, if not when the commit returns.
+    fn group_sync(&self) -> Option<Arc<GroupSync>> {
+        match self {
+            Held::Pooled(_) => None,
+            Held::Sole(held) => Some(held.sole.sync.clone()),
+        }
+    }
+}
+
 impl<B: Backend> Deref for Held<B> {
     type Target = B::Connection;
     fn deref(&self) -> &B::Connection {
         match self {
             Held::Pooled(conn) => conn,
-            Held::Sole(held) => held.conn.as_ref().expect("held until dropped"),
+            Held::Sole(held) => held,
         }
     }
 }
@@ -139,33 +162,32 @@ impl<B: Backend> DerefMut for Held<B> {
     fn deref_mut(&mut self) -> &mut B::Connection {
         match self {
             Held::Pooled(conn) => conn,
-            Held::Sole(held) => held.conn.as_mut().expect("held until dropped"),
+            Held::Sole(held) => held,
         }
     }
 }
 
 impl<B: Backend> Writer<B> {
-    async fn hold(&self, line: Line) -> Result<(Held<B>, Option<Arc<GroupSync>>), sqlx::Error> {
+    async fn hold(&self, line: Line) -> Result<Held<B>, sqlx::Error> {
         match self {
-            Writer::Pool(pool) => Ok((Held::Pooled(pool.acquire().await?), None)),
-            Writer::Sole(sole) => Ok((Held::Sole(sole.hold(line).await?), Some(sole.sync.clone()))),
+            Writer::Pool(pool) => Ok(Held::Pooled(pool.acquire().await?)),
+            Writer::Sole(sole) => Ok(Held::Sole(sole.hold(line).await?)),
         }
     }
 
     /// The connection for statements that write, each its own transaction.
     pub(super) async fn conn(&self, line: Line) -> Result<WriteConn<B>, sqlx::Error> {
-        let (held, sync) = self.hold(line).await?;
-        Ok(WriteConn { held, sync })
+        Ok(WriteConn {
+            held: self.hold(line).await?,
+        })
     }
 
     /// A transaction that writes.
     pub(super) async fn begin(&self, line: Line) -> Result<WriteTx<B>, sqlx::Error> {
-        let (held, sync) = self.hold(line).await?;
         // Open from before its `BEGIN` is sent: dropped from here on, by an error or a
         // cancelled request, it is rolled back.
         let mut tx = WriteTx {
-            held,
-            sync,
+            held: self.hold(line).await?,
             open: true,
         };
         let begin = B::DIALECT.begin_write();
@@ -174,8 +196,7 @@ impl<B: Backend> Writer<B> {
             // A plain statement: sqlx's transaction bookkeeping costs round trips, and this
             // connection is never shared, so `open` is all the bookkeeping it needs.
             Held::Sole(sole) => {
-                let conn = sole.conn.as_mut().expect("held until dropped");
-                B::query(begin).execute_bare(conn).await?;
+                B::query(begin).execute_bare(sole).await?;
             }
         }
         Ok(tx)
@@ -193,15 +214,12 @@ impl<B: Backend> Writer<B> {
 /// sync while it still holds the connection.
 pub struct WriteConn<B: Backend> {
     held: Held<B>,
-    sync: Option<Arc<GroupSync>>,
 }
 
 /// A transaction on the writer's connection, rolled back if dropped before
 /// [`WriteTx::commit`].
 pub struct WriteTx<B: Backend> {
     held: Held<B>,
-    /// Where the commit becomes durable, if not when it returns.
-    sync: Option<Arc<GroupSync>>,
     /// Not yet committed (a `COMMIT` that failed leaves it open).
     open: bool,
 }
@@ -212,12 +230,11 @@ impl<B: Backend> WriteTx<B> {
         match &mut self.held {
             Held::Pooled(conn) => B::TransactionManager::commit(conn).await?,
             Held::Sole(sole) => {
-                let conn = sole.conn.as_mut().expect("held until dropped");
-                B::query("COMMIT").execute_bare(conn).await?;
+                B::query("COMMIT").execute_bare(sole).await?;
             }
         }
         self.open = false;
-        let sync = self.sync.take();
+        let sync = self.held.group_sync();
         // Give the connection back before waiting for the sync, so the next writer goes on.
         drop(self);
         super::durable(sync).await
@@ -260,7 +277,7 @@ deref_to_held!(WriteConn, WriteTx);
 
 impl<B: Backend> Conn<B> for WriteConn<B> {
     fn group_sync(&self) -> Option<Arc<GroupSync>> {
-        self.sync.clone()
+        self.held.group_sync()
     }
 }
 
