@@ -24,8 +24,6 @@
 //! (npm, on Node from PyPI) on first use, as the network tests do (`tests/peers`), and needs
 //! `unshare` and `ip`.
 
-#[path = "support/netns.rs"]
-mod netns;
 #[path = "../../server/benches/support/noise.rs"]
 mod noise;
 #[path = "../tests/peers/mod.rs"]
@@ -43,7 +41,7 @@ use cairn_p2p::{MemoryBlockstore, Multiaddr, NodeConfig, NodeHandle, PeerId};
 use cairn_unixfs::read::ReadLimits;
 use cairn_unixfs::Cid;
 use noise::noise;
-use peers::{Helia, Kubo, Source};
+use peers::{Helia, Kubo, KuboRelease, Source};
 use server::{admin, client, start, terminate, Running};
 
 /// The file transferred.
@@ -63,7 +61,7 @@ const HELIA_TIMEOUT: Duration = Duration::from_secs(30);
 
 fn main() {
     // The registries cannot be reached from inside the namespace.
-    netns::in_loopback_namespace(peers::install, measure);
+    cairn_test_support::netns::in_loopback_namespace(peers::install, measure);
 }
 
 fn mb_per_s(bytes: usize, time: Duration) -> f64 {
@@ -214,7 +212,7 @@ fn measure() {
     );
     let v0 = upload(&cairn, work, &big_path, "unixfs-v0-2015");
     let v1 = upload(&cairn, work, &big_path, "unixfs-v1-2025");
-    let mut kubo = Kubo::start(&work.join("kubo-server"));
+    let mut kubo = Kubo::start(KuboRelease::V0_22, &work.join("kubo-server"));
     assert_eq!(kubo.add(&big_path).unwrap(), v0, "Kubo's CID is Cairn's");
     let mut small = Vec::new();
     for i in 0..SMALL_FILES {
@@ -246,7 +244,7 @@ fn measure() {
             let (addr, cid) = (servers.addr(server), servers.cid(server));
 
             let dir = work.join(format!("kubo-client-{round}-{server:?}"));
-            let mut kubo_client = Kubo::start(&dir);
+            let mut kubo_client = Kubo::start(KuboRelease::V0_22, &dir);
             let started = Instant::now();
             let pinned = kubo_client
                 .connect(addr)
@@ -336,7 +334,10 @@ fn measure() {
     let mut kubo_clients: Vec<Kubo> = ttfb_servers
         .iter()
         .map(|server| {
-            let mut client = Kubo::start(&work.join(format!("kubo-ttfb-{server:?}")));
+            let mut client = Kubo::start(
+                KuboRelease::V0_22,
+                &work.join(format!("kubo-ttfb-{server:?}")),
+            );
             client.connect(servers.addr(*server)).unwrap();
             client
         })
@@ -379,8 +380,10 @@ fn measure() {
             }
             Server::Kubo => {
                 let dir = work.join("memory-kubo");
-                let cid = Kubo::start(&dir).add(&shared_path).unwrap();
-                let kubo = Kubo::start(&dir);
+                let cid = Kubo::start(KuboRelease::V0_22, &dir)
+                    .add(&shared_path)
+                    .unwrap();
+                let kubo = Kubo::start(KuboRelease::V0_22, &dir);
                 let (pid, addr) = (kubo.pid(), kubo.tcp_addr());
                 (pid, addr, cid, Box::new(move || drop(kubo)))
             }

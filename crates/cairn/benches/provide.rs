@@ -24,8 +24,6 @@
 //! Run: `cargo bench -p cairn --bench provide`. Needs `unshare` and `ip`; nothing else is
 //! installed. `CAIRN_TEST_SERVE_LOG=FILE` keeps the servers' logs (with `RUST_LOG`).
 
-#[path = "support/netns.rs"]
-mod netns;
 #[path = "../../server/benches/support/noise.rs"]
 mod noise;
 #[path = "../tests/server/mod.rs"]
@@ -72,7 +70,7 @@ const FIND_TIMEOUT: Duration = Duration::from_secs(30);
 const LOOK_BACK: Duration = Duration::from_secs(62);
 
 fn main() {
-    netns::in_loopback_namespace(|| {}, measure);
+    cairn_test_support::netns::in_loopback_namespace(|| {}, measure);
 }
 
 /// `len` incompressible bytes, different for every `n` (odd seeds: the bytes these figures

@@ -1,10 +1,10 @@
 //! Concurrent uploads against one node and against two nodes on the same shared backends
-//! (the machine's PostgreSQL and a SeaweedFS S3 server on loopback), beside one node on the
+//! (PostgreSQL, the machine's or one the bench starts, and a SeaweedFS S3 server on loopback), beside one node on the
 //! embedded store. 64 uploads of 4 MiB of distinct content, 8 in flight, spread round-robin:
 //! once as POSTs, once as TUS uploads (creation, then one PATCH).
 //!
 //! Run: `cargo bench -p cairn --bench scale_out`. Needs `python3` (SeaweedFS from PyPI) and
-//! `psql`. Every process shares this 2-core machine, so the figures show what a second node
+//! PostgreSQL (`cairn_test_support::postgres`). Every process shares this 2-core machine, so the figures show what a second node
 //! costs and keeps, not what a second machine would add.
 
 #[path = "../tests/server/mod.rs"]
@@ -21,8 +21,9 @@ mod noise;
 use std::sync::Arc;
 use std::time::Instant;
 
+use cairn_test_support::postgres::Database;
 use noise::noise;
-use server::{cairn, start, terminate, Running, TestDatabase};
+use server::{cairn, start, terminate, Running};
 
 const UPLOADS: usize = 64;
 const SIZE: usize = 4 << 20;
@@ -163,7 +164,7 @@ async fn main() {
     terminate(node);
 
     for count in [1, 2] {
-        let database = TestDatabase::create(&format!("bench{count}"));
+        let database = Database::create(&format!("bench{count}"));
         let store = seaweedfs.bucket(&format!("bench{count}"));
         let shared = [
             "--uploads-per-minute",

@@ -1,14 +1,15 @@
-//! `cairn serve --database-url postgres://...`: metadata in the machine's PostgreSQL, in a
-//! database created for the test (`server::TestDatabase`), and in a PostgreSQL server of the
-//! test's own that it stops in the middle of work and starts again.
+//! `cairn serve --database-url postgres://...`: metadata in PostgreSQL, in a database created
+//! for the test on the server the tests share (`cairn_test_support::postgres`), and in a
+//! cluster of the test's own that it stops in the middle of work and starts again.
 
 mod server;
 
-use server::{cairn, client, start, terminate, TestDatabase};
+use cairn_test_support::postgres::{self, Cluster, Database};
+use server::{cairn, client, start, terminate};
 
 #[test]
 fn a_node_on_postgres_keeps_accounts_and_operations_there() {
-    let database = TestDatabase::create("serve");
+    let database = Database::create("serve");
     let url = database.url.clone();
     let data = tempfile::tempdir().unwrap();
     let running = start(data.path(), &["--database-url", &url]);
@@ -69,10 +70,11 @@ fn a_node_on_postgres_keeps_accounts_and_operations_there() {
 #[test]
 fn an_unreachable_or_missing_database_is_one_line_at_once() {
     let data = tempfile::tempdir().unwrap();
+    let missing = postgres::server().url("cairn_no_such_database");
     for (url, why) in [
         ("postgres://127.0.0.1:1/cairn", "Connection refused"),
         (
-            "postgres://postgres@127.0.0.1:5432/cairn_no_such_database",
+            missing.as_str(),
             "database \"cairn_no_such_database\" does not exist",
         ),
     ] {
@@ -104,123 +106,17 @@ fn an_unreachable_or_missing_database_is_one_line_at_once() {
     }
 }
 
-/// A PostgreSQL server of the test's own (`initdb` as the `postgres` user, on a free port),
-/// which the test can stop and start again.
-struct OwnPostgres {
-    dir: tempfile::TempDir,
-    port: u16,
-}
-
-const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
-
-impl OwnPostgres {
-    /// `None` where the machine cannot run one (no PostgreSQL 15 binaries, no `postgres` user).
-    fn start() -> Option<Self> {
-        if !std::path::Path::new(PG_BIN).join("initdb").exists() {
-            eprintln!("SKIPPED: no {PG_BIN}/initdb");
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let chowned = std::process::Command::new("chown")
-            .args(["postgres:postgres"])
-            .arg(dir.path())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !chowned {
-            eprintln!("SKIPPED: no postgres user to run a PostgreSQL server of the test's own");
-            return None;
-        }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let pg = Self { dir, port };
-        pg.as_postgres(&[
-            &format!("{PG_BIN}/initdb"),
-            "-D",
-            &pg.data(),
-            "-A",
-            "trust",
-            "-U",
-            "postgres",
-        ]);
-        pg.up();
-        Some(pg)
-    }
-
-    fn data(&self) -> String {
-        self.dir.path().join("pg").display().to_string()
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-
-    fn as_postgres(&self, args: &[&str]) {
-        let output = std::process::Command::new("runuser")
-            .args(["-u", "postgres", "--"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{args:?}: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-
-    fn up(&self) {
-        let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1",
-            self.port,
-            self.dir.path().display()
-        );
-        let log = self.dir.path().join("log").display().to_string();
-        let pg_ctl = format!("{PG_BIN}/pg_ctl");
-        self.as_postgres(&[
-            &pg_ctl,
-            "-D",
-            &self.data(),
-            "-l",
-            &log,
-            "-o",
-            &options,
-            "-w",
-            "start",
-        ]);
-    }
-
-    /// Stopped as a crash would: `immediate` skips the shutdown checkpoint.
-    fn down(&self) {
-        let pg_ctl = format!("{PG_BIN}/pg_ctl");
-        self.as_postgres(&[&pg_ctl, "-D", &self.data(), "-m", "immediate", "-w", "stop"]);
-    }
-}
-
-impl Drop for OwnPostgres {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("runuser")
-            .args(["-u", "postgres", "--", &format!("{PG_BIN}/pg_ctl"), "-D"])
-            .arg(self.data())
-            .args(["-m", "immediate", "stop"])
-            .output();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgresql_restart_mid_work_loses_nothing_and_does_each_operation_once() {
     use server::{
         content, finished_operation, post_upload, tar_of, tus_create, tus_offset, tus_patch,
     };
-    let Some(pg) = OwnPostgres::start() else {
-        return;
-    };
+    let pg = Cluster::start();
+    let url = pg.url().to_database("postgres");
     let data = tempfile::tempdir().unwrap();
     let args = [
         "--database-url",
-        &pg.url(),
+        &url,
         "--workers",
         "1",
         "--worker-lease-seconds",
@@ -262,7 +158,7 @@ async fn a_postgresql_restart_mid_work_loses_nothing_and_does_each_operation_onc
     }
     // PostgreSQL goes away: requests that need it answer 503 with Retry-After, never 500,
     // and acknowledge nothing.
-    pg.down();
+    pg.crash();
     let part = reqwest::multipart::Part::bytes(content(1000, 3)).file_name("while-down.bin");
     let refused = http
         .post(format!("{}/api/upload", running.upload))
@@ -277,7 +173,7 @@ async fn a_postgresql_restart_mid_work_loses_nothing_and_does_each_operation_onc
     assert_eq!(body["error"], "unavailable", "{body}");
 
     // It comes back: the same server carries on, without a restart of its own.
-    pg.up();
+    pg.restart();
     let mut stored = None;
     for _ in 0..100 {
         let (status, body) = post_upload(&running, &token, "second.bin", content(2000, 4)).await;

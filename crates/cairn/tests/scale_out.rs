@@ -13,17 +13,18 @@ mod pypi;
 use std::process::Command;
 use std::time::Duration;
 
+use cairn_test_support::postgres::Database;
 use moto::Moto;
 use server::{
     cairn, client, content, finished_operation, post_upload, stalled_patch, start, terminate,
-    Running, TestDatabase,
+    Running,
 };
 
 #[test]
 fn two_nodes_share_uploads_operations_and_content() {
     let moto = Moto::start();
     let store = moto.bucket("scale-out");
-    let database = TestDatabase::create("scale_out");
+    let database = Database::create("scale_out");
     let work = tempfile::tempdir().unwrap();
     let shared = ["--database-url", &database.url, "--store", &store];
     let a = start(&work.path().join("a"), &shared);
@@ -152,7 +153,7 @@ async fn patch(http: &reqwest::Client, url: &str, token: &str, offset: u64, body
 async fn a_tus_upload_begun_on_a_node_that_is_killed_is_finished_on_another() {
     let moto = Moto::start();
     let store = moto.bucket("tus-takeover");
-    let database = TestDatabase::create("tus_takeover");
+    let database = Database::create("tus_takeover");
     let work = tempfile::tempdir().unwrap();
     let shared = ["--database-url", &database.url, "--store", &store];
     let mut a = start(&work.path().join("a"), &shared);
@@ -253,7 +254,7 @@ async fn a_tus_upload_begun_on_a_node_that_is_killed_is_finished_on_another() {
 async fn gc_on_shared_stores_frees_the_bucket_while_another_node_serves() {
     let moto = Moto::start();
     let store = moto.bucket("collected");
-    let database = TestDatabase::create("scale_out_gc");
+    let database = Database::create("scale_out_gc");
     let work = tempfile::tempdir().unwrap();
     let shared = [
         "--database-url",

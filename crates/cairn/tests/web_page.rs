@@ -33,20 +33,14 @@ fn chromium() -> Option<&'static Path> {
         if Path::new(CHROMIUM).exists() {
             return true;
         }
-        let apt = |args: &[&str]| {
-            Command::new("apt-get")
-                .args(args)
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        let _ = apt(&["update", "-q"]);
-        apt(&["install", "-y", "-q", "--no-install-recommends", "chromium"])
-            && Path::new(CHROMIUM).exists()
+        match cairn_test_support::debian::install(&["chromium"]) {
+            Ok(()) => Path::new(CHROMIUM).exists(),
+            Err(why) => {
+                eprintln!("SKIPPED: Chromium is not installed: {why}");
+                false
+            }
+        }
     });
-    if !installed {
-        eprintln!("SKIPPED: Chromium is not installed and apt-get could not install it");
-    }
     installed.then_some(Path::new(CHROMIUM))
 }
 

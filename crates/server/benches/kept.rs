@@ -1,7 +1,7 @@
 //! Listing what an account keeps when it keeps a lot: `GET /api/uploads` and `GET /pins`
 //! answering a page for an account with 1,000,000 uploads, on the embedded SQLite store and
-//! on PostgreSQL (the machine's server, `CAIRN_TEST_POSTGRES_URL`, default
-//! `postgres://postgres@127.0.0.1:5432/postgres`, a fresh database dropped afterwards).
+//! on PostgreSQL (a fresh database, dropped afterwards, on the server the tests use:
+//! `cairn_test_support::postgres`).
 //!
 //! The rows are written straight into the schema the store migrated (one `INSERT ... SELECT`
 //! over a generated series: a million uploads through HTTP would take the run's hour), then
@@ -21,6 +21,7 @@ use cairn_store::packs::Packs;
 use cairn_store::postgres::PostgresStore;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
+use cairn_test_support::postgres::Database;
 use host::{serve_upload_host, state_in};
 use sqlx::Connection;
 
@@ -174,21 +175,13 @@ async fn sqlite(base: &std::path::Path) {
 }
 
 async fn postgres(base: &std::path::Path) {
-    let server = std::env::var("CAIRN_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-    let name = format!("cairn_bench_kept_{}", std::process::id());
-    let mut admin = sqlx::PgConnection::connect(&server).await.unwrap();
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    let base_url = server.rsplit_once('/').map_or(server.as_str(), |(b, _)| b);
-    let database = format!("{base_url}/{name}");
+    let database = Database::create("bench_kept");
+    let database = &database.url;
     {
-        let store = Arc::new(PostgresStore::open(&database).await.unwrap());
+        let store = Arc::new(PostgresStore::open(database).await.unwrap());
         let (account_id, token) = account(store.as_ref()).await;
         let started = Instant::now();
-        let mut conn = sqlx::PgConnection::connect(&database).await.unwrap();
+        let mut conn = sqlx::PgConnection::connect(database).await.unwrap();
         for (first, last) in batches() {
             sqlx::query(&format!(
                 "{INSERT} SELECT {} FROM generate_series({first}::bigint, {last}) AS i",
@@ -218,10 +211,6 @@ async fn postgres(base: &std::path::Path) {
         measure("PostgreSQL", &url, &token).await;
         store.close().await;
     }
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
 }
 
 fn main() {

@@ -8,10 +8,9 @@
 //!    files one after another, all at once; uploads per second over the whole run and the
 //!    latencies.
 //!
-//! Both against the embedded SQLite store and against PostgreSQL (the machine's server,
-//! `CAIRN_TEST_POSTGRES_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`, a fresh
-//! database dropped afterwards; the rate-limit buckets are kept there, as nodes sharing a store
-//! keep them). Each figure is the best of 3 runs, each with fresh content.
+//! Both against the embedded SQLite store and against PostgreSQL (a fresh database, dropped
+//! afterwards, on the server the tests use: `cairn_test_support::postgres`; the rate-limit
+//! buckets are kept there, as nodes sharing a store keep them). Each figure is the best of 3 runs, each with fresh content.
 //!
 //! Run: `cargo bench -p cairn-server --bench metadata`.
 
@@ -29,10 +28,10 @@ use cairn_store::packs::Packs;
 use cairn_store::postgres::PostgresStore;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
+use cairn_test_support::postgres::Database;
 use host::{serve_upload_host, state_in};
 use noise::noise;
 use reqwest::multipart::{Form, Part};
-use sqlx::Connection;
 
 const SEQUENTIAL_UPLOADS: usize = 1_000;
 const UPLOADERS: usize = 200;
@@ -190,11 +189,6 @@ async fn measure(backend: &str, server: Server) {
     );
 }
 
-fn postgres_server_url() -> String {
-    std::env::var("CAIRN_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -218,19 +212,8 @@ async fn run() {
     );
     measure("SQLite", start_server(dir.path(), store, false).await).await;
 
-    let server = postgres_server_url();
-    let name = format!("cairn_bench_{}", std::process::id());
-    let mut admin = sqlx::PgConnection::connect(&server).await.unwrap();
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    let base_url = server.rsplit_once('/').map_or(server.as_str(), |(b, _)| b);
-    let store = Arc::new(
-        PostgresStore::open(&format!("{base_url}/{name}"))
-            .await
-            .unwrap(),
-    );
+    let database = Database::create("bench");
+    let store = Arc::new(PostgresStore::open(&database.url).await.unwrap());
     let dir = tempfile::tempdir_in(&base).unwrap();
     measure(
         "PostgreSQL",
@@ -238,8 +221,4 @@ async fn run() {
     )
     .await;
     store.close().await;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        .execute(&mut admin)
-        .await
-        .unwrap();
 }

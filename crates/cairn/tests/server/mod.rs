@@ -170,65 +170,6 @@ pub fn terminate(mut running: Running) -> (std::process::ExitStatus, Vec<String>
     (status, printed)
 }
 
-/// A database of its own on the machine's PostgreSQL (`CAIRN_TEST_POSTGRES_URL`, default
-/// `postgres://postgres@127.0.0.1:5432/postgres`), created with `psql`; dropped on drop.
-pub struct TestDatabase {
-    server_url: String,
-    name: String,
-    pub url: String,
-}
-
-impl TestDatabase {
-    pub fn create(tag: &str) -> Self {
-        let server_url = std::env::var("CAIRN_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-        let base = server_url.rsplit_once('/').unwrap().0.to_owned();
-        Self::create_with(tag, server_url, |name| format!("{base}/{name}"))
-    }
-
-    /// A database reached over the machine's PostgreSQL socket, which a test inside a network
-    /// namespace (with a loopback of its own) can still reach.
-    pub fn create_over_socket(tag: &str) -> Self {
-        const SOCKET: &str = "host=/var/run/postgresql&user=postgres";
-        Self::create_with(tag, format!("postgres:///postgres?{SOCKET}"), |name| {
-            format!("postgres:///{name}?{SOCKET}")
-        })
-    }
-
-    fn create_with(tag: &str, server_url: String, url: impl FnOnce(&str) -> String) -> Self {
-        let name = format!("cairn_test_{tag}_{}", std::process::id());
-        psql(&server_url, &format!("DROP DATABASE IF EXISTS {name}"));
-        psql(&server_url, &format!("CREATE DATABASE {name}"));
-        Self {
-            url: url(&name),
-            server_url,
-            name,
-        }
-    }
-}
-
-impl Drop for TestDatabase {
-    fn drop(&mut self) {
-        psql(
-            &self.server_url,
-            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
-        );
-    }
-}
-
-fn psql(server_url: &str, sql: &str) {
-    let output = Command::new("psql")
-        .arg(server_url)
-        .args(["-v", "ON_ERROR_STOP=1", "-c", sql])
-        .output()
-        .expect("psql is on the machine");
-    assert!(
-        output.status.success(),
-        "{sql}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 /// A client command against `running`, with `token`; returns stdout, failing on failure.
 pub fn client(running: &Running, token: &str, home: &std::path::Path, args: &[&str]) -> String {
     let output = cairn()

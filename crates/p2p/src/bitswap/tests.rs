@@ -13,8 +13,7 @@ use super::PROTOCOLS;
 use crate::blocks::MemoryBlockstore;
 use crate::node::{start, NodeConfig, NodeHandle};
 
-#[path = "../../../cairn/tests/peers/netns.rs"]
-mod netns;
+use cairn_test_support::netns;
 
 /// Run an async test body on a runtime of its own, inside a loopback-only namespace.
 fn isolated<F: std::future::Future<Output = ()>>(name: &str, body: impl FnOnce() -> F) {

@@ -7,7 +7,8 @@
 //! [`INSIDE`] set, and asserts that the inner run passed that very test, printing its
 //! output. Inside, the same call runs the body. Where namespaces are not allowed, the test
 //! prints a SKIPPED line and passes. There is no network inside: install what the body
-//! needs (npm, PyPI) before calling.
+//! needs (npm, PyPI) before calling, and ask for [`crate::postgres::server`] before calling
+//! if the body needs PostgreSQL: the inner run reaches it through its Unix socket.
 
 use std::process::Command;
 
@@ -29,7 +30,8 @@ pub fn isolated(test_name: &str, body: impl FnOnce()) {
         return;
     };
     let test_binary = std::env::current_exe().expect("the test binary's path");
-    let output = Command::new("unshare")
+    let mut command = Command::new("unshare");
+    command
         .args([
             unshare,
             "sh",
@@ -40,7 +42,11 @@ pub fn isolated(test_name: &str, body: impl FnOnce()) {
         .arg(test_binary)
         // `--include-ignored`: an ignored test asked for by name runs inside too.
         .args(["--exact", test_name, "--include-ignored", "--nocapture"])
-        .args(["--test-threads", "1"])
+        .args(["--test-threads", "1"]);
+    if let Some(url) = crate::postgres::url_for_namespace() {
+        command.env(crate::postgres::URL_VARIABLE, url);
+    }
+    let output = command
         .env(INSIDE, test_name)
         .output()
         .expect("run unshare");
@@ -69,4 +75,35 @@ fn unshare_flag() -> Option<&'static str> {
             .output()
             .is_ok_and(|output| output.status.success())
     })
+}
+
+/// Set in a re-executed bench, inside the namespace.
+const BENCH_INSIDE: &str = "CAIRN_BENCH_NETNS";
+
+/// For a bench (a program of its own, without libtest): inside the namespace, run `measure`;
+/// outside, run `prepare` (what needs the registries, which cannot be reached from inside),
+/// then the bench again inside, and exit with its status.
+pub fn in_loopback_namespace(prepare: impl FnOnce(), measure: impl FnOnce()) {
+    if std::env::var_os(BENCH_INSIDE).is_some() {
+        return measure();
+    }
+    prepare();
+    let Some(flag) = unshare_flag() else {
+        eprintln!(
+            "network namespaces are not allowed here (`unshare -n` and `unshare -rn` failed)"
+        );
+        std::process::exit(1);
+    };
+    let mut command = Command::new("unshare");
+    command
+        .args([flag, "sh", "-c", r#"ip link set lo up && exec "$@""#, "sh"])
+        .arg(std::env::current_exe().expect("the bench's own path"));
+    if let Some(url) = crate::postgres::url_for_namespace() {
+        command.env(crate::postgres::URL_VARIABLE, url);
+    }
+    let status = command
+        .env(BENCH_INSIDE, "1")
+        .status()
+        .expect("run unshare");
+    std::process::exit(status.code().unwrap_or(1));
 }

@@ -1,0 +1,61 @@
+//! What Cairn's tests and benches share, as a crate of its own (never published, never in the
+//! release binary): the servers and peers they start, and the tools they install.
+//!
+//! - [`postgres`]: the PostgreSQL server the tests use, the machine's or a throwaway one of
+//!   their own, and databases on it.
+//! - [`kubo`]: today's Kubo, built from the Go module proxy and run as a daemon.
+//! - [`netns`]: running a test's body in a network namespace with only loopback.
+//! - [`debian`]: installing a Debian package a test needs, when the tests run as root.
+//!
+//! Everything installed or started here lives under [`target_tmp`], so `cargo clean` removes
+//! it, and nothing in it is shared with another checkout.
+
+pub mod debian;
+pub mod kubo;
+pub mod netns;
+pub mod postgres;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The target directory's `tmp/` (what Cargo names `CARGO_TARGET_TMPDIR` to integration
+/// tests): found from the running test binary, `<target>/<profile>/deps/<binary>`, so that a
+/// library can use it too.
+pub fn target_tmp() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let target = exe
+        .ancestors()
+        .find(|dir| dir.file_name().is_some_and(|name| name == "deps"))
+        .and_then(|deps| deps.parent()?.parent())
+        .unwrap_or_else(|| panic!("{} is not under a Cargo target directory", exe.display()));
+    let tmp = target.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap_or_else(|e| panic!("create {}: {e}", tmp.display()));
+    tmp
+}
+
+/// Whether this process runs as root (and so may install packages and must not run
+/// PostgreSQL as itself).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `name`'s full path when it is on `PATH`.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+}
+
+/// Run `command`, panicking with its output if it cannot start or fails; its stdout.
+pub fn run(command: &mut Command, what: &str) -> String {
+    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
