@@ -1,8 +1,7 @@
-//! `car_import`: see `fuzz/bodies/car.rs`, shared with `crates/car/tests/fuzz_corpus.rs`.
+//! `car_import`: see `crates/car/src/fuzz.rs`, shared with `crates/car/tests/fuzz_corpus.rs`.
 #![no_main]
 
-#[path = "../bodies/car.rs"]
-mod car;
+use cairn_car::fuzz as car;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let _ = car::car_import(data);

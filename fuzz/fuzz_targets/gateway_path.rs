@@ -1,8 +1,7 @@
-//! `gateway_path`: see `fuzz/bodies/server.rs`, shared with `crates/server/tests/fuzz_corpus.rs`.
+//! `gateway_path`: see `crates/server/src/fuzz.rs`, shared with `crates/server/tests/fuzz_corpus.rs`.
 #![no_main]
 
-#[path = "../bodies/server.rs"]
-mod server;
+use cairn_server::fuzz as server;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let _ = server::gateway_path(data);

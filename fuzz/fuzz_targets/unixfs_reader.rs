@@ -1,8 +1,7 @@
-//! `unixfs_reader`: see `fuzz/bodies/unixfs.rs`, shared with `crates/unixfs/tests/fuzz_corpus.rs`.
+//! `unixfs_reader`: see `crates/unixfs/src/fuzz.rs`, shared with `crates/unixfs/tests/fuzz_corpus.rs`.
 #![no_main]
 
-#[path = "../bodies/unixfs.rs"]
-mod unixfs;
+use cairn_unixfs::fuzz as unixfs;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let _ = unixfs::unixfs_reader(data);

@@ -16,6 +16,10 @@
 //! This crate knows nothing of tokio, HTTP or SQL.
 
 pub mod extract;
+/// The bodies of the fuzz targets that feed this crate untrusted bytes (`fuzz/`), shared with
+/// the stable replay of their corpus (`tests/fuzz_corpus.rs`); only with the `fuzz` feature.
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 pub mod path;
 pub mod sevenz;
 pub mod tar;

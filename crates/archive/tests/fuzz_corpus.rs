@@ -1,18 +1,16 @@
 //! The fuzz target of this crate, on stable and without cargo-fuzz: every input kept under
 //! `fuzz/regressions/archive_extract` replays through the very body the target runs
-//! (`fuzz/bodies/archive.rs`) without panicking, and so do the seeds: small archives of every
+//! (`src/fuzz.rs`) without panicking, and so do the seeds: small archives of every
 //! format (tar, and tar in gzip, bzip2, xz and zstd; zip stored, deflated and bzip2; 7z copied
 //! and LZMA2), written as their tools write them and byte by byte for the rarer headers (pax,
 //! GNU long names, sparse maps, v7), each extracted or refused as it deserves. With
 //! `CAIRN_FUZZ_CORPUS=DIR` set, the seeds are written to `DIR/archive_extract/` (what
 //! `scripts/fuzz` does before fuzzing).
 
-#[path = "../../../fuzz/bodies/archive.rs"]
-mod bodies;
+use cairn_archive::fuzz as bodies;
 #[path = "support/compress.rs"]
 mod compress;
-#[path = "../../../fuzz/bodies/corpus.rs"]
-mod corpus;
+use cairn_test_support::fuzz_corpus as corpus;
 #[path = "support/raw.rs"]
 mod raw;
 

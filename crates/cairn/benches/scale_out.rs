@@ -10,13 +10,9 @@
 #[path = "../tests/server/mod.rs"]
 mod server;
 
-#[path = "../../store/tests/support/pypi.rs"]
-mod pypi;
-#[path = "../../store/tests/support/seaweedfs.rs"]
-mod seaweedfs;
+use cairn_test_support::seaweedfs;
 
-#[path = "../../server/benches/support/noise.rs"]
-mod noise;
+use cairn_test_support::noise;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -9,10 +9,8 @@
 //!
 //! Run: `cargo bench -p cairn --bench tus`. Needs `node` and `npm`.
 
-#[path = "../../server/benches/support/disk.rs"]
-mod disk;
-#[path = "../../server/benches/support/noise.rs"]
-mod noise;
+use cairn_test_support::disk;
+use cairn_test_support::noise;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

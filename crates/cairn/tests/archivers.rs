@@ -142,7 +142,8 @@ impl Job<'_> {
 
     /// `node pack.mjs KIND OUT site`: npm's tar or archiver.
     fn node(&self, kind: &str) -> Vec<Command> {
-        let mut node = self.run_in(&self.tools.node_dir, "node", &["pack.mjs", kind]);
+        let npm = &self.tools.npm;
+        let mut node = self.run_in(&npm.dir, &npm.node, &["pack.mjs", kind]);
         node.arg(&self.out).arg(self.site());
         vec![node]
     }

@@ -1,8 +1,7 @@
 //! `cairn cid` and `cairn car` on real trees on disk, checked against the shared vectors.
 
 mod server;
-#[path = "../../unixfs/tests/support/mod.rs"]
-mod support;
+use cairn_test_support::vectors;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -10,7 +9,7 @@ use std::process::{Command, Output};
 
 use cairn_car::{CarLimits, CarReader};
 use cairn_unixfs::node::Node;
-use support::{expand_dir, Content, SpecEntry};
+use vectors::{expand_dir, Content, SpecEntry};
 
 fn vector(profile: &str, name: &str) -> serde_json::Value {
     let path = std::env::var_os("CAIRN_VECTORS")

@@ -5,8 +5,7 @@
 
 mod server;
 
-#[path = "../../car/tests/support/hostile.rs"]
-mod hostile;
+use cairn_test_support::hostile;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -3,39 +3,15 @@
 //! gets), and `ipfs-car unpack` of our CAR responses. Both must give back exactly what was
 //! uploaded.
 //!
-//! The packages are pinned in `tests/interop/package.json`; undici is held at 6.x there
-//! because 7.x needs Node 22, and this machine has Node 20.
+//! The packages are pinned by `tests/interop/package-lock.json` (see `interop/mod.rs`); undici
+//! is held at 6.x there, as these tests were first run with it on Node 20.
 
+mod interop;
 mod server;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use server::{cairn, start, terminate};
-
-fn tools() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("interop-ipfs");
-    std::fs::create_dir_all(&dir).unwrap();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop");
-    for file in ["package.json", "verified_fetch.mjs"] {
-        std::fs::copy(source.join(file), dir.join(file)).unwrap();
-    }
-    if !dir.join("node_modules/@helia/verified-fetch").exists()
-        || !dir.join("node_modules/.bin/ipfs-car").exists()
-    {
-        let output = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .output()
-            .expect("npm");
-        assert!(
-            output.status.success(),
-            "npm install: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    dir
-}
 
 /// Files and directories under `dir` with their bytes, for comparison.
 fn tree(dir: &Path) -> Vec<(String, Option<Vec<u8>>)> {
@@ -59,7 +35,7 @@ fn tree(dir: &Path) -> Vec<(String, Option<Vec<u8>>)> {
 
 #[tokio::test]
 async fn verified_fetch_and_ipfs_car_read_back_exactly_what_was_uploaded() {
-    let tools = tools();
+    interop::clients();
     let work = tempfile::tempdir().unwrap();
     let server = start(&work.path().join("data"), &[]);
 
@@ -99,8 +75,7 @@ async fn verified_fetch_and_ipfs_car_read_back_exactly_what_was_uploaded() {
         ("/", b"<h1>hello</h1>".to_vec()),
     ] {
         let out = work.path().join("fetched");
-        let output = Command::new("node")
-            .arg(tools.join("verified_fetch.mjs"))
+        let output = interop::script("verified_fetch.mjs")
             .args([&server.upload, &cid, path])
             .arg(&out)
             .output()
@@ -124,7 +99,7 @@ async fn verified_fetch_and_ipfs_car_read_back_exactly_what_was_uploaded() {
         .unwrap();
     std::fs::write(&car, &bytes).unwrap();
     let unpacked = work.path().join("unpacked");
-    let output = Command::new(tools.join("node_modules/.bin/ipfs-car"))
+    let output = interop::ipfs_car()
         .arg("unpack")
         .arg(&car)
         .arg("--output")

@@ -6,17 +6,12 @@
 mod peers;
 mod server;
 
-#[path = "../../store/tests/support/moto.rs"]
-mod moto;
-// moto installs itself through `super::pypi`: the harness's.
-use peers::pypi;
-
 use std::path::Path;
 use std::time::Duration;
 
 use cairn_car::{CarLimits, CarReader};
+use cairn_test_support::moto::Moto;
 use cairn_test_support::postgres::{self, Database};
-use moto::Moto;
 use peers::{eventually, netns, per_kubo_release, tree, Broker, Helia, Kubo, KuboRelease, Source};
 use server::{client, start, terminate, Running};
 

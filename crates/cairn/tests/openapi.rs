@@ -9,8 +9,7 @@
 
 mod server;
 
-#[path = "../../store/tests/support/pypi.rs"]
-mod pypi;
+use cairn_test_support::pypi;
 #[path = "support/routes.rs"]
 mod routes;
 

@@ -7,10 +7,7 @@ mod server;
 
 #[path = "support/fault_proxy.rs"]
 mod fault_proxy;
-#[path = "../../store/tests/support/moto.rs"]
-mod moto;
-#[path = "../../store/tests/support/pypi.rs"]
-mod pypi;
+use cairn_test_support::moto;
 
 use std::time::{Duration, Instant};
 

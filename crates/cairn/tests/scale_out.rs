@@ -5,10 +5,7 @@
 
 mod server;
 
-#[path = "../../store/tests/support/moto.rs"]
-mod moto;
-#[path = "../../store/tests/support/pypi.rs"]
-mod pypi;
+use cairn_test_support::moto;
 
 use std::process::Command;
 use std::time::Duration;

@@ -1,12 +1,13 @@
 //! Interoperability with the official TUS clients, installed by this test from their
-//! registries on first use (into the target directory): tus-js-client (npm) and tuspy (PyPI).
+//! registries on first use (into the target directory): tus-js-client (npm, pinned by
+//! `interop/package-lock.json`) and tuspy (PyPI).
 //! Each resumes an upload after being stopped part-way; tus-js-client also uploads in parallel
 //! through concatenation. Every upload must end with the CID of the bytes sent.
 
+mod interop;
 mod server;
 
-#[path = "../../store/tests/support/pypi.rs"]
-mod pypi;
+use cairn_test_support::pypi;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -14,36 +15,7 @@ use std::process::{Command, Stdio};
 
 use server::{content, finished_operation, start, terminate, Running};
 
-const TUS_JS: &str = "tus-js-client@4.3.1";
 const TUSPY: &str = "tuspy==1.1.0";
-
-fn interop_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("interop");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// tus-js-client in `<interop>/node`, with our script beside it (ESM resolves from there).
-fn tus_js() -> PathBuf {
-    let dir = interop_dir().join("node");
-    std::fs::create_dir_all(&dir).unwrap();
-    if !dir.join("node_modules/tus-js-client").exists() {
-        pypi::run(
-            Command::new("npm")
-                .args(["install", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&dir)
-                .arg(TUS_JS),
-            "npm install tus-js-client",
-        );
-    }
-    let script = dir.join("tus_js.mjs");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/tus_js.mjs"),
-        &script,
-    )
-    .unwrap();
-    script
-}
 
 /// A virtualenv with tuspy; returns its python.
 fn tuspy() -> PathBuf {
@@ -79,7 +51,7 @@ fn finish(command: &mut Command) -> Vec<String> {
 
 #[tokio::test]
 async fn tus_js_client_resumes_after_being_killed_and_uploads_in_parallel() {
-    let script = tus_js();
+    interop::clients();
     let dir = tempfile::tempdir().unwrap();
     let server = start(&dir.path().join("data"), &[]);
     let endpoint = format!("{}/api/upload/tus", server.upload);
@@ -88,9 +60,8 @@ async fn tus_js_client_resumes_after_being_killed_and_uploads_in_parallel() {
     std::fs::write(&file, &bytes).unwrap();
     let storage = dir.path().join("urls.json");
     let client = |mode: &str| {
-        let mut command = Command::new("node");
+        let mut command = interop::script("tus_js.mjs");
         command
-            .arg(&script)
             .args([&endpoint, &server.token])
             .arg(&file)
             .arg(&storage)

@@ -8,11 +8,7 @@
 
 mod server;
 
-#[path = "support/node.rs"]
-#[allow(dead_code)] // only Node 22 here
-mod node;
-#[path = "../../store/tests/support/pypi.rs"]
-mod pypi;
+use cairn_test_support::node;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -26,6 +26,10 @@ use cairn_unixfs::{BlockBytes, BlockSink, BlockSource, Cid};
 use cbor::{CID_TAG, MAJOR_ARRAY, MAJOR_BYTES, MAJOR_MAP, MAJOR_TAG, MAJOR_TEXT, MAJOR_UINT};
 
 pub mod cbor;
+/// The bodies of the fuzz targets that feed this crate untrusted bytes (`fuzz/`), shared with
+/// the stable replay of their corpus (`tests/fuzz_corpus.rs`); only with the `fuzz` feature.
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 
 /// Limits for reading untrusted CARs.
 #[derive(Clone, Copy, Debug)]

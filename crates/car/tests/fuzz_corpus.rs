@@ -1,19 +1,15 @@
 //! The fuzz targets of this crate, on stable and without cargo-fuzz: every input kept under
 //! `fuzz/regressions/car_*` replays through the very bodies the targets run
-//! (`fuzz/bodies/car.rs`) without panicking, and so do the seeds: the hostile DAGs of
-//! `support/hostile.rs` and DAGs of our own importer, as CARs (each must be read, and imported
+//! (`src/fuzz.rs`) without panicking, and so do the seeds: the hostile DAGs of
+//! `cairn_test_support::hostile` and DAGs of our own importer, as CARs (each must be read, and imported
 //! or refused, as it deserves). With `CAIRN_FUZZ_CORPUS=DIR` set, the seeds are written to
 //! `DIR/<target>/` (what `scripts/fuzz` does before fuzzing); the hostile DAGs are also written
 //! as `unixfs_reader` seeds, in that target's framing.
 
-#[path = "../../../fuzz/bodies/car.rs"]
-mod bodies;
-#[path = "../../../fuzz/bodies/corpus.rs"]
-mod corpus;
-#[path = "support/hostile.rs"]
-mod hostile;
-#[path = "../../../fuzz/bodies/unixfs.rs"]
-mod unixfs_bodies;
+use cairn_car::fuzz as bodies;
+use cairn_test_support::fuzz_corpus as corpus;
+use cairn_test_support::hostile;
+use cairn_unixfs::fuzz as unixfs_bodies;
 
 use cairn_car::{export_dfs, CarWriter};
 use cairn_unixfs::profile::{CidVersion, LeafKind};

@@ -15,6 +15,10 @@
 pub mod bitswap;
 pub mod blocks;
 pub mod dht;
+/// The bodies of the fuzz targets that feed this crate untrusted bytes (`fuzz/`), shared with
+/// the stable replay of their corpus (`tests/fuzz_corpus.rs`); only with the `fuzz` feature.
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 pub mod ipni;
 pub mod key;
 pub mod node;

@@ -1,13 +1,11 @@
 //! The fuzz target of this crate, on stable and without cargo-fuzz: every input kept under
 //! `fuzz/regressions/bitswap_message` replays through the very body the target runs
-//! (`fuzz/bodies/bitswap.rs`) without panicking, and so do the seeds, messages of every kind
+//! (`src/fuzz.rs`) without panicking, and so do the seeds, messages of every kind
 //! in every version, which must also decode. With `CAIRN_FUZZ_CORPUS=DIR` set, the seeds are
 //! written to `DIR/bitswap_message/` (what `scripts/fuzz` does before fuzzing).
 
-#[path = "../../../fuzz/bodies/bitswap.rs"]
-mod bodies;
-#[path = "../../../fuzz/bodies/corpus.rs"]
-mod corpus;
+use cairn_p2p::fuzz as bodies;
+use cairn_test_support::fuzz_corpus as corpus;
 
 use cairn_p2p::bitswap::message::{Message, Presence, Version, WantEntry, WantType};
 use cairn_unixfs::block::{block_cid, DAG_PB, RAW};

@@ -5,8 +5,7 @@
 
 #[path = "support/host.rs"]
 mod host;
-#[path = "support/noise.rs"]
-mod noise;
+use cairn_test_support::noise;
 #[path = "support/stored.rs"]
 mod stored;
 

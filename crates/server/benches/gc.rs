@@ -11,8 +11,7 @@
 //!
 //! Run: `cargo bench -p cairn-server --bench gc` (`GC_UPLOADS=N` for another count).
 
-#[path = "support/noise.rs"]
-mod noise;
+use cairn_test_support::noise;
 #[path = "support/stored.rs"]
 mod stored;
 

@@ -16,8 +16,7 @@
 
 #[path = "support/host.rs"]
 mod host;
-#[path = "support/noise.rs"]
-mod noise;
+use cairn_test_support::noise;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -11,12 +11,10 @@
 //!
 //! Run: `cargo bench -p cairn-server --bench upload`. Each timing is the best of 3.
 
-#[path = "support/disk.rs"]
-mod disk;
+use cairn_test_support::disk;
 #[path = "support/host.rs"]
 mod host;
-#[path = "support/noise.rs"]
-mod noise;
+use cairn_test_support::noise;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -29,6 +29,10 @@ pub mod auth;
 pub mod blocks;
 pub mod detect;
 pub mod error;
+/// The bodies of the fuzz targets that feed this crate untrusted bytes (`fuzz/`), shared with
+/// the stable replay of their corpus (`tests/fuzz_corpus.rs`); only with the `fuzz` feature.
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 pub mod gateway;
 pub mod gc;
 pub mod ipni;

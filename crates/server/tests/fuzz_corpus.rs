@@ -1,14 +1,12 @@
 //! The fuzz targets of this crate's request parsers, on stable and without cargo-fuzz: every
 //! input kept under `fuzz/regressions/{tus_headers,gateway_path,pin_query,multipart}` replays
-//! through the very bodies the targets run (`fuzz/bodies/server.rs`) without panicking, and
+//! through the very bodies the targets run (`src/fuzz.rs`) without panicking, and
 //! so do the seeds: requests as clients send them (each parsed as it deserves), and a few
 //! refusals. With `CAIRN_FUZZ_CORPUS=DIR` set, the seeds are written to `DIR/<target>/` (what
 //! `scripts/fuzz` does before fuzzing).
 
-#[path = "../../../fuzz/bodies/server.rs"]
-mod bodies;
-#[path = "../../../fuzz/bodies/corpus.rs"]
-mod corpus;
+use cairn_server::fuzz as bodies;
+use cairn_test_support::fuzz_corpus as corpus;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;

@@ -5,8 +5,7 @@
 
 mod support;
 
-#[path = "../../car/tests/support/hostile.rs"]
-mod hostile;
+use cairn_test_support::hostile;
 
 use std::time::{Duration, Instant};
 

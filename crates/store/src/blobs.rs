@@ -423,7 +423,8 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// The conformance suite every [`BlobStore`] must pass.
+/// The conformance suite every [`BlobStore`] must pass; only in tests (`suite` feature).
+#[cfg(any(test, feature = "suite"))]
 pub mod suite {
     use std::io::{Read, Seek, SeekFrom, Write};
     use std::time::Duration;

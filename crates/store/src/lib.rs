@@ -25,6 +25,8 @@ pub mod packs;
 pub mod s3;
 pub mod sql;
 pub mod staging;
+/// The conformance suite every [`MetadataStore`] backend runs; only in tests (`suite` feature).
+#[cfg(any(test, feature = "suite"))]
 pub mod suite;
 pub mod tokens;
 pub mod tus_bytes;

@@ -188,7 +188,9 @@ impl Appender for FileAppender {
     }
 }
 
-/// The behaviour every `TusBytes` must have, run against each implementation.
+/// The behaviour every `TusBytes` must have, run against each implementation; only in tests
+/// (`suite` feature).
+#[cfg(any(test, feature = "suite"))]
 pub mod suite {
     use std::io::Read;
 

@@ -1,17 +1,11 @@
-//! The S3 backends' suites against two independent S3-compatible servers: moto (see
-//! `support/moto.rs`) and SeaweedFS (`support/seaweedfs.rs`).
-
-mod support {
-    pub mod moto;
-    pub mod pypi;
-    pub mod seaweedfs;
-}
+//! The S3 backends' suites against two independent S3-compatible servers: moto and SeaweedFS
+//! (`cairn_test_support::{moto, seaweedfs}`).
 
 use cairn_store::blobs::{suite, BlobStore};
 use cairn_store::s3::{S3Blobs, S3TusBytes};
 use cairn_store::tus_bytes::{self, TusBytes};
-use support::moto::Moto;
-use support::seaweedfs::SeaweedFs;
+use cairn_test_support::moto::Moto;
+use cairn_test_support::seaweedfs::SeaweedFs;
 
 #[test]
 fn s3_blobs_pass_the_blob_store_suite() {

@@ -3,17 +3,36 @@
 //!
 //! - [`postgres`]: the PostgreSQL server the tests use, the machine's or a throwaway one of
 //!   their own, and databases on it.
+//! - [`moto`], [`seaweedfs`]: S3-compatible servers (moto for the tests, SeaweedFS, faster, for
+//!   the benches), from PyPI.
+//! - [`pypi`], [`node`]: Python packages in virtualenvs, Node releases from PyPI, and npm
+//!   packages installed from a lock file.
 //! - [`kubo`]: today's Kubo, built from the Go module proxy and run as a daemon.
 //! - [`netns`]: running a test's body in a network namespace with only loopback.
 //! - [`debian`]: installing a Debian package a test needs, when the tests run as root.
+//! - [`vectors`]: the deterministic inputs of `shared/vectors/` (its byte generators and
+//!   directory specs); [`hostile`]: hostile DAGs, built block by block, as an attacker would
+//!   upload them.
+//! - [`fuzz_corpus`]: the fuzz targets' kept regressions, replayed on stable, and seeds.
+//! - [`noise`]: incompressible deterministic bytes; [`disk`]: the disk's durable write speed,
+//!   what upload benches are measured against.
 //!
 //! Everything installed or started here lives under [`target_tmp`], so `cargo clean` removes
 //! it, and nothing in it is shared with another checkout.
 
 pub mod debian;
+pub mod disk;
+pub mod fuzz_corpus;
+pub mod hostile;
 pub mod kubo;
+pub mod moto;
 pub mod netns;
+pub mod node;
+pub mod noise;
 pub mod postgres;
+pub mod pypi;
+pub mod seaweedfs;
+pub mod vectors;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -9,8 +9,7 @@
 //!
 //! Run: `cargo bench -p cairn-unixfs --bench import`. Each timing is the best of 3 runs.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use cairn_test_support::vectors;
 
 use std::hint::black_box;
 use std::num::NonZeroUsize;
@@ -65,7 +64,7 @@ fn main() {
     let (dir_time, dir_peak) = directory_of_small_files();
     let stream_peak = streamed_file_peak(threads);
 
-    let data = support::xorshift(FILE_BYTES, 1);
+    let data = vectors::xorshift(FILE_BYTES, 1);
     let sha_time = best_of_3(|| {
         black_box(Sha256::digest(black_box(&data)));
     });
@@ -129,11 +128,11 @@ fn directory_of_small_files() -> (Duration, u64) {
 
 /// Stream a 2 GiB file through the importer from a generator, never holding it.
 fn streamed_file_peak(threads: NonZeroUsize) -> u64 {
-    let mut source = support::Content::XorShift(support::XorShift64::new(7));
+    let mut source = vectors::Content::XorShift(vectors::XorShift64::new(7));
     reset_peak_rss();
     let baseline = memory("VmRSS");
     let mut importer = FileImporter::with_threads(&Profile::UNIXFS_V1_2025, DiscardBlocks, threads);
-    support::for_each_piece(&mut source, STREAM_BYTES, 100_000, |piece| {
+    vectors::for_each_piece(&mut source, STREAM_BYTES, 100_000, |piece| {
         importer.push(piece).unwrap()
     });
     black_box(importer.finish().unwrap());

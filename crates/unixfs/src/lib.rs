@@ -16,6 +16,10 @@
 pub mod block;
 pub mod dir;
 pub mod file;
+/// The bodies of the fuzz targets that feed this crate untrusted bytes (`fuzz/`), shared with
+/// the stable replay of their corpus (`tests/fuzz_corpus.rs`); only with the `fuzz` feature.
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 pub mod hamt;
 pub mod node;
 pub mod pb;

@@ -1,15 +1,12 @@
 //! The fuzz targets of this crate, on stable and without cargo-fuzz: every input kept under
 //! `fuzz/regressions/unixfs_*` replays through the very bodies the targets run
-//! (`fuzz/bodies/unixfs.rs`) without panicking, and so do the seeds, DAGs of our own importer,
+//! (`src/fuzz.rs`) without panicking, and so do the seeds, DAGs of our own importer,
 //! which must also read back in full. With `CAIRN_FUZZ_CORPUS=DIR` set, the seeds are written
 //! to `DIR/<target>/` (what `scripts/fuzz` does before fuzzing).
 
-#[path = "../../../fuzz/bodies/unixfs.rs"]
-mod bodies;
-#[path = "../../../fuzz/bodies/corpus.rs"]
-mod corpus;
-#[path = "support/mod.rs"]
-mod support;
+use cairn_test_support::fuzz_corpus as corpus;
+use cairn_test_support::vectors;
+use cairn_unixfs::fuzz as bodies;
 
 use cairn_unixfs::block::{DAG_PB, RAW};
 use cairn_unixfs::profile::{CidVersion, LeafKind};
@@ -19,7 +16,7 @@ use cairn_unixfs::{Cid, DirectoryBuilder, FileImporter, MemoryBlocks, Profile};
 /// a symlink; returns the root and the blocks, root first.
 fn seed_dag(profile: &Profile) -> (Cid, Vec<(Cid, Vec<u8>)>) {
     let mut blocks = MemoryBlocks::default();
-    let content = support::xorshift(700, 7);
+    let content = vectors::xorshift(700, 7);
     let mut dir = DirectoryBuilder::new(profile);
     let mut file = FileImporter::new(profile, &mut blocks);
     file.push(&content).unwrap();

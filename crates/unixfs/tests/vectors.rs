@@ -5,7 +5,7 @@
 //! also checked against the UnixFS rules the reader and the CAR importer enforce, so those
 //! rules never refuse a DAG that real importers make.
 
-mod support;
+use cairn_test_support::vectors as inputs;
 
 use std::collections::HashMap;
 use std::io;
@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use cairn_unixfs::block::RAW;
 use cairn_unixfs::node::{ChildRule, Node, NodeKind};
 use cairn_unixfs::{BlockBytes, BlockSink, Cid, DirectoryBuilder, FileImporter, Profile};
+use inputs::{expand_dir, for_each_piece, hex, Content, SpecEntry};
 use sha2::{Digest, Sha256};
-use support::{expand_dir, for_each_piece, hex, Content, SpecEntry};
 
 fn vectors() -> Vec<serde_json::Value> {
     let path = std::env::var_os("CAIRN_VECTORS")
@@ -157,11 +157,11 @@ fn unixfs_v0_2015_vectors() {
 #[test]
 fn generators_match_the_published_check_values() {
     assert_eq!(
-        hex(&support::xorshift(16, 1)),
+        hex(&inputs::xorshift(16, 1)),
         "41208240000000004114010c06410010"
     );
     assert_eq!(
-        hex(&support::xorshift(16, u64::MAX)),
+        hex(&inputs::xorshift(16, u64::MAX)),
         "c01f803f00000000ffeffe03febfff0f"
     );
     assert_eq!(

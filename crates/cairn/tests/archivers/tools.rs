@@ -1,11 +1,12 @@
 //! The archivers the corpus runs, found on the machine or installed on first use (once per test
 //! binary): Debian packages with `apt-get` when the tests run as root, and npm packages (pinned
-//! in `package.json`) into the target directory. A tool that cannot be had fails the test with
+//! by `package-lock.json`, on PyPI's Node 22) into the target directory. A tool that cannot be had fails the test with
 //! its name and how to get it: no case is ever skipped.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
+
+use cairn_test_support::node;
 
 /// Each program the corpus runs, and the Debian package that provides it.
 const DEBIAN: &[(&[&str], &str)] = &[
@@ -20,15 +21,13 @@ const DEBIAN: &[(&[&str], &str)] = &[
     (&["xz"], "xz-utils"),
     (&["zstd"], "zstd"),
     (&["python3"], "python3"),
-    (&["node"], "nodejs"),
-    (&["npm"], "npm"),
 ];
 
 pub struct Tools {
     /// 7-Zip, by whichever name the machine has it.
     pub seven_zip: PathBuf,
-    /// Where npm's `tar` and `archiver` are installed, with `pack.mjs` beside them.
-    pub node_dir: PathBuf,
+    /// npm's `tar` and `archiver` with `pack.mjs` beside them, and the Node to run it with.
+    pub npm: node::Installed,
 }
 
 /// The tools, installed by the first caller; the others wait for it.
@@ -41,7 +40,7 @@ pub fn tools() -> &'static Tools {
                 .iter()
                 .find_map(|name| on_path(name))
                 .expect("7-Zip was just installed"),
-            node_dir: install_npm_packages(),
+            npm: install_npm_packages(),
         }
     })
 }
@@ -68,28 +67,14 @@ fn install_debian_packages() {
     }
 }
 
-fn install_npm_packages() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("archivers-node");
-    std::fs::create_dir_all(&dir).unwrap();
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/archivers");
-    for file in ["package.json", "pack.mjs"] {
-        std::fs::copy(source.join(file), dir.join(file)).unwrap();
-    }
-    // Written once the install succeeded, naming what was installed, so a change is reinstalled.
-    let manifest = std::fs::read(dir.join("package.json")).unwrap();
-    let installed = dir.join(".installed");
-    if std::fs::read(&installed).ok() != Some(manifest.clone()) {
-        let output = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .output()
-            .expect("run npm");
-        assert!(
-            output.status.success(),
-            "npm install of the archiver corpus's packages (tar, archiver) failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        std::fs::write(&installed, manifest).unwrap();
-    }
-    dir
+/// npm's `tar` and `archiver`, from `archivers/package-lock.json`, with `pack.mjs` beside them.
+fn install_npm_packages() -> node::Installed {
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/archivers");
+    node::npm_ci(
+        &node::NODE_22,
+        "archivers-node",
+        &sources,
+        &["pack.mjs"],
+        &[],
+    )
 }

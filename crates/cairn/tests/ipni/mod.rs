@@ -12,11 +12,7 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::sync::OnceLock;
 
-#[path = "../support/node.rs"]
-#[allow(dead_code)] // the Node releases the other harnesses use
-mod node;
-#[path = "../../../store/tests/support/pypi.rs"]
-mod pypi;
+use cairn_test_support::node;
 
 /// One advertisement as `read_chain.mjs` reports it.
 #[derive(Debug, serde::Deserialize)]

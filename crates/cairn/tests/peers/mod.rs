@@ -61,10 +61,8 @@
 use cairn_test_support::kubo;
 pub use cairn_test_support::netns;
 
-#[path = "../support/node.rs"]
-pub mod node;
-#[path = "../../../store/tests/support/pypi.rs"]
-pub mod pypi;
+pub use cairn_test_support::node;
+pub use cairn_test_support::pypi;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};

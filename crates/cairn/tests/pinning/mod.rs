@@ -42,11 +42,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-#[path = "../support/node.rs"]
-#[allow(dead_code)] // the Node releases the peers' harness uses
-mod node;
-#[path = "../../../store/tests/support/pypi.rs"]
-mod pypi;
+use cairn_test_support::node;
 
 /// The tool's npm package and version (as pinned by `package.json` and the lock).
 pub const TOOL: &str = "@ipfs-shipyard/pinning-service-compliance@1.8.1";

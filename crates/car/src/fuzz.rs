@@ -1,10 +1,9 @@
-//! Fuzz bodies for `cairn-car`: what one fuzz input does. Shared, through `#[path]`, by the
+//! Fuzz bodies for `cairn-car`: what one fuzz input does. Shared by the
 //! fuzz targets (`fuzz/fuzz_targets/car_*.rs`) and the stable replay test
 //! (`crates/car/tests/fuzz_corpus.rs`), so a regression input replays the very same code.
 //! Each body returns what it read or why not; a panic (or a broken assertion) is the bug.
-#![allow(dead_code)] // each fuzz target uses one body
 
-use cairn_car::{import_complete, CarError, CarLimits, CarReader, ImportError};
+use crate::{import_complete, CarError, CarLimits, CarReader, ImportError};
 use cairn_unixfs::read::{ReadError, ReadLimits, Reader, Repeats};
 use cairn_unixfs::{Cid, MemoryBlocks, NoBlocks};
 

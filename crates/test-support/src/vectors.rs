@@ -1,6 +1,5 @@
 //! Deterministic inputs shared by the tests and the benchmark: the generators of
 //! `shared/vectors/README.md` section 1, and the expansion of its directory specs.
-#![allow(dead_code)] // each test binary uses a different part
 
 use chacha20::cipher::{KeyIvInit, StreamCipher};
 use sha2::{Digest, Sha256};

@@ -1,14 +1,13 @@
-//! Fuzz bodies for `cairn-unixfs`: what one fuzz input does. Shared, through `#[path]`, by the
+//! Fuzz bodies for `cairn-unixfs`: what one fuzz input does. Shared by the
 //! fuzz targets (`fuzz/fuzz_targets/unixfs_*.rs`) and the stable replay test
 //! (`crates/unixfs/tests/fuzz_corpus.rs`), so a regression input replays the very same code.
 //! Each body returns what it decoded or why not; a panic (or a broken assertion) is the bug.
-#![allow(dead_code)] // each fuzz target uses one body
 
-use cairn_unixfs::block::{block_cid, DAG_PB, RAW};
-use cairn_unixfs::node::{hamt_prefix_width, Node};
-use cairn_unixfs::pb::{decode_node, UnixFsData};
-use cairn_unixfs::read::{ReadError, ReadLimits, Reader, Repeats};
-use cairn_unixfs::{BlockBytes, BlockSink, BlockSource, Cid, CidVersion, MemoryBlocks};
+use crate::block::{block_cid, DAG_PB, RAW};
+use crate::node::{hamt_prefix_width, Node};
+use crate::pb::{decode_node, UnixFsData};
+use crate::read::{ReadError, ReadLimits, Reader, Repeats};
+use crate::{BlockBytes, BlockSink, BlockSource, Cid, CidVersion, MemoryBlocks};
 
 /// Tight enough that one input is a few milliseconds at most, whatever its DAG repeats.
 pub const READ_LIMITS: ReadLimits = ReadLimits {

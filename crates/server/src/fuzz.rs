@@ -1,28 +1,27 @@
-//! Fuzz bodies for `cairn-server`'s request parsers: what one fuzz input does. Shared, through
-//! `#[path]`, by the fuzz targets (`fuzz/fuzz_targets/{tus_headers,gateway_path,pin_query,
+//! Fuzz bodies for `cairn-server`'s request parsers: what one fuzz input does. Shared
+//! by the fuzz targets (`fuzz/fuzz_targets/{tus_headers,gateway_path,pin_query,
 //! multipart}.rs`) and the stable replay test (`crates/server/tests/fuzz_corpus.rs`), so a
 //! regression input replays the very same code. Each body returns what it parsed or why not;
 //! a panic (or a broken assertion) is the bug. Inputs are fields separated by `\n`, each the
 //! value of one header, parameter or query, as a client could send it.
-#![allow(dead_code)] // each fuzz target uses one body
 
 use std::str::FromStr;
 
+use crate::detect::{self, HEAD_BYTES};
+use crate::error::ApiError;
+use crate::gateway::subdomain::{self, ContentOrigin};
+use crate::gateway::{self, Format, GatewayParams};
+use crate::routes::pins::{self, ListParams};
+use crate::routes::upload::{self, FilePart};
+use crate::routes::{parse_rfc3339, query, rfc3339, MAX_PAGE};
+use crate::tus::{self, headers::Checksum};
+use crate::ServerConfig;
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Multipart, Query, Request};
 use axum::http::uri::Authority;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Uri};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
-use cairn_server::detect::{self, HEAD_BYTES};
-use cairn_server::error::ApiError;
-use cairn_server::gateway::subdomain::{self, ContentOrigin};
-use cairn_server::gateway::{self, Format, GatewayParams};
-use cairn_server::routes::pins::{self, ListParams};
-use cairn_server::routes::upload::{self, FilePart};
-use cairn_server::routes::{parse_rfc3339, query, rfc3339, MAX_PAGE};
-use cairn_server::tus::{self, headers::Checksum};
-use cairn_server::ServerConfig;
 use cairn_store::model::TusConcat;
 use cairn_unixfs::Cid;
 use futures_util::FutureExt;

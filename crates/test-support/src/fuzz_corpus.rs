@@ -1,7 +1,5 @@
 //! The replay tests' side of fuzzing, shared by every crate's `tests/fuzz_corpus.rs` (car,
-//! unixfs, archive, server): the inputs kept as regressions, and where seeds go. (Paths are
-//! from a crate's manifest directory: every crate sits at `crates/<name>`.)
-#![allow(dead_code)] // not every replay test makes UnixFS seeds
+//! unixfs, archive, server, p2p): the inputs kept as regressions, and where seeds go.
 
 use std::path::Path;
 
@@ -24,6 +22,7 @@ pub fn tiny_profile(cid_version: CidVersion, leaves: LeafKind) -> Profile {
 
 /// Every input kept under `fuzz/regressions/<target>/`, in name order.
 pub fn regressions(target: &str) -> Vec<(String, Vec<u8>)> {
+    // This crate sits at `crates/test-support`, beside `fuzz/`'s parent.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fuzz/regressions")
         .join(target);

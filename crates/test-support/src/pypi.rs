@@ -1,25 +1,15 @@
 //! Python packages for tests and benches, each in a virtualenv of its own under the target
-//! directory, installed from PyPI on first use. Shared by the store's and the binary's tests.
+//! directory, installed from PyPI on first use.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
-/// Run `command`, failing the test with its output if it fails.
-pub fn run(command: &mut Command, what: &str) {
-    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        output.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
+use crate::{run, target_tmp};
 
 /// The bin directory of the virtualenv `name`, with `package` (a pip requirement) installed.
 pub fn venv_with(name: &str, package: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let venv = root.join(name);
+    let venv = target_tmp().join(name);
     let bin = venv.join("bin");
     // A test binary's tests run in parallel threads: one installs while the others wait.
     // (`cargo test` runs the binaries themselves one after another.)

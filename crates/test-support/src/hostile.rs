@@ -1,7 +1,6 @@
 //! Hostile DAGs, built block by block with our own encoder: what an attacker can upload as a
 //! CAR (every block hashes correctly, whatever it claims). Shared by the CAR importer's,
 //! the gateway's and `cairn get`'s tests.
-#![allow(dead_code)] // each test binary uses a different part
 
 use cairn_car::CarWriter;
 use cairn_unixfs::block::{block_cid, DAG_PB, RAW};

