@@ -252,7 +252,7 @@ async fn start_node(
         bootstrap: p2p.bootstrap.clone(),
         ..cairn_p2p::NodeConfig::default()
     };
-    let blocks = Arc::new(cairn_p2p::StoredBlockstore::new(store, packs));
+    let blocks = Arc::new(cairn_p2p::StoredBlocks::new(store, packs));
     Ok(cairn_p2p::start(key, node_config, blocks).await?)
 }
 

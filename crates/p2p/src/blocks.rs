@@ -1,15 +1,14 @@
 //! What the node serves and where fetched blocks come from: a [`Blockstore`], asynchronous,
-//! whose blocks are verified against their CIDs. [`StoredBlockstore`] is Cairn's store (the
-//! block index and the packs, local or S3), the same the gateway reads.
+//! whose blocks are verified against their CIDs. Cairn's store implements it
+//! ([`StoredBlocks`], the same reader the gateway uses); [`MemoryBlockstore`] holds blocks in
+//! memory.
 
 use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use cairn_store::packs::Packs;
-use cairn_store::MetadataStore;
-use cairn_unixfs::block::verify_block;
+pub use cairn_store::blocks::StoredBlocks;
 use cairn_unixfs::Cid;
 
 #[async_trait]
@@ -20,54 +19,15 @@ pub trait Blockstore: Send + Sync + 'static {
     async fn has(&self, cid: &Cid) -> io::Result<bool>;
 }
 
-/// Cairn's stored blocks: the block index, then the pack bytes (read on a blocking thread).
-#[derive(Clone)]
-pub struct StoredBlockstore {
-    store: Arc<dyn MetadataStore>,
-    packs: Packs,
-}
-
-impl StoredBlockstore {
-    pub fn new(store: Arc<dyn MetadataStore>, packs: Packs) -> Self {
-        Self { store, packs }
-    }
-}
-
+/// Cairn's stored blocks (`cairn_store::blocks`, the reader everything shares).
 #[async_trait]
-impl Blockstore for StoredBlockstore {
+impl Blockstore for StoredBlocks {
     async fn get(&self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
-        let location = self
-            .store
-            .block_location(&cid.hash().to_bytes())
-            .await
-            .map_err(io::Error::other)?;
-        let Some(location) = location else {
-            return Ok(None);
-        };
-        let (packs, store, cid) = (self.packs.clone(), self.store.clone(), *cid);
-        let runtime = tokio::runtime::Handle::current();
-        tokio::task::spawn_blocking(move || {
-            let relocate = || {
-                runtime
-                    .block_on(store.block_location(&cid.hash().to_bytes()))
-                    .map_err(io::Error::other)
-            };
-            let Some(block) = packs.read_relocating(&location, relocate)? else {
-                return Ok(None);
-            };
-            // Storage could have rotted since it was written: never serve a block that lies.
-            verify_block(&cid, &block).map_err(io::Error::other)?;
-            Ok(Some(block))
-        })
-        .await
-        .map_err(io::Error::other)?
+        StoredBlocks::get(self, cid).await
     }
 
     async fn has(&self, cid: &Cid) -> io::Result<bool> {
-        self.store
-            .has_block(&cid.hash().to_bytes())
-            .await
-            .map_err(io::Error::other)
+        StoredBlocks::has(self, cid).await
     }
 }
 

@@ -23,7 +23,7 @@ pub mod ipni;
 pub mod key;
 pub mod node;
 
-pub use blocks::{Blockstore, MemoryBlockstore, StoredBlockstore};
+pub use blocks::{Blockstore, MemoryBlockstore, StoredBlocks};
 pub use libp2p::multiaddr::Protocol;
 pub use libp2p::{Multiaddr, PeerId};
 pub use node::{public_bootstrap, start, NodeConfig, NodeError, NodeHandle};

@@ -119,7 +119,7 @@ impl ApiError {
     /// A failure of our own storage: a full disk (or quota), or a store that cannot be reached
     /// right now, is worth telling the client, which may retry; anything else is internal.
     pub fn storage(e: std::io::Error) -> Self {
-        if is_storage_full(&e) {
+        if cairn_store::is_storage_full(&e) {
             tracing::error!(error = %e, "storage is full");
             Self::InsufficientStorage(STORAGE_FULL.into())
         } else if cairn_store::is_unavailable(&e) {
@@ -183,17 +183,6 @@ const STORAGE_FULL: &str =
 
 const STORAGE_UNAVAILABLE: &str = "the server's storage is unavailable; retry shortly";
 
-/// ENOSPC or EDQUOT, also when another error wraps it.
-pub fn is_storage_full(e: &std::io::Error) -> bool {
-    use std::io::ErrorKind;
-    let full =
-        |e: &std::io::Error| matches!(e.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded);
-    full(e)
-        || e.get_ref()
-            .and_then(|inner| inner.downcast_ref::<std::io::Error>())
-            .is_some_and(full)
-}
-
 /// 460, the status TUS's checksum extension uses for a mismatch (not an IANA status).
 fn checksum_mismatch_status() -> StatusCode {
     StatusCode::from_u16(460).unwrap_or(StatusCode::BAD_REQUEST)
@@ -210,14 +199,7 @@ impl From<StoreError> for ApiError {
             StoreError::BlocksCollected(_) => {
                 Self::Unavailable(format!("{e}; send the upload again"))
             }
-            // SQLITE_FULL (13) and PostgreSQL's disk_full (53100).
-            StoreError::Database(sqlx::Error::Database(ref db))
-                if matches!(db.code().as_deref(), Some("13" | "53100")) =>
-            {
-                tracing::error!(error = %e, "the metadata store's disk is full");
-                Self::InsufficientStorage(STORAGE_FULL.into())
-            }
-            StoreError::Database(sqlx::Error::Io(ref io)) if is_storage_full(io) => {
+            ref e if e.is_storage_full() => {
                 tracing::error!(error = %e, "the metadata store's disk is full");
                 Self::InsufficientStorage(STORAGE_FULL.into())
             }

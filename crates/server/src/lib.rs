@@ -3,7 +3,6 @@
 //! - [`app`]: the two routers, with JSON fallbacks for unknown routes and wrong methods.
 //! - [`routes`]: one module per resource (upload, operations, account).
 //! - [`gateway`]: the read path `/ipfs/{cid}[/{path}]`: trustless (raw, CAR) and plain.
-//! - [`blocks`]: the stored blocks as a verified block source (the gateway, CAR imports).
 //! - [`web`]: the web page on the account host, and what it needs to know.
 //! - [`auth`]: the bearer-token extractor.
 //! - [`origin`]: the scheme and host a request was sent to.
@@ -26,7 +25,6 @@
 
 pub mod app;
 pub mod auth;
-pub mod blocks;
 pub mod detect;
 pub mod error;
 /// The bodies of the fuzz targets that feed this crate untrusted bytes (`fuzz/`), shared with

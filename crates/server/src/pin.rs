@@ -11,7 +11,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use cairn_p2p::bitswap::fetch::{FetchError, Found};
-use cairn_p2p::{Blockstore, Multiaddr, PeerId, StoredBlockstore};
+use cairn_p2p::{Blockstore, Multiaddr, PeerId, StoredBlocks};
 use cairn_store::model::{Operation, OperationError, StoredDag};
 use cairn_store::packs::PackWriter;
 use cairn_unixfs::{BlockBytes, BlockSink, Cid};
@@ -78,10 +78,8 @@ pub(crate) async fn fetch(
     if let Some(remaining) = remaining_quota {
         limits.max_bytes = limits.max_bytes.min(remaining);
     }
-    let local: Arc<dyn Blockstore> = Arc::new(StoredBlockstore::new(
-        state.store.clone(),
-        state.packs.clone(),
-    ));
+    let local: Arc<dyn Blockstore> =
+        Arc::new(StoredBlocks::new(state.store.clone(), state.packs.clone()));
     let received = Arc::new(AtomicU64::new(0));
     let mut last_progress = Instant::now();
     let mut last_received = 0;

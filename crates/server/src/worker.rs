@@ -22,9 +22,9 @@ use cairn_unixfs::{Cid, FileImporter, Profile};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::blocks::StoredBlocks;
 use crate::detect::{self, ContentKind};
 use crate::state::AppState;
+use cairn_store::blocks::StoredBlockReader;
 
 /// How often a worker reports progress (and so renews its lease) while extracting; well
 /// under any sensible lease.
@@ -179,7 +179,7 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
         }
         // A full disk is not the upload's fault: the claim runs out and a later one retries,
         // once space is freed.
-        Outcome::Failed(e) if crate::error::is_storage_full(&e) => {
+        Outcome::Failed(e) if cairn_store::is_storage_full(&e) => {
             tracing::warn!(operation = op.id, error = %e, "storage is full; will retry");
             return;
         }
@@ -313,7 +313,7 @@ fn process_bytes(
             cairn_archive::extract(format, input, extractor).map(|root| root.cid)
         }
         ContentKind::Car => {
-            let mut stored = StoredBlocks::new(state.store.clone(), state.packs.clone());
+            let mut stored = StoredBlockReader::new(state.store.clone(), state.packs.clone());
             import_car(
                 ProgressReader::new(input, &mut progress),
                 &mut pack,
@@ -373,7 +373,7 @@ fn import_file(mut input: impl Read, profile: &Profile, pack: &mut PackWriter) -
 fn import_car(
     input: impl Read,
     pack: &mut PackWriter,
-    stored: &mut StoredBlocks,
+    stored: &mut StoredBlockReader,
 ) -> Result<Cid, ArchiveError> {
     let reader = CarReader::new(input, CarLimits::default()).map_err(|e| car_error(e.into()))?;
     cairn_car::import_complete(reader, pack, stored).map_err(car_error)

@@ -7,6 +7,8 @@
 //! - [`blobs`]: the `BlobStore` trait (named, write-once objects; the one place a write becomes
 //!   durable) and its file implementation, with a conformance suite.
 //! - [`packs`]: pack files (content, written once, durable before they are referenced).
+//! - [`blocks`]: reading stored blocks (index, then packs), each verified against its CID:
+//!   the one reader the gateway, the workers, the collector and the IPFS node share.
 //! - [`staging`]: whole uploads waiting for a worker (archives to extract).
 //! - [`tokens`]: API token generation and hashing.
 //! - [`tus_bytes`]: append-only files of TUS uploads, whose durable length is the offset.
@@ -20,6 +22,7 @@
 //! `ARCHITECTURE.md` ("Storage and durability").
 
 pub mod blobs;
+pub mod blocks;
 pub mod model;
 pub mod packs;
 pub mod s3;
@@ -90,7 +93,31 @@ pub fn is_unavailable(e: &std::io::Error) -> bool {
             .is_some_and(StoreError::is_unavailable)
 }
 
+/// ENOSPC or EDQUOT, also when another error wraps it.
+pub fn is_storage_full(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    let full =
+        |e: &std::io::Error| matches!(e.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded);
+    full(e)
+        || e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<std::io::Error>())
+            .is_some_and(full)
+}
+
 impl StoreError {
+    /// The metadata store's disk (or the content store's) is full: nothing is wrong with the
+    /// request, and it fails until space is freed.
+    pub fn is_storage_full(&self) -> bool {
+        match self {
+            // SQLITE_FULL (13) and PostgreSQL's disk_full (53100).
+            Self::Database(sqlx::Error::Database(db)) => {
+                matches!(db.code().as_deref(), Some("13" | "53100"))
+            }
+            Self::Database(sqlx::Error::Io(e)) | Self::Io(e) => is_storage_full(e),
+            _ => false,
+        }
+    }
+
     /// The database cannot be reached right now (down, restarting, recovering, or the pool
     /// gave up waiting for a connection): worth retrying, not a fault of the request.
     pub fn is_unavailable(&self) -> bool {

@@ -45,9 +45,9 @@ use cairn_unixfs::Cid;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use crate::blocks::StoredBlocks;
 use crate::error::ApiError;
 use crate::state::AppState;
+use cairn_store::blocks::StoredBlockReader;
 
 const IMMUTABLE: &str = "public, max-age=29030400, immutable";
 
@@ -56,7 +56,7 @@ const IMMUTABLE: &str = "public, max-age=29030400, immutable";
 const SANDBOX: &str = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads";
 
 /// One request's view of the stored blocks, within its budget.
-type StoredReader = Reader<StoredBlocks>;
+type StoredReader = Reader<StoredBlockReader>;
 
 #[derive(Deserialize, Default)]
 pub struct GatewayParams {
@@ -151,7 +151,7 @@ pub async fn get(
         uri,
         head_only: method == Method::HEAD,
     };
-    let blocks = StoredBlocks::new(state.store.clone(), state.packs.clone());
+    let blocks = StoredBlockReader::new(state.store.clone(), state.packs.clone());
     let reader = Reader::new(blocks, state.config.read_limits);
     let (reader, resolved) = resolve::resolve(reader, &request).await?;
     let mut response = match format {

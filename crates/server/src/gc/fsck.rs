@@ -13,7 +13,7 @@ use cairn_unixfs::Cid;
 
 use super::walk::{walk, Damage};
 use super::{raw_cid, GcError, PAGE};
-use crate::blocks::StoredBlocks;
+use cairn_store::blocks::StoredBlockReader;
 
 /// What a check found.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -37,7 +37,7 @@ pub async fn check(store: Arc<dyn MetadataStore>, packs: Packs) -> Result<FsckRe
         let (store, packs) = (store.clone(), packs.clone());
         let mut problems = std::mem::take(&mut report.problems);
         (visited, problems) = tokio::task::spawn_blocking(move || -> io::Result<_> {
-            let mut blocks = StoredBlocks::new(store, packs);
+            let mut blocks = StoredBlockReader::new(store, packs);
             for text in roots {
                 let Ok(root) = Cid::try_from(text.as_str()) else {
                     problems.push(format!("root {text}: not a CID"));

@@ -35,7 +35,7 @@ use cairn_store::{now_ms, MetadataStore, StoreError};
 use cairn_unixfs::block::RAW;
 use cairn_unixfs::{BlockBytes, BlockSink, Cid};
 
-use crate::blocks::StoredBlocks;
+use cairn_store::blocks::StoredBlockReader;
 use walk::{walk, Damage};
 
 /// A pack whose live blocks are less than this share of its bytes is compacted.
@@ -89,7 +89,7 @@ pub enum GcError {
 
 impl From<io::Error> for GcError {
     fn from(e: io::Error) -> Self {
-        if crate::error::is_storage_full(&e) {
+        if cairn_store::is_storage_full(&e) {
             Self::StorageFull
         } else {
             Self::Io(e)
@@ -219,7 +219,7 @@ async fn mark(
 ) -> Result<Marked, GcError> {
     let (store, packs) = (store.clone(), packs.clone());
     tokio::task::spawn_blocking(move || {
-        let mut blocks = StoredBlocks::new(store, packs);
+        let mut blocks = StoredBlockReader::new(store, packs);
         for text in roots {
             if !marked.roots.insert(text.clone()) {
                 continue;

@@ -11,7 +11,7 @@ use cairn_unixfs::block::{BlockError, IDENTITY, RAW};
 use cairn_unixfs::node::Node;
 use cairn_unixfs::{BlockSource, Cid};
 
-use crate::blocks::StoredBlocks;
+use cairn_store::blocks::StoredBlockReader;
 
 /// What a walk found wrong with a block of a live DAG.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,7 +57,7 @@ pub fn walk(
                 Err(e) => Damage::Corrupt(e.to_string()),
             },
             Ok(None) => Damage::Missing,
-            // The source verifies every block against its CID (`StoredBlocks`).
+            // The source verifies every block against its CID (`StoredBlockReader`).
             Err(e) if is_block_error(&e) => Damage::Corrupt(e.to_string()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Damage::Lost(e.to_string()),
             Err(e) => return Err(e),
@@ -80,7 +80,7 @@ pub async fn dag_multihashes(
 ) -> io::Result<Option<Vec<Vec<u8>>>> {
     let (store, packs, root) = (store.clone(), packs.clone(), *root);
     let (visited, damaged) = tokio::task::spawn_blocking(move || {
-        let mut blocks = StoredBlocks::new(store, packs);
+        let mut blocks = StoredBlockReader::new(store, packs);
         let mut visited = HashSet::new();
         let mut damaged = Vec::new();
         let mut go_on = |cid: &Cid, damage: &Damage| {
@@ -123,7 +123,7 @@ mod tests {
 
     /// Counts the blocks a walk reads.
     struct Counted<'a> {
-        inner: &'a mut StoredBlocks,
+        inner: &'a mut StoredBlockReader,
         reads: usize,
     }
 
@@ -182,7 +182,7 @@ mod tests {
             .unwrap();
 
         tokio::task::spawn_blocking(move || {
-            let mut stored = StoredBlocks::new(store, packs);
+            let mut stored = StoredBlockReader::new(store, packs);
             let mut walk_reading = |read_leaves: bool| {
                 let mut counted = Counted {
                     inner: &mut stored,

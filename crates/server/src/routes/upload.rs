@@ -24,13 +24,13 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use crate::auth::Caller;
-use crate::blocks::StoredBlocks;
 use crate::detect::{self, ContentKind, HEAD_BYTES};
 use crate::error::ApiError;
 use crate::metrics::UploadKind;
 use crate::rate_limit::Endpoint;
 use crate::routes::operations::UploadResult;
 use crate::state::AppState;
+use cairn_store::blocks::StoredBlockReader;
 
 /// Chunks per piece handed to the importing thread. Pieces of whole chunks let the importer
 /// hash straight from them (no copy), several chunks at once across threads.
@@ -458,7 +458,7 @@ fn store_part(
     let root = if kind == ContentKind::Car {
         let reader = CarReader::new(&mut input, CarLimits::default())
             .map_err(|e| car_failure(ImportError::Car(e)))?;
-        let mut stored = StoredBlocks::new(store, packs.clone());
+        let mut stored = StoredBlockReader::new(store, packs.clone());
         cairn_car::import_complete(reader, &mut pack, &mut stored).map_err(car_failure)?
     } else {
         // Hash leaves on every core; the CID does not depend on it.

@@ -1,16 +1,91 @@
-//! `StoredBlocks`: the blocks Cairn holds, as a [`BlockSource`] over the block index and the
-//! packs, each block verified against its CID before it is handed out. The gateway reads
-//! through it, and CAR imports ask it about blocks a CAR leaves out.
+//! The blocks Cairn holds: the one way anything reads a stored block, by the block index and
+//! then the pack bytes, each block verified against its CID before it is handed out (storage
+//! could have rotted since it was written: a block that lies is never served).
+//!
+//! - [`StoredBlocks`]: a cloneable handle, asynchronous, one block at a time: what the IPFS
+//!   node serves over Bitswap and a pin checks for.
+//! - [`StoredBlockReader`]: a [`BlockSource`] for blocking threads that walk DAGs (the
+//!   gateway, CAR imports asking about blocks a CAR leaves out, the workers, the collector
+//!   and `fsck`), looking up a node's children in one query and reading runs of them
+//!   together.
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::sync::Arc;
 
-use cairn_store::model::BlockLocation;
-use cairn_store::packs::Packs;
-use cairn_store::MetadataStore;
 use cairn_unixfs::block::verify_block;
 use cairn_unixfs::{BlockSource, Cid};
+
+use crate::model::BlockLocation;
+use crate::packs::Packs;
+use crate::MetadataStore;
+
+/// Cairn's stored blocks, by the block index and the packs (local or S3).
+#[derive(Clone)]
+pub struct StoredBlocks {
+    store: Arc<dyn MetadataStore>,
+    packs: Packs,
+}
+
+impl StoredBlocks {
+    pub fn new(store: Arc<dyn MetadataStore>, packs: Packs) -> Self {
+        Self { store, packs }
+    }
+
+    /// The block, verified against its CID; `None` when it is not held. The pack is read on
+    /// a blocking thread.
+    pub async fn get(&self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
+        let location = self
+            .store
+            .block_location(&cid.hash().to_bytes())
+            .await
+            .map_err(io::Error::other)?;
+        let Some(location) = location else {
+            return Ok(None);
+        };
+        let (packs, store, cid) = (self.packs.clone(), self.store.clone(), *cid);
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let relocate = || {
+                runtime
+                    .block_on(store.block_location(&cid.hash().to_bytes()))
+                    .map_err(io::Error::other)
+            };
+            read_verified(&packs, &cid, &location, relocate)
+        })
+        .await
+        .map_err(io::Error::other)?
+    }
+
+    /// Whether the block is held (an index lookup: nothing is read).
+    pub async fn has(&self, cid: &Cid) -> io::Result<bool> {
+        self.store
+            .has_block(&cid.hash().to_bytes())
+            .await
+            .map_err(io::Error::other)
+    }
+
+    /// A reader for a blocking thread. Must be called within the runtime (its blocking
+    /// threads included): its index lookups block on it.
+    pub fn reader(&self) -> StoredBlockReader {
+        StoredBlockReader::new(self.store.clone(), self.packs.clone())
+    }
+}
+
+/// The block at `location`, looked up again with `relocate` if a collection moved it, and
+/// verified against `cid`.
+fn read_verified(
+    packs: &Packs,
+    cid: &Cid,
+    location: &BlockLocation,
+    relocate: impl FnOnce() -> io::Result<Option<BlockLocation>>,
+) -> io::Result<Option<Vec<u8>>> {
+    let Some(block) = packs.read_relocating(location, relocate)? else {
+        return Ok(None);
+    };
+    verify_block(cid, &block).map_err(io::Error::other)?;
+    Ok(Some(block))
+}
 
 /// Bytes of recently read blocks kept per reader, so a DAG that reuses a block (zero-filled
 /// stretches of a file, the same file in many directories) reads and verifies it once.
@@ -18,7 +93,7 @@ const RECENT_BYTES: usize = 4 << 20;
 
 /// Blocks from the packs, each verified against its CID before it is handed out. Runs on a
 /// blocking thread: index lookups block on the runtime it was created on.
-pub struct StoredBlocks {
+pub struct StoredBlockReader {
     store: Arc<dyn MetadataStore>,
     packs: Packs,
     runtime: tokio::runtime::Handle,
@@ -35,7 +110,7 @@ pub struct StoredBlocks {
     recent_bytes: usize,
 }
 
-impl StoredBlocks {
+impl StoredBlockReader {
     /// Must be called within the runtime (its blocking threads included).
     pub fn new(store: Arc<dyn MetadataStore>, packs: Packs) -> Self {
         Self {
@@ -90,6 +165,7 @@ impl StoredBlocks {
         Ok(wanted)
     }
 
+    /// The block, not yet verified (`get_block` verifies it).
     fn read(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
         let multihash = cid.hash().to_bytes();
         if let Some(block) = self.read_ahead.remove(&multihash) {
@@ -138,7 +214,7 @@ impl StoredBlocks {
     }
 }
 
-impl BlockSource for StoredBlocks {
+impl BlockSource for StoredBlockReader {
     fn get_block(&mut self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
         if let Some(block) = self.recent.get(cid) {
             return Ok(Some(block.clone()));
