@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
-use cairn_server::gc::{self, GcError};
+use cairn_service::gc::{self, GcError};
 use cairn_store::model::Account;
 use cairn_store::packs::Packs;
 use cairn_store::{tokens, AccountLimits, MetadataStore};

@@ -147,7 +147,7 @@ pub struct ServeConfig {
     /// The IPFS node, unless it is turned off.
     pub p2p: Option<P2pConfig>,
     pub public_url: Option<reqwest::Url>,
-    pub provide_strategy: cairn_server::provide::ProvideStrategy,
+    pub provide_strategy: cairn_service::ProvideStrategy,
     /// Where IPNI announces are sent.
     pub ipni_announce: Vec<reqwest::Url>,
     /// `None`: the path gateway only.
@@ -258,8 +258,8 @@ impl ServeConfig {
                 flags.p2p_bootstrap.or(file.p2p_bootstrap),
             )?,
             provide_strategy: match flags.provide_strategy.or(file.provide_strategy).as_deref() {
-                None | Some("roots") => cairn_server::provide::ProvideStrategy::Roots,
-                Some("all") => cairn_server::provide::ProvideStrategy::All,
+                None | Some("roots") => cairn_service::ProvideStrategy::Roots,
+                Some("all") => cairn_service::ProvideStrategy::All,
                 Some(other) => {
                     anyhow::bail!("--provide-strategy: {other:?} is neither `roots` nor `all`")
                 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use cairn_server::{account_app, listen, upload_app, AppState, ServerConfig};
+use cairn_service::{Service, ServiceConfig};
 use cairn_store::packs::Packs;
 use cairn_store::postgres::PostgresStore;
 use cairn_store::s3::{S3Blobs, S3TusBytes};
@@ -83,14 +84,19 @@ pub fn open_content(
 pub async fn run(config: ServeConfig) -> Result<()> {
     crate::memory::return_freed_memory_every_second();
     let store = open_store(config.database_url.as_deref(), &config.data_dir).await?;
-    let mut server_config = ServerConfig {
+    let mut service_config = ServiceConfig {
         default_profile: config.profile.clone(),
         worker_lease: config.worker_lease,
         pin_timeout: config.pin_timeout,
-        trust_forwarded_headers: config.trust_forwarded_headers,
         shared_store: config.store.is_some(),
-        tus_max_size: config.tus_max_size,
         read_limits: config.read_limits,
+        ipni_announce: config.ipni_announce.clone(),
+        provide_strategy: config.provide_strategy,
+        ..ServiceConfig::default()
+    };
+    let mut server_config = ServerConfig {
+        trust_forwarded_headers: config.trust_forwarded_headers,
+        tus_max_size: config.tus_max_size,
         public_url: (config.public_url.as_ref())
             .map(|url| url.as_str().parse())
             .transpose()
@@ -115,21 +121,19 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     let upload_listener = bind(config.listen).await?;
     let account_listener = bind(config.account_listen).await?;
     server_config.upload_port = upload_listener.local_addr()?.port();
-    server_config.gateway_addr = Some(gateway_addr(
+    service_config.gateway_addr = Some(gateway_addr(
         config.public_url.as_ref(),
         upload_listener.local_addr()?,
     )?);
-    server_config.ipni_announce = config.ipni_announce.clone();
-    server_config.provide_strategy = config.provide_strategy;
     let node = match &config.p2p {
         Some(p2p) => Some(start_node(&config, p2p, store.clone(), packs.clone()).await?),
         None => None,
     };
-    let state =
-        AppState::new(store, packs, staging, tus_bytes, server_config).with_node(node.clone());
-    state
+    let service =
+        Service::new(store, packs, staging, tus_bytes, service_config).with_node(node.clone());
+    service
         .nodes
-        .refresh(&state)
+        .refresh(service.store.as_ref())
         .await
         .context("announcing this node in the metadata store")?;
     // Before anything is printed: a signal sent as soon as the addresses appear must stop the
@@ -164,9 +168,9 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     }
 
     // One signal stops both hosts, the background tasks and the TUS bodies still arriving.
-    let stop_rx = state.stop.subscribe();
+    let stop_rx = service.stop.subscribe();
     tokio::spawn({
-        let stop = state.stop.clone();
+        let stop = service.stop.clone();
         async move {
             shutdown.await;
             stop.send_replace(true);
@@ -175,30 +179,32 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
     };
-    let workers = cairn_server::worker::spawn(state.clone(), config.workers, stop_rx.clone());
-    tokio::spawn(sweep_expired_uploads(state.clone(), stop_rx.clone()));
-    let announcing = tokio::spawn(cairn_server::nodes::keep_announcing(
-        state.clone(),
+    let workers = cairn_service::worker::spawn(service.clone(), config.workers, stop_rx.clone());
+    let announcing = tokio::spawn(cairn_service::nodes::keep_announcing(
+        service.nodes.clone(),
+        service.store.clone(),
         stop_rx.clone(),
     ));
-    tokio::spawn(cairn_server::provide::keep_providing(
-        state.clone(),
+    tokio::spawn(cairn_service::provide::keep_providing(
+        service.clone(),
         stop_rx.clone(),
     ));
-    tokio::spawn(cairn_server::ipni::keep_publishing(
-        state.clone(),
+    tokio::spawn(cairn_service::ipni::keep_publishing(
+        service.clone(),
         stop_rx.clone(),
     ));
     // Other nodes, `cairn gc` and outdated compactions may leave packs behind while this one
     // runs.
-    tokio::spawn(sweep_orphans_hourly(state.clone(), stop_rx.clone()));
+    tokio::spawn(sweep_orphans_hourly(service.clone(), stop_rx.clone()));
     if !config.gc_interval.is_zero() {
-        tokio::spawn(cairn_server::gc::keep_collecting(
-            state.clone(),
+        tokio::spawn(cairn_service::gc::keep_collecting(
+            service.clone(),
             config.gc_interval,
             stop_rx.clone(),
         ));
     }
+    let state = AppState::new(service, server_config);
+    tokio::spawn(sweep_expired_uploads(state.clone(), stop_rx.clone()));
     let header_timeout = state.config.header_timeout;
     let upload = listen::serve(
         upload_listener,
@@ -342,16 +348,16 @@ async fn sweep_unreferenced(
     Ok(())
 }
 
-async fn sweep_orphans_hourly(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
+async fn sweep_orphans_hourly(service: Service, mut stop: tokio::sync::watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(3600)) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
         let swept = sweep_orphans(
-            state.store.as_ref(),
-            &state.packs,
-            &state.staging,
+            service.store.as_ref(),
+            &service.packs,
+            &service.staging,
             SHARED_ORPHAN_AGE,
         );
         if let Err(e) = swept.await {

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cairn_server::ServerConfig;
+use cairn_service::ServiceConfig;
 use host::{serve_upload_host, state_in};
 use noise::noise;
 use sha2::{Digest, Sha256};
@@ -41,7 +42,13 @@ async fn main() {
     let (store, packs, account_id) = embedded_store(dir.path()).await;
     let cid = store_file(store.as_ref(), &packs, account_id, "bench", &data).await;
 
-    let state = state_in(dir.path(), store, packs, ServerConfig::default());
+    let state = state_in(
+        dir.path(),
+        store,
+        packs,
+        ServiceConfig::default(),
+        ServerConfig::default(),
+    );
     let url = format!("{}/ipfs/{cid}", serve_upload_host(state).await);
 
     let client = reqwest::Client::new();

@@ -18,7 +18,7 @@ mod stored;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cairn_server::gc;
+use cairn_service::gc;
 use cairn_store::MetadataStore;
 use noise::noise;
 use stored::{embedded_store, store_file};

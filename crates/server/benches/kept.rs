@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_server::ServerConfig;
+use cairn_service::ServiceConfig;
 use cairn_store::packs::Packs;
 use cairn_store::postgres::PostgresStore;
 use cairn_store::sqlite::SqliteStore;
@@ -138,7 +139,14 @@ async fn measure(backend: &str, url: &str, token: &str) {
 
 async fn serve(dir: &std::path::Path, store: Arc<dyn MetadataStore>) -> String {
     let packs = Packs::open(dir.join("packs")).unwrap();
-    serve_upload_host(state_in(dir, store, packs, ServerConfig::default())).await
+    serve_upload_host(state_in(
+        dir,
+        store,
+        packs,
+        ServiceConfig::default(),
+        ServerConfig::default(),
+    ))
+    .await
 }
 
 async fn sqlite(base: &std::path::Path) {

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_server::ServerConfig;
+use cairn_service::ServiceConfig;
 use cairn_store::packs::Packs;
 use cairn_store::postgres::PostgresStore;
 use cairn_store::sqlite::SqliteStore;
@@ -59,15 +60,17 @@ async fn start_server(dir: &Path, store: Arc<dyn MetadataStore>, shared_store: b
             .unwrap();
         secrets.push(token.secret);
     }
-    let mut config = ServerConfig {
+    let service_config = ServiceConfig {
         shared_store,
-        ..ServerConfig::default()
+        ..ServiceConfig::default()
     };
+    let mut config = ServerConfig::default();
     // Counted, never refused: the bench measures the work, not the limit.
     config.rate_limits.upload.quota = 1_000_000;
-    let state = state_in(dir, store, Packs::open(dir.join("packs")).unwrap(), config);
+    let packs = Packs::open(dir.join("packs")).unwrap();
+    let state = state_in(dir, store, packs, service_config, config);
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    cairn_server::worker::spawn(state.clone(), 2, stopped);
+    cairn_service::worker::spawn(state.service.clone(), 2, stopped);
     let url = serve_upload_host(state).await;
     Server {
         url,

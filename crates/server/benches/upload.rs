@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_server::ServerConfig;
+use cairn_service::ServiceConfig;
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
@@ -72,9 +73,15 @@ async fn start_server(dir: &Path) -> Server {
         .await
         .unwrap();
     let packs = Packs::open(dir.join("packs")).unwrap();
-    let state = state_in(dir, store, packs, ServerConfig::default());
+    let state = state_in(
+        dir,
+        store,
+        packs,
+        ServiceConfig::default(),
+        ServerConfig::default(),
+    );
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    cairn_server::worker::spawn(state.clone(), 2, stopped);
+    cairn_service::worker::spawn(state.service.clone(), 2, stopped);
     let url = serve_upload_host(state).await;
     Server {
         url,

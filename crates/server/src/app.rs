@@ -200,22 +200,26 @@ async fn json_errors(request: Request, next: Next) -> Response {
 
 async fn count_response(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let response = next.run(request).await;
-    state.metrics.response(response.status().as_u16());
+    state.service.metrics.response(response.status().as_u16());
     response
 }
 
 async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let counts = state.store.operation_counts().await?;
+    let counts = state.service.store.operation_counts().await?;
     let queue: Vec<(&'static str, u64)> = counts
         .iter()
         .filter(|(status, _)| !status.is_terminal())
         .map(|(status, n)| (status.as_str(), *n))
         .collect();
-    if let Some(node) = &state.node {
+    if let Some(node) = &state.service.node {
         let connected = node.connected_peers().await.map_or(0, |peers| peers.len());
-        let provide_queue = crate::provide::queued(&state).await?;
-        state.metrics.node_now(connected, provide_queue);
+        let provide_queue = cairn_service::provide::queued(&state.service).await?;
+        state.service.metrics.node_now(connected, provide_queue);
     }
-    let body = state.metrics.render(&queue);
-    Ok(([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], body).into_response())
+    let body = state.service.metrics.render(&queue);
+    Ok((
+        [(header::CONTENT_TYPE, cairn_service::metrics::CONTENT_TYPE)],
+        body,
+    )
+        .into_response())
 }

@@ -29,6 +29,7 @@ impl Bearer {
     /// The account the token belongs to; `InvalidToken` for an unknown or revoked one.
     pub async fn account(&self, state: &AppState) -> Result<Account, ApiError> {
         state
+            .service
             .store
             .account_for_token(&self.0)
             .await?

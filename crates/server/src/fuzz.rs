@@ -7,7 +7,6 @@
 
 use std::str::FromStr;
 
-use crate::detect::{self, HEAD_BYTES};
 use crate::error::ApiError;
 use crate::gateway::subdomain::{self, ContentOrigin};
 use crate::gateway::{self, Format, GatewayParams};
@@ -22,6 +21,7 @@ use axum::http::uri::Authority;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Uri};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
+use cairn_service::detect::{self, HEAD_BYTES};
 use cairn_store::model::TusConcat;
 use cairn_unixfs::Cid;
 use futures_util::FutureExt;

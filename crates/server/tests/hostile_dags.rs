@@ -37,6 +37,7 @@ async fn upload_car(server: &TestServer, dag: &hostile::Dag) -> (StatusCode, Val
 async fn plant(server: &TestServer, dag: &hostile::Dag) -> String {
     let mut pack = server
         .state
+        .service
         .packs
         .writer(Box::new(|_: &[u8]| Ok(false)))
         .unwrap();

@@ -464,8 +464,8 @@ async fn uploads_that_reuse_blocks_while_collections_run_never_lose_one() {
         let (state, stop, collections) = (server.state.clone(), stop.clone(), collections.clone());
         tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
-                let (store, packs) = (state.store.clone(), state.packs.clone());
-                match cairn_server::gc::collect(store, packs, false).await {
+                let (store, packs) = (state.service.store.clone(), state.service.packs.clone());
+                match cairn_service::gc::collect(store, packs, false).await {
                     Ok(_) => collections.fetch_add(1, Ordering::Relaxed),
                     Err(e) => panic!("collection failed: {e}"),
                 };
@@ -500,11 +500,14 @@ async fn uploads_that_reuse_blocks_while_collections_run_never_lose_one() {
     }
     stop.store(true, Ordering::Relaxed);
     collector.await.unwrap();
-    let (store, packs) = (server.state.store.clone(), server.state.packs.clone());
-    cairn_server::gc::collect(store.clone(), packs.clone(), false)
+    let (store, packs) = (
+        server.state.service.store.clone(),
+        server.state.service.packs.clone(),
+    );
+    cairn_service::gc::collect(store.clone(), packs.clone(), false)
         .await
         .unwrap();
-    let report = cairn_server::gc::fsck::check(store, packs).await.unwrap();
+    let report = cairn_service::gc::fsck::check(store, packs).await.unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     for (_, cid, n) in &live {
         let response = server

@@ -398,7 +398,7 @@ async fn t11_an_expired_upload_answers_410_and_the_sweep_reclaims_it() {
         );
         let id = url.rsplit('/').next().unwrap();
         assert!(
-            server.state.tus_bytes.open_read(id).is_err(),
+            server.state.service.tus_bytes.open_read(id).is_err(),
             "the bytes were reclaimed"
         );
     }
@@ -760,7 +760,7 @@ async fn complete_bytes_left_unrecorded_by_a_crash_are_completed_and_processed_o
     let (url, operation) = create_with_operation(&server, 11).await;
     // The bytes reach the disk, then the process dies before the record is updated.
     let id = url.rsplit('/').next().unwrap();
-    let mut appender = server.state.tus_bytes.appender(id, false).unwrap();
+    let mut appender = server.state.service.tus_bytes.appender(id, false).unwrap();
     appender.append(b"hello world").unwrap();
     appender.keep().unwrap();
 
@@ -786,7 +786,7 @@ async fn a_client_that_missed_the_last_204_learns_the_processed_upload_is_comple
     assert_eq!(op["status"], "completed", "{op}");
     let id = url.rsplit('/').next().unwrap();
     assert!(
-        server.state.tus_bytes.offset(id).is_err(),
+        server.state.service.tus_bytes.offset(id).is_err(),
         "processing removed the upload's bytes"
     );
 

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::random_name;
+use crate::random::random_name;
 use crate::write_behind::WriteBehind;
 
 const TEMP_PREFIX: &str = "tmp-";

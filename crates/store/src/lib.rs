@@ -25,6 +25,7 @@ pub mod blobs;
 pub mod blocks;
 pub mod model;
 pub mod packs;
+mod random;
 pub mod s3;
 pub mod sql;
 pub mod staging;
@@ -35,26 +36,19 @@ pub mod tokens;
 pub mod tus_bytes;
 mod write_behind;
 
+pub use random::random_name;
 pub use sql::rows::now_ms;
 pub use sql::{postgres, sqlite};
 
-/// 128 random bits as hex: unique names without coordination between nodes.
-pub fn random_name() -> String {
-    let mut bytes = [0u8; 16];
-    // The OS random source failing is not recoverable in any useful way.
-    getrandom::fill(&mut bytes).expect("OS random source");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 use async_trait::async_trait;
 
+use model::Packed;
 use model::{
     Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
     KeptFilter, LeaseAttempt, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
     OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, RootKey,
     StoredDag, TokenInfo, TusState, TusUpload,
 };
-use packs::Packed;
 
 /// Why a storage call failed.
 #[derive(Debug, thiserror::Error)]

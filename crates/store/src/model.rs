@@ -317,7 +317,7 @@ pub struct Collection {
 /// A new pack of live blocks; `sources[i]` is the pack `pack.blocks[i]` was copied from.
 #[derive(Clone, Debug)]
 pub struct Compaction {
-    pub pack: crate::packs::SealedPack,
+    pub pack: SealedPack,
     pub sources: Vec<String>,
 }
 
@@ -466,4 +466,38 @@ pub struct IpniPublication {
     pub chain: IpniChain,
     pub advertised: Vec<String>,
     pub withdrawn: Vec<String>,
+}
+
+/// A block written to a pack: its multihash and where its bytes are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackedBlock {
+    pub multihash: Vec<u8>,
+    pub offset: u64,
+    pub length: u64,
+    /// A dag-pb block that links to nothing (see [`BlockLocation::without_links`]).
+    pub without_links: bool,
+}
+
+/// A durable, named pack and what it holds.
+#[derive(Clone, Debug)]
+pub struct SealedPack {
+    pub name: String,
+    pub size: u64,
+    pub blocks: Vec<PackedBlock>,
+}
+
+impl SealedPack {
+    pub fn stored_bytes(&self) -> u64 {
+        self.blocks.iter().map(|b| b.length).sum()
+    }
+}
+
+/// What a sealed pack writer leaves: the new pack, when any block was new, and the blocks of
+/// the DAG that storage already had. A commit checks those are still stored: the collector may
+/// have removed one after the writer was told it was there (see `ARCHITECTURE.md`, "Garbage
+/// collection").
+#[derive(Clone, Debug, Default)]
+pub struct Packed {
+    pub pack: Option<SealedPack>,
+    pub reused: Vec<Vec<u8>>,
 }

@@ -18,7 +18,7 @@ use cairn_unixfs::pb::dag_pb_without_links;
 use cairn_unixfs::{BlockBytes, BlockSink, Cid};
 
 use crate::blobs::{BlobStore, BlobWriter, FileBlobs};
-use crate::model::BlockLocation;
+use crate::model::{BlockLocation, Packed, PackedBlock, SealedPack};
 
 const PACK_SUFFIX: &str = ".car";
 
@@ -26,40 +26,6 @@ const PACK_SUFFIX: &str = ".car";
 #[derive(Clone, Debug)]
 pub struct Packs {
     blobs: Arc<dyn BlobStore>,
-}
-
-/// A block written to a pack: its multihash and where its bytes are.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PackedBlock {
-    pub multihash: Vec<u8>,
-    pub offset: u64,
-    pub length: u64,
-    /// A dag-pb block that links to nothing (see [`BlockLocation::without_links`]).
-    pub without_links: bool,
-}
-
-/// A durable, named pack and what it holds.
-#[derive(Clone, Debug)]
-pub struct SealedPack {
-    pub name: String,
-    pub size: u64,
-    pub blocks: Vec<PackedBlock>,
-}
-
-impl SealedPack {
-    pub fn stored_bytes(&self) -> u64 {
-        self.blocks.iter().map(|b| b.length).sum()
-    }
-}
-
-/// What a sealed pack writer leaves: the new pack, when any block was new, and the blocks of
-/// the DAG that storage already had. A commit checks those are still stored: the collector may
-/// have removed one after the writer was told it was there (see `ARCHITECTURE.md`, "Garbage
-/// collection").
-#[derive(Clone, Debug, Default)]
-pub struct Packed {
-    pub pack: Option<SealedPack>,
-    pub reused: Vec<Vec<u8>>,
 }
 
 /// Decides whether a block is already stored (so it is not written again).

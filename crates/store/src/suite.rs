@@ -8,11 +8,12 @@ use std::io;
 
 use cairn_unixfs::{FileImporter, Profile};
 
+use crate::model::Packed;
 use crate::model::{
     KeptFilter, KeptKey, NameMatch, NewPin, NewUpload, OperationFilter, OperationKind,
     OperationRef, OperationStatus, StoredDag,
 };
-use crate::packs::{Packed, Packs};
+use crate::packs::Packs;
 use crate::{tokens, AccountLimits, MetadataStore, StoreError};
 
 /// A root as a test names it, for records whose blocks the test does not need.

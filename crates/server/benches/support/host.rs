@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cairn_server::{upload_app, AppState, ServerConfig};
+use cairn_service::{Service, ServiceConfig};
 use cairn_store::packs::Packs;
 use cairn_store::staging::Staging;
 use cairn_store::tus_bytes::FileTusBytes;
@@ -15,15 +16,17 @@ pub fn state_in(
     dir: &Path,
     store: Arc<dyn MetadataStore>,
     packs: Packs,
+    service_config: ServiceConfig,
     config: ServerConfig,
 ) -> AppState {
-    AppState::new(
+    let service = Service::new(
         store,
         packs,
         Staging::open(dir.join("staging")).unwrap(),
         Arc::new(FileTusBytes::open(dir.join("tus")).unwrap()),
-        config,
-    )
+        service_config,
+    );
+    AppState::new(service, config)
 }
 
 /// Serve `state`'s upload host until the process ends; its base URL.

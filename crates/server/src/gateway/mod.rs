@@ -133,7 +133,7 @@ pub async fn get(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let (root, path) = resolve::parse(&params, state.config.read_limits.max_depth)?;
+    let (root, path) = resolve::parse(&params, state.service.config.read_limits.max_depth)?;
     let format = negotiate(&query, &headers)?;
     let on_path_gateway = content_origin.is_none();
     if let Some(domain) = &state.config.gateway_domain {
@@ -151,8 +151,8 @@ pub async fn get(
         uri,
         head_only: method == Method::HEAD,
     };
-    let blocks = StoredBlockReader::new(state.store.clone(), state.packs.clone());
-    let reader = Reader::new(blocks, state.config.read_limits);
+    let blocks = StoredBlockReader::new(state.service.store.clone(), state.service.packs.clone());
+    let reader = Reader::new(blocks, state.service.config.read_limits);
     let (reader, resolved) = resolve::resolve(reader, &request).await?;
     let mut response = match format {
         Format::Raw => car::raw(reader, &resolved, &request).await?,

@@ -20,7 +20,7 @@ pub async fn chain_block(
     State(state): State<AppState>,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
-    let Some(node) = &state.node else {
+    let Some(node) = &state.service.node else {
         return Err(ApiError::NotFound(
             "this server runs without its IPFS node, so it publishes no IPNI chain".into(),
         ));
@@ -28,6 +28,7 @@ pub async fn chain_block(
     let peer_id = node.peer_id().to_string();
     if name == "head" {
         let head = state
+            .service
             .store
             .ipni_chain(&peer_id)
             .await?
@@ -42,7 +43,12 @@ pub async fn chain_block(
     let cid: Cid = name
         .parse()
         .map_err(|e| ApiError::BadRequest(format!("{name:?} is not a CID: {e}")))?;
-    match state.store.ipni_block(&peer_id, &cid.to_string()).await? {
+    match state
+        .service
+        .store
+        .ipni_block(&peer_id, &cid.to_string())
+        .await?
+    {
         Some(bytes) => Ok(dag_json(bytes)),
         None => Err(ApiError::NotFound(format!(
             "{cid} is not a block of this node's IPNI chain"

@@ -14,7 +14,7 @@ pub async fn node(
     State(state): State<AppState>,
     Caller(_): Caller,
 ) -> Result<Json<Value>, ApiError> {
-    let Some(node) = &state.node else {
+    let Some(node) = &state.service.node else {
         return Err(ApiError::NotFound(
             "this server runs without its IPFS node (--p2p-listen none)".into(),
         ));
@@ -29,8 +29,13 @@ pub async fn node(
         .connected_peers()
         .await
         .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    let provide_queue = crate::provide::queued(&state).await?;
-    let last_reprovide_at = match state.provides.last_sweep_at_ms.load(Ordering::Relaxed) {
+    let provide_queue = cairn_service::provide::queued(&state.service).await?;
+    let last_reprovide_at = match state
+        .service
+        .provides
+        .last_sweep_at_ms
+        .load(Ordering::Relaxed)
+    {
         0 => None,
         ms => Some(crate::routes::rfc3339(ms)),
     };

@@ -100,6 +100,7 @@ pub async fn get_operation(
         .check(account.id, Endpoint::Operations)
         .await?;
     let op = state
+        .service
         .store
         .operation(account.id, &OperationRef::parse(&id))
         .await?
@@ -153,7 +154,11 @@ pub async fn list_operations(
         before_id,
         limit,
     };
-    let operations = state.store.list_operations(account.id, &filter).await?;
+    let operations = state
+        .service
+        .store
+        .list_operations(account.id, &filter)
+        .await?;
     let next_cursor = (operations.len() == limit as usize)
         .then(|| operations.last().map(|op| format!("op{}", op.id)))
         .flatten();

@@ -112,7 +112,7 @@ fn pin_status(op: Operation, delegates: &[String]) -> PinStatus {
 /// This node's addresses with `/p2p/`: clients such as Kubo connect to them, so that the
 /// content they hold is one hop away.
 fn delegates(state: &AppState) -> Vec<String> {
-    let Some(node) = &state.node else {
+    let Some(node) = &state.service.node else {
         return Vec::new();
     };
     let peer = node.peer_id();
@@ -154,8 +154,8 @@ async fn list(
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let filter = list_filter(params)?;
     let (count, page) = tokio::try_join!(
-        state.store.count_kept(account.id, &filter),
-        state.store.list_kept(account.id, &filter),
+        state.service.store.count_kept(account.id, &filter),
+        state.service.store.list_kept(account.id, &filter),
     )?;
     let delegates = delegates(&state);
     Ok(Json(PinResults {
@@ -209,7 +209,7 @@ async fn add(
 ) -> Result<(StatusCode, Json<PinStatus>), ApiError> {
     state.limiter.check(account.id, Endpoint::Upload).await?;
     let (pin, stored) = new_pin(&state, account.id, &body).await?;
-    let op = state.store.create_pin(pin, stored.as_ref()).await?;
+    let op = state.service.store.create_pin(pin, stored.as_ref()).await?;
     queued(&state, &op);
     Ok((
         StatusCode::ACCEPTED,
@@ -227,6 +227,7 @@ async fn status(
         .check(account.id, Endpoint::Operations)
         .await?;
     let op = state
+        .service
         .store
         .operation(account.id, &OperationRef::UploadId(request_id.clone()))
         .await?
@@ -244,6 +245,7 @@ async fn replace(
     state.limiter.check(account.id, Endpoint::Upload).await?;
     let (pin, stored) = new_pin(&state, account.id, &body).await?;
     let op = state
+        .service
         .store
         .replace_pin(account.id, &request_id, pin, stored.as_ref())
         .await?
@@ -274,7 +276,7 @@ fn not_found(request_id: &str) -> ApiError {
 /// A worker fetches what is not stored yet.
 fn queued(state: &AppState, op: &Operation) {
     if op.status == OperationStatus::Pending {
-        state.queue.notify_one();
+        state.service.queue.notify_one();
     }
     tracing::info!(pin = %op.upload_id, cid = op.cid.as_deref().unwrap_or(""), status = %op.status, "pin recorded");
 }
@@ -287,6 +289,7 @@ async fn new_pin(
 ) -> Result<(NewPin, Option<StoredDag>), ApiError> {
     let pin = parse_pin(account_id, body)?;
     let stored = state
+        .service
         .store
         .kept_dag_size(&pin.cid)
         .await?

@@ -3,7 +3,7 @@
 //!
 //! - `GET /routing/v1/providers/{cid}`: for any block Cairn stores (roots and inner blocks
 //!   alike, from the block index: Helia asks about each block), every live node of the
-//!   service as a provider (they share the content store; see [`crate::nodes`]), with its
+//!   service as a provider (they share the content store; see [`cairn_service::nodes`]), with its
 //!   libp2p addresses (`transport-bitswap`) and its gateway's `/http` address
 //!   (`transport-ipfs-gateway-http`); `404` for a block it does not store. JSON, or
 //!   `application/x-ndjson` when asked; `filter-addrs` and `filter-protocols` (IPIP-484).
@@ -38,11 +38,16 @@ pub async fn providers(
     Query(filters): Query<Filters>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    state.metrics.routing_query("providers");
+    state.service.metrics.routing_query("providers");
     let cid: Cid = cid
         .parse()
         .map_err(|e| ApiError::BadRequest(format!("{cid:?} is not a CID: {e}")))?;
-    if !state.store.has_block(&cid.hash().to_bytes()).await? {
+    if !state
+        .service
+        .store
+        .has_block(&cid.hash().to_bytes())
+        .await?
+    {
         return Err(ApiError::NotFound(format!(
             "no provider is known for {cid}: it is not stored here"
         )));
@@ -67,7 +72,7 @@ pub async fn peers(
     Query(filters): Query<Filters>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    state.metrics.routing_query("peers");
+    state.service.metrics.routing_query("peers");
     let peer: PeerId = peer
         .parse()
         .map_err(|e| ApiError::BadRequest(format!("{peer:?} is not a peer id: {e}")))?;
@@ -115,8 +120,9 @@ struct Record {
 /// Every live node of the service, each with its libp2p addresses and its gateway's.
 fn node_records(state: &AppState) -> Vec<Record> {
     state
+        .service
         .nodes
-        .providers(state)
+        .providers()
         .into_iter()
         .map(|provider| {
             let mut addrs = provider.addrs;

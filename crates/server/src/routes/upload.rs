@@ -15,8 +15,9 @@ use axum::http::{header, HeaderMap};
 use axum::Json;
 use bytes::{Bytes, BytesMut};
 use cairn_car::{CarError, CarLimits, CarReader, ImportError};
+use cairn_store::model::Packed;
 use cairn_store::model::{Account, NewUpload, OperationKind, StoredDag};
-use cairn_store::packs::{self, Packed};
+use cairn_store::packs;
 use cairn_store::staging::Staging;
 use cairn_store::MetadataStore;
 use cairn_unixfs::{FileImporter, Profile};
@@ -24,12 +25,12 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use crate::auth::Caller;
-use crate::detect::{self, ContentKind, HEAD_BYTES};
 use crate::error::ApiError;
-use crate::metrics::UploadKind;
 use crate::rate_limit::Endpoint;
 use crate::routes::operations::UploadResult;
 use crate::state::AppState;
+use cairn_service::detect::{self, ContentKind, HEAD_BYTES};
+use cairn_service::metrics::UploadKind;
 use cairn_store::blocks::StoredBlockReader;
 
 /// Chunks per piece handed to the importing thread. Pieces of whole chunks let the importer
@@ -89,7 +90,7 @@ pub async fn upload(
         Some(name) => name
             .parse::<Profile>()
             .map_err(|e| ApiError::BadRequest(e.to_string()))?,
-        None => state.config.default_profile.clone(),
+        None => state.service.config.default_profile.clone(),
     };
     reject_oversized_body(&headers, &account, state.config.multipart_overhead)?;
     let mut multipart = multipart.map_err(|e| ApiError::BadRequest(e.body_text()))?;
@@ -133,11 +134,13 @@ pub async fn upload(
     let operation = match received.stored {
         Stored::Content { dag, packed } => {
             let operation = state
+                .service
                 .store
                 .commit_completed_upload(upload, packed, &dag)
                 .await?;
             let cid = dag.cid;
             state
+                .service
                 .metrics
                 .upload_stored(kind, operation.size, started.elapsed());
             tracing::info!(upload = %operation.upload_id, %cid, size = operation.size, "upload stored");
@@ -145,8 +148,8 @@ pub async fn upload(
         }
         // The archive's bytes are durable in staging; a worker takes it from the queue.
         Stored::Staged => {
-            let operation = state.store.record_upload(upload, None).await?;
-            state.queue.notify_one();
+            let operation = state.service.store.record_upload(upload, None).await?;
+            state.service.queue.notify_one();
             tracing::info!(upload = %operation.upload_id, operation = operation.id, size = operation.size, "archive queued");
             operation
         }
@@ -293,10 +296,10 @@ async fn receive_file(
     // Four pieces in flight: network reads overlap hashing without buffering the body.
     let (tx, rx) = mpsc::channel::<Piece>(4);
     let import = tokio::task::spawn_blocking({
-        let store = state.store.clone();
-        let packs = state.packs.clone();
+        let store = state.service.store.clone();
+        let packs = state.service.packs.clone();
         let profile = profile.clone();
-        let staging = state.staging.clone();
+        let staging = state.service.staging.clone();
         let upload_id = upload_id.to_owned();
         move || {
             let input = PieceReader::new(rx);

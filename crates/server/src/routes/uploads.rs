@@ -93,7 +93,7 @@ pub async fn list(
         limit,
         ..KeptFilter::default()
     };
-    let uploads = state.store.list_kept(account.id, &filter).await?;
+    let uploads = state.service.store.list_kept(account.id, &filter).await?;
     let next_cursor = (uploads.len() == limit as usize)
         .then(|| {
             uploads
@@ -130,6 +130,7 @@ pub async fn get(
         .check(account.id, Endpoint::Operations)
         .await?;
     let upload = state
+        .service
         .store
         .operation(account.id, &OperationRef::UploadId(id.clone()))
         .await?
@@ -159,7 +160,12 @@ pub async fn delete_kept(
     account_id: i64,
     upload_id: &str,
 ) -> Result<Option<Operation>, ApiError> {
-    let Some(deleted) = state.store.delete_kept(account_id, upload_id).await? else {
+    let Some(deleted) = state
+        .service
+        .store
+        .delete_kept(account_id, upload_id)
+        .await?
+    else {
         return Ok(None);
     };
     tracing::info!(
@@ -169,7 +175,10 @@ pub async fn delete_kept(
     );
     // The record as it was before the delete: unfinished then, its bytes are no one's now.
     if !deleted.status.is_terminal() && deleted.deleted_at_ms.is_none() {
-        state.release_upload_bytes(deleted.kind, upload_id).await;
+        state
+            .service
+            .release_upload_bytes(deleted.kind, upload_id)
+            .await;
     }
     Ok(Some(deleted))
 }

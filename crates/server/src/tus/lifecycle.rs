@@ -17,7 +17,7 @@ pub(super) async fn find(
     account: &Account,
     id: &str,
 ) -> Result<TusUpload, ApiError> {
-    let record = state.store.tus_upload(id).await?;
+    let record = state.service.store.tus_upload(id).await?;
     found(state, account, id, record).await
 }
 
@@ -76,10 +76,11 @@ pub(super) async fn settle_at(
 /// End an incomplete upload that outlived its expiry, and reclaim its bytes.
 pub async fn expire(state: &AppState, upload: &TusUpload) -> Result<(), ApiError> {
     state
+        .service
         .store
         .end_tus_upload(&upload.id, TusState::Expired)
         .await?;
-    let (bytes, id) = (state.tus_bytes.clone(), upload.id.clone());
+    let (bytes, id) = (state.service.tus_bytes.clone(), upload.id.clone());
     tokio::task::spawn_blocking(move || bytes.remove(&id))
         .await
         .map_err(ApiError::internal)?
@@ -91,7 +92,7 @@ pub(super) async fn offset_of(state: &AppState, upload: &TusUpload) -> Result<u6
     if upload.state == TusState::Complete {
         return Ok(upload.length.unwrap_or(0));
     }
-    let (bytes, id) = (state.tus_bytes.clone(), upload.id.clone());
+    let (bytes, id) = (state.service.tus_bytes.clone(), upload.id.clone());
     tokio::task::spawn_blocking(move || bytes.offset(&id))
         .await
         .map_err(ApiError::internal)?
@@ -106,11 +107,19 @@ pub(super) async fn complete(
 ) -> Result<(), ApiError> {
     if upload.concat == TusConcat::Partial {
         // A partial upload is only ever processed as part of a final one.
-        state.store.complete_tus_upload(&upload.id, size).await?;
+        state
+            .service
+            .store
+            .complete_tus_upload(&upload.id, size)
+            .await?;
         return Ok(());
     }
-    state.store.complete_tus_upload(&upload.id, size).await?;
-    state.queue.notify_one();
+    state
+        .service
+        .store
+        .complete_tus_upload(&upload.id, size)
+        .await?;
+    state.service.queue.notify_one();
     tracing::info!(upload = %upload.id, size, "TUS upload complete; queued");
     Ok(())
 }
@@ -118,7 +127,7 @@ pub(super) async fn complete(
 /// Reclaim the bytes of every incomplete upload past its expiry (T11's background sweep).
 pub async fn sweep_expired(state: &AppState) -> Result<usize, ApiError> {
     let mut swept = 0;
-    for upload in state.store.expired_tus_uploads(now_ms()).await? {
+    for upload in state.service.store.expired_tus_uploads(now_ms()).await? {
         // Complete bytes are never expired: they are processed instead.
         let upload = settle(state, upload).await?;
         if upload.state == TusState::Receiving {

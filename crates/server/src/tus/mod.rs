@@ -170,7 +170,7 @@ fn intent(state: &AppState, pairs: &[(String, Vec<u8>)]) -> Result<Intent, ApiEr
             .map_err(|e: cairn_unixfs::profile::UnknownProfile| {
                 ApiError::BadRequest(e.to_string())
             })?,
-        None => state.config.default_profile.clone(),
+        None => state.service.config.default_profile.clone(),
     };
     Ok(Intent {
         name: get(&["filename", "name"]).unwrap_or_else(|| "upload".to_owned()),
@@ -227,7 +227,7 @@ async fn create(
     if let TusConcat::Final(parts) = &concat {
         length = Some(concatenate(&state, &account, &id, parts).await?);
     } else {
-        let bytes = state.tus_bytes.clone();
+        let bytes = state.service.tus_bytes.clone();
         let new_id = id.clone();
         tokio::task::spawn_blocking(move || bytes.create(&new_id))
             .await
@@ -245,6 +245,7 @@ async fn create(
         profile: intent.profile.name.to_owned(),
     });
     let tus = state
+        .service
         .store
         .create_tus_upload(NewTusUpload {
             id: id.clone(),
@@ -308,6 +309,7 @@ async fn concatenate(
     let mut total = 0u64;
     for part in parts {
         let upload = state
+            .service
             .store
             .tus_upload(part)
             .await?
@@ -325,7 +327,11 @@ async fn concatenate(
     if total > state.config.tus_max_size {
         return Err(too_large(state.config.tus_max_size));
     }
-    let (bytes, id, parts) = (state.tus_bytes.clone(), id.to_owned(), parts.to_vec());
+    let (bytes, id, parts) = (
+        state.service.tus_bytes.clone(),
+        id.to_owned(),
+        parts.to_vec(),
+    );
     tokio::task::spawn_blocking(move || tus_bytes::concatenate(&*bytes, &id, &parts))
         .await
         .map_err(ApiError::internal)?
@@ -385,7 +391,8 @@ async fn patch(
 ) -> Result<Response, ApiError> {
     // The token and the upload are read at once rather than one after the other: each read
     // is a round trip to the store that every chunk of an upload waits for.
-    let (account, record) = tokio::join!(bearer.account(&state), state.store.tus_upload(&id));
+    let (account, record) =
+        tokio::join!(bearer.account(&state), state.service.store.tus_upload(&id));
     let account = account?;
     if headers::text(&headers, "content-type")? != Some(OFFSET_OCTET_STREAM) {
         return Err(ApiError::UnsupportedMediaType(format!(
@@ -413,7 +420,7 @@ async fn patch(
                 if length > state.config.tus_max_size {
                     return Err(too_large(state.config.tus_max_size));
                 }
-                state.store.set_tus_length(&id, length).await?;
+                state.service.store.set_tus_length(&id, length).await?;
                 upload.length = Some(length);
             }
             Some(known) if known == length => {}
@@ -506,7 +513,7 @@ async fn delete(
     }
     let _lock = state.tus_locks.acquire(&id).await?;
     let remove = || {
-        let (bytes, id) = (state.tus_bytes.clone(), id.clone());
+        let (bytes, id) = (state.service.tus_bytes.clone(), id.clone());
         async move {
             tokio::task::spawn_blocking(move || bytes.remove(&id))
                 .await
@@ -516,11 +523,17 @@ async fn delete(
     };
     // The record first, so a crash never leaves a live upload without its bytes; but when
     // the disk is too full to record anything, the bytes its owner gave up are what frees it.
-    match state.store.end_tus_upload(&id, TusState::Terminated).await {
+    match state
+        .service
+        .store
+        .end_tus_upload(&id, TusState::Terminated)
+        .await
+    {
         Err(e) => match ApiError::from(e) {
             ApiError::InsufficientStorage(_) => {
                 remove().await?;
                 state
+                    .service
                     .store
                     .end_tus_upload(&id, TusState::Terminated)
                     .await?;

@@ -86,7 +86,7 @@ pub(super) async fn receive(
     let (opened, start) = oneshot::channel();
     let writer = tokio::task::spawn_blocking({
         let (bytes, id, atomic) = (
-            state.tus_bytes.clone(),
+            state.service.tus_bytes.clone(),
             upload.id.clone(),
             checksum.is_some(),
         );
@@ -140,7 +140,7 @@ pub(super) async fn receive(
     }
     let mut remaining = upload.length.map(|length| length.saturating_sub(start));
     let (mut beyond_length, mut cut, mut preempted) = (false, false, false);
-    let mut stop = state.stop.subscribe();
+    let mut stop = state.service.stop.subscribe();
     let mut stopping = false;
     let mut stream = body.into_data_stream();
     loop {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use cairn_server::rate_limit::{Policy, RateLimits};
 use cairn_server::{account_app, upload_app, AppState, ServerConfig};
+use cairn_service::{Service, ServiceConfig};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
@@ -67,9 +68,16 @@ impl TestServer {
         let packs = Packs::open(dir.path().join("packs")).unwrap();
         let staging = Staging::open(dir.path().join("staging")).unwrap();
         let tus_bytes = Arc::new(FileTusBytes::open(dir.path().join("tus")).unwrap());
-        let state = AppState::new(store.clone(), packs, staging, tus_bytes, config);
+        let service = Service::new(
+            store.clone(),
+            packs,
+            staging,
+            tus_bytes,
+            ServiceConfig::default(),
+        );
+        let state = AppState::new(service.clone(), config);
         let (stop_workers, stopped) = tokio::sync::watch::channel(false);
-        cairn_server::worker::spawn(state.clone(), 2, stopped);
+        cairn_service::worker::spawn(service, 2, stopped);
         let mut server = Self {
             upload: serve(upload_app(state.clone()), state.config.header_timeout).await,
             account: serve(account_app(state.clone()), state.config.header_timeout).await,

@@ -29,7 +29,7 @@ use object_store::{ObjectStore, PutMode, PutPayload, UpdateVersion};
 
 use super::{Bucket, MIN_PART_BYTES};
 use crate::blobs::ReadSeek;
-use crate::random_name;
+use crate::random::random_name;
 use crate::tus_bytes::{check_id, Appender, TusBytes};
 
 /// S3 numbers parts from 1 to 10,000.

@@ -2,12 +2,14 @@
 //! block index entries of its pack, and the root the account keeps (which the quota counts);
 //! and what deleting one gives back.
 
+use super::backend::Backend;
+use super::dialect::{values_rows, ROW_PARAMETERS};
 use super::rows::{account_from, now_ms, operation_from, ModelRow};
-use super::{values_rows, Backend, SqlStore, WriteTx, ROW_PARAMETERS};
+use super::{SqlStore, WriteTx};
 use crate::model::{
     Account, NewPin, NewUpload, Operation, OperationError, OperationStatus, StoredDag,
 };
-use crate::packs::{Packed, PackedBlock};
+use crate::model::{Packed, PackedBlock};
 use crate::StoreError;
 
 /// Block index rows one `INSERT` writes, five parameters each.

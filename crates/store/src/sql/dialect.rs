@@ -98,7 +98,7 @@ impl Dialect {
     /// arrays; PostgreSQL's array gives one statement for every batch size.
     pub fn multihash_in(self, len: usize) -> String {
         match self {
-            Self::Sqlite => format!("IN ({})", super::parameters(1, len)),
+            Self::Sqlite => format!("IN ({})", parameters(1, len)),
             Self::Postgres => "= ANY($1)".to_owned(),
         }
     }
@@ -253,4 +253,23 @@ impl<'q> BindMultihashes<'q> for PgArguments {
     fn multihashes(&mut self, batch: &'q [Vec<u8>]) -> Result<(), BoxDynError> {
         self.add(batch)
     }
+}
+
+/// Rows written by one multi-row `INSERT`, at most [`ROW_PARAMETERS`] parameters in all: each
+/// statement is a round trip while holding SQLite's writer, so many rows go in one.
+pub(crate) const ROW_PARAMETERS: usize = 2500;
+
+/// `($1, $2), ($3, $4), ...`: the `VALUES` of `rows` rows of `columns` parameters each, well
+/// under both databases' limits on parameters (SQLite's 32,766, PostgreSQL's 65,535).
+pub(crate) fn values_rows(rows: usize, columns: usize) -> String {
+    let rows: Vec<String> = (0..rows)
+        .map(|row| format!("({})", parameters(columns * row + 1, columns)))
+        .collect();
+    rows.join(", ")
+}
+
+/// `$first, $first+1, ...`: `len` values bound one by one (an `IN` list, a row of `VALUES`).
+pub(crate) fn parameters(first: usize, len: usize) -> String {
+    let list: Vec<String> = (first..first + len).map(|i| format!("${i}")).collect();
+    list.join(", ")
 }

@@ -20,6 +20,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 pub struct GroupSync {
     wal: PathBuf,
@@ -90,6 +91,15 @@ fn sync_log(wal: &Path, open: &mut Option<File>) -> io::Result<()> {
         *open = Some(file);
     }
     open.as_ref().expect("opened above").sync_data()
+}
+
+/// Waits until what a statement committed is on stable storage, where its connection's
+/// [`Conn::group_sync`](super::backend::Conn::group_sync) says that is not already so when it returns.
+pub(super) async fn durable(sync: Option<Arc<GroupSync>>) -> Result<(), sqlx::Error> {
+    match sync {
+        Some(sync) => sync.committed().await.map_err(sqlx::Error::Io),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

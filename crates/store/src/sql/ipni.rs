@@ -2,9 +2,11 @@
 //! advertised; and the two logs of roots that providing and IPNI follow (completions, and
 //! the deletions that removal advertisements follow).
 
+use super::backend::Backend;
+use super::dialect::{parameters, values_rows, ROW_PARAMETERS};
 use super::rows::ModelRow;
 use super::turns::Line;
-use super::{parameters, values_rows, Backend, SqlStore, ROW_PARAMETERS};
+use super::SqlStore;
 use crate::model::{IpniChain, IpniPublication, RootKey};
 use crate::StoreError;
 

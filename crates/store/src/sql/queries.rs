@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::backend::{Backend, Param};
 use super::commit::Starts;
 use super::ipni::IpniRoots;
 use super::rows::{
@@ -18,14 +19,14 @@ use super::rows::{
     ModelRow,
 };
 use super::turns::Line;
-use super::{Backend, Param, SqlStore};
+use super::SqlStore;
+use crate::model::Packed;
 use crate::model::{
     Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
     KeptFilter, LeaseAttempt, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
     OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, RootKey,
     StoredDag, TokenInfo, TusConcat, TusState, TusUpload,
 };
-use crate::packs::Packed;
 use crate::{AccountLimits, CollectorLock, MetadataStore, StoreError};
 
 impl<B: Backend> SqlStore<B> {

@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 use sqlx::pool::PoolConnection;
 use sqlx::{Pool, TransactionManager};
 
+use super::backend::{Backend, Conn};
 use super::durable::GroupSync;
 use super::turns::{Line, Turn, WriteTurns};
-use super::{Backend, Conn};
 
 /// Where a store's writes go.
 pub(super) enum Writer<B: Backend> {
@@ -237,7 +237,7 @@ impl<B: Backend> WriteTx<B> {
         let sync = self.held.group_sync();
         // Give the connection back before waiting for the sync, so the next writer goes on.
         drop(self);
-        super::durable(sync).await
+        super::durable::durable(sync).await
     }
 }
 

@@ -14,7 +14,7 @@
 //! little way back; what was advertised (or withdrawn) already is skipped by the store's
 //! record of it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use cairn_p2p::ipni::{
@@ -29,7 +29,8 @@ use tokio::sync::watch;
 
 use crate::gc::walk::dag_multihashes;
 use crate::provide::read_from;
-use crate::state::{sleep_unless_stopped, AppState};
+use crate::stop::sleep_unless_stopped;
+use crate::Service;
 
 /// How often the logs are read for new roots and deletions.
 const POLL_EVERY: Duration = Duration::from_secs(1);
@@ -48,24 +49,14 @@ enum PublishError {
     Chain(String),
 }
 
-/// What `/metrics` shows of publishing.
-#[derive(Debug, Default)]
-pub struct IpniStats {
-    pub advertisements: AtomicU64,
-    pub removals: AtomicU64,
-    pub multihashes: AtomicU64,
-    pub announces_sent: AtomicU64,
-    pub announces_failed: AtomicU64,
-}
-
 /// Publish this node's chain until `stop`.
-pub async fn keep_publishing(state: AppState, stop: watch::Receiver<bool>) {
-    let Some(node) = state.node.clone() else {
+pub async fn keep_publishing(service: Service, stop: watch::Receiver<bool>) {
+    let Some(node) = service.node.clone() else {
         return;
     };
     let peer_id = node.peer_id().to_string();
     let mut chain = loop {
-        match state.store.ipni_chain(&peer_id).await {
+        match service.store.ipni_chain(&peer_id).await {
             // A new chain advertises everything stored; deletions before it named nothing of it.
             Ok(chain) => {
                 break chain.unwrap_or(IpniChain {
@@ -90,7 +81,7 @@ pub async fn keep_publishing(state: AppState, stop: watch::Receiver<bool>) {
     let mut announce_due = chain.head.is_some();
     let mut failed_at: Option<Instant> = None;
     for poll in 0u64.. {
-        match publish_once(&state, &node, &peer_id, &mut chain, poll).await {
+        match publish_once(&service, &node, &peer_id, &mut chain, poll).await {
             Ok(true) => announce_due = true,
             Ok(false) => {}
             Err(e) => tracing::warn!("publishing to IPNI failed: {e}"),
@@ -98,7 +89,7 @@ pub async fn keep_publishing(state: AppState, stop: watch::Receiver<bool>) {
         let retry_waited = failed_at.is_none_or(|at| at.elapsed() >= ANNOUNCE_RETRY);
         if announce_due && retry_waited {
             if let Some(head) = &chain.head {
-                announce_due = !announce(&state, &node, &client, head).await;
+                announce_due = !announce(&service, &node, &client, head).await;
                 failed_at = announce_due.then(Instant::now);
             }
         }
@@ -111,13 +102,13 @@ pub async fn keep_publishing(state: AppState, stop: watch::Receiver<bool>) {
 /// Publish what the logs add to the chain since it was last followed (at most about
 /// [`PAGE`] advertisements at once); `true` if the head moved.
 async fn publish_once(
-    state: &AppState,
+    service: &Service,
     node: &NodeHandle,
     peer_id: &str,
     chain: &mut IpniChain,
     poll: u64,
 ) -> Result<bool, PublishError> {
-    let store = &state.store;
+    let store = &service.store;
     let (fresh, completed_through) = follow(
         chain.completed_through,
         poll,
@@ -160,7 +151,7 @@ async fn publish_once(
             tracing::warn!("not advertising the stored root {root:?}: not a CID");
             continue;
         };
-        let Some(multihashes) = dag_multihashes(&state.store, &state.packs, &cid)
+        let Some(multihashes) = dag_multihashes(&service.store, &service.packs, &cid)
             .await
             .map_err(StoreError::Io)?
         else {
@@ -175,8 +166,8 @@ async fn publish_once(
         );
         ads.push((root, cid, entries, multihashes.len()));
     }
-    let addresses = provider_addresses(state, node);
-    let metadata = match state.config.gateway_addr {
+    let addresses = provider_addresses(service, node);
+    let metadata = match service.config.gateway_addr {
         Some(_) => METADATA_BITSWAP_AND_HTTP,
         None => METADATA_BITSWAP,
     };
@@ -225,7 +216,7 @@ async fn publish_once(
     store.publish_ipni(peer_id, &publication).await?;
     *chain = next;
     // Counted once written: a publication that fails is made again on the next poll.
-    let stats = &state.ipni;
+    let stats = &service.ipni;
     let advertised = publication.advertised.len() as u64;
     stats
         .advertisements
@@ -248,13 +239,13 @@ fn context_id(root: &Cid) -> Result<Vec<u8>, PublishError> {
 }
 
 /// Where the node is reached: its libp2p addresses (Bitswap) and its gateway (HTTP).
-fn provider_addresses(state: &AppState, node: &NodeHandle) -> Vec<String> {
+fn provider_addresses(service: &Service, node: &NodeHandle) -> Vec<String> {
     let mut addresses: Vec<String> = node
         .announced_addrs()
         .iter()
         .map(|addr| addr.to_string())
         .collect();
-    if let Some(gateway) = &state.config.gateway_addr {
+    if let Some(gateway) = &service.config.gateway_addr {
         addresses.push(gateway.to_string());
     }
     addresses
@@ -300,16 +291,16 @@ where
 
 /// Tell every configured indexer that the head is `head`; `true` if all took it.
 async fn announce(
-    state: &AppState,
+    service: &Service,
     node: &NodeHandle,
     client: &reqwest::Client,
     head: &str,
 ) -> bool {
-    let indexers = &state.config.ipni_announce;
+    let indexers = &service.config.ipni_announce;
     if indexers.is_empty() {
         return true;
     }
-    let Some(gateway) = &state.config.gateway_addr else {
+    let Some(gateway) = &service.config.gateway_addr else {
         tracing::warn!("not announcing to IPNI: the node's HTTP address is unknown");
         return true;
     };
@@ -327,7 +318,7 @@ async fn announce(
             .timeout(Duration::from_secs(30))
             .send()
             .await;
-        let stats = &state.ipni;
+        let stats = &service.ipni;
         match sent {
             Ok(response) if response.status().is_success() => {
                 stats.announces_sent.fetch_add(1, Ordering::Relaxed);

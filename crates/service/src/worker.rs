@@ -16,14 +16,15 @@ use cairn_archive::extract::SourceStats;
 use cairn_archive::{ArchiveError, Extractor, Limits};
 use cairn_car::{CarError, CarLimits, CarReader, ImportError};
 use cairn_store::model::{Operation, OperationError, OperationKind, StoredDag};
-use cairn_store::packs::{PackWriter, Packed};
+use cairn_store::packs::PackWriter;
 use cairn_store::StoreError;
 use cairn_unixfs::{Cid, FileImporter, Profile};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::detect::{self, ContentKind};
-use crate::state::AppState;
+use crate::outcome::Outcome;
+use crate::Service;
 use cairn_store::blocks::StoredBlockReader;
 
 /// How often a worker reports progress (and so renews its lease) while extracting; well
@@ -33,27 +34,27 @@ const REPORT_EVERY: Duration = Duration::from_millis(500);
 const IDLE_POLL: Duration = Duration::from_secs(2);
 
 /// Start `count` workers; they finish when `stop` becomes true.
-pub fn spawn(state: AppState, count: usize, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
+pub fn spawn(service: Service, count: usize, stop: watch::Receiver<bool>) -> Vec<JoinHandle<()>> {
     let node = cairn_store::random_name();
     (0..count)
         .map(|i| {
             let worker = format!("{}-{i}", &node[..8]);
-            tokio::spawn(run(state.clone(), worker, stop.clone()))
+            tokio::spawn(run(service.clone(), worker, stop.clone()))
         })
         .collect()
 }
 
-async fn run(state: AppState, worker: String, mut stop: watch::Receiver<bool>) {
+async fn run(service: Service, worker: String, mut stop: watch::Receiver<bool>) {
     while !*stop.borrow() {
-        match state
+        match service
             .store
-            .claim_next(&worker, state.config.worker_lease)
+            .claim_next(&worker, service.config.worker_lease)
             .await
         {
-            Ok(Some(op)) => process(&state, &worker, op, &stop).await,
+            Ok(Some(op)) => process(&service, &worker, op, &stop).await,
             Ok(None) => {
                 tokio::select! {
-                    _ = state.queue.notified() => {}
+                    _ = service.queue.notified() => {}
                     _ = tokio::time::sleep(IDLE_POLL) => {}
                     // A dropped sender means stop too (and must not make this loop spin).
                     changed = stop.changed() => if changed.is_err() { break },
@@ -67,31 +68,17 @@ async fn run(state: AppState, worker: String, mut stop: watch::Receiver<bool>) {
     }
 }
 
-/// What processing an operation came to.
-pub(crate) enum Outcome {
-    Done(StoredDag, Packed),
-    /// The operation fails with this error (a pin's content not found, for instance).
-    Refused(OperationError),
-    /// The archive is at fault: the operation fails with `invalid_archive`.
-    Invalid(String),
-    /// The archive expands past the account's remaining quota.
-    OverQuota(String),
-    /// The worker is stopping or lost its claim: leave the operation for a later claim.
-    Abandoned,
-    Failed(io::Error),
-}
-
-async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Receiver<bool>) {
+async fn process(service: &Service, worker: &str, op: Operation, stop: &watch::Receiver<bool>) {
     let started = Instant::now();
     tracing::info!(operation = op.id, upload = %op.upload_id, %worker, "processing");
-    let remaining_quota = match state.store.account_by_id(op.account_id).await {
+    let remaining_quota = match service.store.account_by_id(op.account_id).await {
         Ok(account) => account.and_then(|a| a.remaining_quota()),
         Err(e) => {
             tracing::error!(operation = op.id, error = %e, "reading the account failed");
             return;
         }
     };
-    let mut limits = state.config.archive_limits.clone();
+    let mut limits = service.config.archive_limits.clone();
     let quota_binds = remaining_quota.is_some_and(|r| r < limits.max_total_bytes);
     if let Some(remaining) = remaining_quota {
         limits.max_total_bytes = limits.max_total_bytes.min(remaining);
@@ -99,7 +86,7 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
     let profile = op
         .profile
         .parse()
-        .unwrap_or_else(|_| state.config.default_profile.clone());
+        .unwrap_or_else(|_| service.config.default_profile.clone());
     let abandon = Arc::new(AtomicBool::new(false));
     let watcher = {
         let (abandon, mut stop) = (abandon.clone(), stop.clone());
@@ -109,15 +96,15 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
         })
     };
     let job = {
-        let (state, worker, op, abandon) = (
-            state.clone(),
+        let (service, worker, op, abandon) = (
+            service.clone(),
             worker.to_owned(),
             op.clone(),
             abandon.clone(),
         );
         move || {
             process_bytes(
-                &state,
+                &service,
                 &worker,
                 &op,
                 &profile,
@@ -129,7 +116,7 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
     };
     let outcome = match op.kind {
         OperationKind::Pin => {
-            crate::pin::fetch(state, worker, &op, remaining_quota, &abandon).await
+            crate::pin::fetch(service, worker, &op, remaining_quota, &abandon).await
         }
         _ => tokio::task::spawn_blocking(job)
             .await
@@ -139,24 +126,24 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
 
     let finished = match outcome {
         Outcome::Done(dag, packed) => {
-            match state
+            match service
                 .store
                 .complete_operation(op.id, worker, packed, &dag)
                 .await
             {
                 Err(e @ StoreError::BlocksCollected(_)) => {
                     tracing::info!(operation = op.id, error = %e, "queued again");
-                    if let Err(e) = state.store.release_operation(op.id, worker).await {
+                    if let Err(e) = service.store.release_operation(op.id, worker).await {
                         tracing::warn!(operation = op.id, error = %e, "releasing the claim failed; it runs out instead");
                     }
-                    state.queue.notify_one();
+                    service.queue.notify_one();
                     return;
                 }
                 Err(StoreError::QuotaExceeded { needed, remaining }) => {
                     let message = format!(
                         "the extracted archive needs {needed} bytes; the account has {remaining} left"
                     );
-                    state
+                    service
                         .store
                         .fail_operation(op.id, worker, failure("quota_exceeded", message))
                         .await
@@ -164,15 +151,15 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
                 other => other,
             }
         }
-        Outcome::Refused(failure) => state.store.fail_operation(op.id, worker, failure).await,
+        Outcome::Refused(failure) => service.store.fail_operation(op.id, worker, failure).await,
         Outcome::Invalid(message) => {
-            state
+            service
                 .store
                 .fail_operation(op.id, worker, failure("invalid_archive", message))
                 .await
         }
         Outcome::OverQuota(message) => {
-            state
+            service
                 .store
                 .fail_operation(op.id, worker, failure("quota_exceeded", message))
                 .await
@@ -191,7 +178,7 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
         Outcome::Failed(e) => {
             tracing::error!(operation = op.id, error = %e, "processing failed");
             let message = "the server failed to process the upload".to_owned();
-            state
+            service
                 .store
                 .fail_operation(op.id, worker, failure("internal", message))
                 .await
@@ -210,11 +197,11 @@ async fn process(state: &AppState, worker: &str, op: Operation, stop: &watch::Re
                 seconds = started.elapsed().as_secs_f64(),
                 "operation finished"
             );
-            state
+            service
                 .metrics
                 .operation_finished(done.status.as_str(), started.elapsed());
             // The upload's bytes are released once processing is done (CONTRACT).
-            state.release_upload_bytes(op.kind, &op.upload_id).await;
+            service.release_upload_bytes(op.kind, &op.upload_id).await;
         }
         // Lost the claim meanwhile: whoever holds it now finishes the operation.
         Err(e) => tracing::warn!(operation = op.id, error = %e, "could not record the result"),
@@ -233,7 +220,7 @@ fn failure(code: &str, message: String) -> OperationError {
 /// anything else becomes a UnixFS file: exactly what a POST does, for TUS uploads and for
 /// archives staged by a POST.
 fn process_bytes(
-    state: &AppState,
+    service: &Service,
     worker: &str,
     op: &Operation,
     profile: &Profile,
@@ -243,8 +230,8 @@ fn process_bytes(
 ) -> Outcome {
     let runtime = tokio::runtime::Handle::current();
     let opened = match op.kind {
-        OperationKind::TusUpload => state.tus_bytes.open_read(&op.upload_id),
-        _ => state.staging.open_upload(&op.upload_id),
+        OperationKind::TusUpload => service.tus_bytes.open_read(&op.upload_id),
+        _ => service.staging.open_upload(&op.upload_id),
     };
     let mut file = match opened {
         Ok(file) => file,
@@ -264,14 +251,14 @@ fn process_bytes(
     };
     let kind = detect::detect(&head);
     let known = {
-        let (runtime, store) = (runtime.clone(), state.store.clone());
+        let (runtime, store) = (runtime.clone(), service.store.clone());
         Box::new(move |multihash: &[u8]| {
             runtime
                 .block_on(store.has_block(multihash))
                 .map_err(io::Error::other)
         })
     };
-    let mut pack = match state.packs.writer(known) {
+    let mut pack = match service.packs.writer(known) {
         Ok(pack) => pack,
         Err(e) => return Outcome::Failed(e),
     };
@@ -286,12 +273,12 @@ fn process_bytes(
             let percent = consumed as f64 * 100.0 / total as f64;
             let message = format!("processing: {consumed} of {total} bytes read");
             let held = runtime
-                .block_on(state.store.report_progress(
+                .block_on(service.store.report_progress(
                     op.id,
                     worker,
                     percent,
                     &message,
-                    state.config.worker_lease,
+                    service.config.worker_lease,
                 ))
                 .map_err(io::Error::other)?;
             if !held {
@@ -313,7 +300,7 @@ fn process_bytes(
             cairn_archive::extract(format, input, extractor).map(|root| root.cid)
         }
         ContentKind::Car => {
-            let mut stored = StoredBlockReader::new(state.store.clone(), state.packs.clone());
+            let mut stored = StoredBlockReader::new(service.store.clone(), service.packs.clone());
             import_car(
                 ProgressReader::new(input, &mut progress),
                 &mut pack,

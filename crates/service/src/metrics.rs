@@ -25,8 +25,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::ipni::IpniStats;
-use crate::provide::ProvideStats;
+use crate::progress::{IpniStats, ProvideStats};
 
 /// Upper bounds of the duration histograms, in seconds.
 const DURATION_BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
@@ -349,7 +348,7 @@ impl Metrics {
         self.registry.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn gc_finished(&self, report: &crate::gc::GcReport) {
+    pub fn gc_finished(&self, report: &crate::gc::report::GcReport) {
         let service = &self.service;
         service.gc_runs.inc();
         service.gc_bytes_reclaimed.inc_by(report.bytes_reclaimed);

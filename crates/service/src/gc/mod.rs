@@ -22,7 +22,10 @@
 //! pack gone and looks it up again (`Packs::read_relocating`).
 
 pub mod fsck;
+pub mod report;
 pub mod walk;
+
+pub use report::GcReport;
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -47,27 +50,6 @@ const CLOCK_SKEW: Duration = Duration::from_secs(600);
 const PAGE: u32 = 1000;
 /// Attempts to apply a plan while new roots keep arriving.
 const APPLY_ATTEMPTS: usize = 20;
-
-/// What a collection did (or, on a dry run, would do).
-#[derive(Clone, Debug, Default, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GcReport {
-    pub dry_run: bool,
-    pub live_roots: u64,
-    pub live_blocks: u64,
-    pub dead_blocks: u64,
-    pub dead_bytes: u64,
-    pub packs_deleted: u64,
-    pub packs_compacted: u64,
-    /// Live bytes copied into the compacted pack.
-    pub bytes_copied: u64,
-    /// Pack bytes deleted, less the compacted pack's size.
-    pub bytes_reclaimed: u64,
-    /// Blocks of live DAGs not in the index (the DAG was damaged before; `cairn fsck` lists
-    /// them).
-    pub missing_blocks: u64,
-    pub seconds: f64,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum GcError {
@@ -431,7 +413,7 @@ async fn delete_dead_packs(store: &dyn MetadataStore, packs: &Packs) -> Result<(
 /// Collect every `interval` until `stop`; a collection another node or `cairn gc` is running
 /// is left to it.
 pub async fn keep_collecting(
-    state: crate::AppState,
+    service: crate::Service,
     interval: Duration,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -440,9 +422,9 @@ pub async fn keep_collecting(
             _ = tokio::time::sleep(interval) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        match collect(state.store.clone(), state.packs.clone(), false).await {
+        match collect(service.store.clone(), service.packs.clone(), false).await {
             Ok(report) => {
-                state.metrics.gc_finished(&report);
+                service.metrics.gc_finished(&report);
                 tracing::info!(
                     dead_blocks = report.dead_blocks,
                     packs_deleted = report.packs_deleted,

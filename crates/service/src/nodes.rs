@@ -7,12 +7,12 @@
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use cairn_p2p::{Multiaddr, PeerId};
+use cairn_p2p::{Multiaddr, NodeHandle, PeerId};
 use cairn_store::model::NodeRecord;
-use cairn_store::{now_ms, StoreError};
+use cairn_store::{now_ms, MetadataStore, StoreError};
 use tokio::sync::watch;
 
-use crate::state::{sleep_unless_stopped, AppState};
+use crate::stop::sleep_unless_stopped;
 
 /// How often a node refreshes its own row and its view of the others.
 const ANNOUNCE_EVERY: Duration = Duration::from_secs(10);
@@ -27,17 +27,32 @@ pub struct Provider {
     pub gateway: Option<Multiaddr>,
 }
 
-/// The live nodes, as last read from the metadata store.
+/// The live nodes, as last read from the metadata store, and this one.
 #[derive(Default)]
 pub struct NodeDirectory {
+    /// This node, when it runs an IPFS node.
+    own: Option<Provider>,
     others: RwLock<Arc<Vec<Provider>>>,
 }
 
 impl NodeDirectory {
+    /// The directory of a process that runs `node` (none: it names no one), whose gateway is
+    /// at `gateway`.
+    pub fn new(node: Option<&NodeHandle>, gateway: Option<Multiaddr>) -> Self {
+        Self {
+            own: node.map(|node| Provider {
+                id: node.peer_id(),
+                addrs: node.announced_addrs().to_vec(),
+                gateway,
+            }),
+            others: RwLock::default(),
+        }
+    }
+
     /// Every live node, this one first. This node is always named, even while the metadata
     /// store cannot be read.
-    pub fn providers(&self, state: &AppState) -> Vec<Provider> {
-        let Some(own) = own_provider(state) else {
+    pub fn providers(&self) -> Vec<Provider> {
+        let Some(own) = &self.own else {
             return Vec::new();
         };
         let others = self.others.read().expect("node directory lock").clone();
@@ -47,13 +62,12 @@ impl NodeDirectory {
     }
 
     /// Announce this node and read the others back.
-    pub async fn refresh(&self, state: &AppState) -> Result<(), StoreError> {
-        let Some(own) = own_provider(state) else {
+    pub async fn refresh(&self, store: &dyn MetadataStore) -> Result<(), StoreError> {
+        let Some(own) = &self.own else {
             return Ok(());
         };
         let now = now_ms();
-        state
-            .store
+        store
             .announce_node(&NodeRecord {
                 peer_id: own.id.to_string(),
                 addrs: own.addrs.iter().map(ToString::to_string).collect(),
@@ -61,8 +75,7 @@ impl NodeDirectory {
                 seen_at_ms: now,
             })
             .await?;
-        let live = state
-            .store
+        let live = store
             .live_nodes(now - PRESUMED_DEAD_AFTER.as_millis() as i64)
             .await?;
         let others = live.iter().filter_map(parse).collect();
@@ -71,28 +84,23 @@ impl NodeDirectory {
     }
 }
 
-/// Keep announcing this node until `stop`, then withdraw it.
-pub async fn keep_announcing(state: AppState, stop: watch::Receiver<bool>) {
-    let Some(node) = state.node.clone() else {
+/// Keep announcing this node in `store` until `stop`, then withdraw it.
+pub async fn keep_announcing(
+    nodes: Arc<NodeDirectory>,
+    store: Arc<dyn MetadataStore>,
+    stop: watch::Receiver<bool>,
+) {
+    let Some(own) = nodes.own.clone() else {
         return;
     };
     while !sleep_unless_stopped(&stop, ANNOUNCE_EVERY).await {
-        if let Err(e) = state.nodes.refresh(&state).await {
+        if let Err(e) = nodes.refresh(store.as_ref()).await {
             tracing::warn!("announcing this node to the others failed: {e}");
         }
     }
-    if let Err(e) = state.store.forget_node(&node.peer_id().to_string()).await {
+    if let Err(e) = store.forget_node(&own.id.to_string()).await {
         tracing::warn!("withdrawing this node failed (it drops out within a minute): {e}");
     }
-}
-
-fn own_provider(state: &AppState) -> Option<Provider> {
-    let node = state.node.as_ref()?;
-    Some(Provider {
-        id: node.peer_id(),
-        addrs: node.announced_addrs().to_vec(),
-        gateway: state.config.gateway_addr.clone(),
-    })
 }
 
 /// A stored row as a provider; rows another version wrote that this one cannot read are

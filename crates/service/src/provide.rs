@@ -12,7 +12,7 @@
 //!   and provides again, instead of leaving it to the next sweep.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use cairn_p2p::NodeHandle;
@@ -23,20 +23,10 @@ use cairn_unixfs::Cid;
 use futures_util::StreamExt;
 use tokio::sync::watch;
 
+use crate::config::ProvideStrategy;
 use crate::gc::walk::dag_multihashes;
-use crate::state::{sleep_unless_stopped, AppState};
-
-/// What a node provides to the DHT (`--provide-strategy`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ProvideStrategy {
-    /// The root CID of every upload and pin (Kubo's `roots`): few records, and a client that
-    /// starts from the root finds the node.
-    #[default]
-    Roots,
-    /// Every stored block (Kubo's `all`): a client that asks for an inner block alone (a file
-    /// inside a directory, by its own CID) finds the node too, at one record per block.
-    All,
-}
+use crate::stop::sleep_unless_stopped;
+use crate::Service;
 
 /// How often every stored root is provided again (Kubo's interval: records live 48 h).
 pub const REPROVIDE_EVERY: Duration = Duration::from_secs(22 * 3600);
@@ -71,54 +61,22 @@ pub(crate) fn read_from(through: RootKey, poll: u64) -> RootKey {
     }
 }
 
-/// What `/metrics` and `/api/node` show of providing.
-#[derive(Debug, Default)]
-pub struct ProvideStats {
-    pub provided: AtomicU64,
-    /// Provides that reached no DHT peer and wait for peers to be done again.
-    pub waiting_for_peers: AtomicU64,
-    pub sweeps: AtomicU64,
-    pub last_sweep_seconds: AtomicU64,
-    /// Milliseconds since the epoch; 0 before the first sweep.
-    pub last_sweep_at_ms: AtomicI64,
-    /// The place in the log this node has provided through (its `completed_at`, `id`).
-    through_completed_at_ms: AtomicI64,
-    through_operation_id: AtomicI64,
-}
-
-impl ProvideStats {
-    /// How far this node has provided the log.
-    pub fn through(&self) -> RootKey {
-        RootKey {
-            completed_at_ms: self.through_completed_at_ms.load(Ordering::Relaxed),
-            operation_id: self.through_operation_id.load(Ordering::Relaxed),
-        }
-    }
-
-    fn set_through(&self, key: RootKey) {
-        self.through_completed_at_ms
-            .store(key.completed_at_ms, Ordering::Relaxed);
-        self.through_operation_id
-            .store(key.operation_id, Ordering::Relaxed);
-    }
-}
-
 /// Roots completed and not yet provided by this node.
-pub async fn queued(state: &AppState) -> Result<u64, StoreError> {
-    state
+pub async fn queued(service: &Service) -> Result<u64, StoreError> {
+    service
         .store
-        .count_completed_roots(state.provides.through())
+        .count_completed_roots(service.provides.through())
         .await
 }
 
 /// Provide what the service stores until `stop`.
-pub async fn keep_providing(state: AppState, stop: watch::Receiver<bool>) {
-    let Some(node) = state.node.clone() else {
+pub async fn keep_providing(service: Service, stop: watch::Receiver<bool>) {
+    let Some(node) = service.node.clone() else {
         return;
     };
     let peer_id = node.peer_id().to_string();
     let progress = loop {
-        match state.store.provide_progress(&peer_id).await {
+        match service.store.provide_progress(&peer_id).await {
             // A new node has provided nothing: the first sweep covers what is stored, and the
             // log is followed from now on.
             Ok(progress) => {
@@ -138,20 +96,20 @@ pub async fn keep_providing(state: AppState, stop: watch::Receiver<bool>) {
             }
         }
     };
-    state.provides.set_through(progress.through);
-    state
+    service.provides.set_through(progress.through);
+    service
         .provides
         .last_sweep_at_ms
         .store(progress.last_sweep_at_ms.unwrap_or(0), Ordering::Relaxed);
     tokio::join!(
-        follow_the_log(&state, &node, &peer_id, stop.clone()),
-        sweep_when_due(&state, &node, &peer_id, stop),
+        follow_the_log(&service, &node, &peer_id, stop.clone()),
+        sweep_when_due(&service, &node, &peer_id, stop),
     );
 }
 
 /// Provide each root (or its every block) as it completes.
 async fn follow_the_log(
-    state: &AppState,
+    service: &Service,
     node: &NodeHandle,
     peer_id: &str,
     stop: watch::Receiver<bool>,
@@ -162,10 +120,10 @@ async fn follow_the_log(
         if sleep_unless_stopped(&stop, POLL_EVERY).await {
             return;
         }
-        let through = state.provides.through();
+        let through = service.provides.through();
         let mut after = read_from(through, poll);
         loop {
-            let page = match state.store.completed_roots(after, PAGE).await {
+            let page = match service.store.completed_roots(after, PAGE).await {
                 Ok(page) => page,
                 Err(e) => {
                     tracing::warn!("reading the provide log failed: {e}");
@@ -179,35 +137,39 @@ async fn follow_the_log(
                 .filter(|(key, _)| *key > through || !recent.contains(key))
                 .collect();
             let keys: Vec<RootKey> = fresh.iter().map(|(key, _)| *key).collect();
-            let cids = provided_for(state, fresh.into_iter().map(|(_, cid)| cid)).await;
-            if !provide_all(state, node, cids, &stop).await {
+            let cids = provided_for(service, fresh.into_iter().map(|(_, cid)| cid)).await;
+            if !provide_all(service, node, cids, &stop).await {
                 return;
             }
             recent.extend(keys);
-            if after > state.provides.through() {
-                state.provides.set_through(after);
+            if after > service.provides.through() {
+                service.provides.set_through(after);
                 let progress = ProvideProgress {
                     through: after,
-                    last_sweep_at_ms: last_sweep(state),
+                    last_sweep_at_ms: last_sweep(service),
                 };
-                if let Err(e) = state.store.save_provide_progress(peer_id, &progress).await {
+                if let Err(e) = service
+                    .store
+                    .save_provide_progress(peer_id, &progress)
+                    .await
+                {
                     tracing::warn!("saving this node's provide progress failed: {e}");
                 }
             }
         }
-        recent = recent.split_off(&looked_back(state.provides.through()));
+        recent = recent.split_off(&looked_back(service.provides.through()));
     }
 }
 
 /// Provide everything again when the last sweep is older than [`REPROVIDE_EVERY`].
 async fn sweep_when_due(
-    state: &AppState,
+    service: &Service,
     node: &NodeHandle,
     peer_id: &str,
     stop: watch::Receiver<bool>,
 ) {
     loop {
-        let due_in = last_sweep(state).map_or(Duration::ZERO, |at| {
+        let due_in = last_sweep(service).map_or(Duration::ZERO, |at| {
             let age = Duration::from_millis(now_ms().saturating_sub(at).max(0) as u64);
             REPROVIDE_EVERY.saturating_sub(age)
         });
@@ -216,14 +178,14 @@ async fn sweep_when_due(
         }
         let started_at_ms = now_ms();
         let started = Instant::now();
-        let swept = match state.config.provide_strategy {
-            ProvideStrategy::Roots => sweep_roots(state, node, &stop).await,
-            ProvideStrategy::All => sweep_blocks(state, node, &stop).await,
+        let swept = match service.config.provide_strategy {
+            ProvideStrategy::Roots => sweep_roots(service, node, &stop).await,
+            ProvideStrategy::All => sweep_blocks(service, node, &stop).await,
         };
         if !swept {
             return;
         }
-        let stats = &state.provides;
+        let stats = &service.provides;
         stats.sweeps.fetch_add(1, Ordering::Relaxed);
         stats
             .last_sweep_seconds
@@ -235,7 +197,11 @@ async fn sweep_when_due(
             through: stats.through(),
             last_sweep_at_ms: Some(started_at_ms),
         };
-        if let Err(e) = state.store.save_provide_progress(peer_id, &progress).await {
+        if let Err(e) = service
+            .store
+            .save_provide_progress(peer_id, &progress)
+            .await
+        {
             tracing::warn!("saving this node's provide progress failed: {e}");
         }
     }
@@ -245,7 +211,7 @@ async fn sweep_when_due(
 /// comes with the cursor of the next one, `None` at the end. A page that cannot be read is read
 /// again 5 s later. `false` if stopped first.
 async fn sweep<Cursor, Reading>(
-    state: &AppState,
+    service: &Service,
     node: &NodeHandle,
     stop: &watch::Receiver<bool>,
     next_page: impl Fn(Cursor) -> Reading,
@@ -268,29 +234,29 @@ where
             }
         };
         after = next;
-        if !provide_all(state, node, cids, stop).await {
+        if !provide_all(service, node, cids, stop).await {
             return false;
         }
     }
 }
 
 /// Every distinct root, a page at a time; `false` if stopped first.
-async fn sweep_roots(state: &AppState, node: &NodeHandle, stop: &watch::Receiver<bool>) -> bool {
-    sweep(state, node, stop, |after: String| async move {
-        let page = state.store.distinct_roots(&after, PAGE).await?;
+async fn sweep_roots(service: &Service, node: &NodeHandle, stop: &watch::Receiver<bool>) -> bool {
+    sweep(service, node, stop, |after: String| async move {
+        let page = service.store.distinct_roots(&after, PAGE).await?;
         let Some(last) = page.last().cloned() else {
             return Ok(None);
         };
-        Ok(Some((last, provided_for(state, page.into_iter()).await)))
+        Ok(Some((last, provided_for(service, page.into_iter()).await)))
     })
     .await
 }
 
 /// Every block in the index, a page at a time (a block is found by its multihash alone: the
 /// DHT keys records by it); `false` if stopped first.
-async fn sweep_blocks(state: &AppState, node: &NodeHandle, stop: &watch::Receiver<bool>) -> bool {
-    sweep(state, node, stop, |after: Vec<u8>| async move {
-        let page = state.store.indexed_blocks(&after, PAGE).await?;
+async fn sweep_blocks(service: &Service, node: &NodeHandle, stop: &watch::Receiver<bool>) -> bool {
+    sweep(service, node, stop, |after: Vec<u8>| async move {
+        let page = service.store.indexed_blocks(&after, PAGE).await?;
         let Some(last) = page.last() else {
             return Ok(None);
         };
@@ -305,7 +271,7 @@ async fn sweep_blocks(state: &AppState, node: &NodeHandle, stop: &watch::Receive
 
 /// What is provided for `roots` under the node's strategy: the roots, or every stored block of
 /// their DAGs.
-async fn provided_for(state: &AppState, roots: impl Iterator<Item = String>) -> Vec<Cid> {
+async fn provided_for(service: &Service, roots: impl Iterator<Item = String>) -> Vec<Cid> {
     let mut cids = Vec::new();
     for text in roots {
         let root = match text.parse::<Cid>() {
@@ -315,11 +281,11 @@ async fn provided_for(state: &AppState, roots: impl Iterator<Item = String>) -> 
                 continue;
             }
         };
-        if state.config.provide_strategy == ProvideStrategy::Roots {
+        if service.config.provide_strategy == ProvideStrategy::Roots {
             cids.push(root);
             continue;
         }
-        match dag_multihashes(&state.store, &state.packs, &root).await {
+        match dag_multihashes(&service.store, &service.packs, &root).await {
             Ok(Some(blocks)) => cids.extend(blocks.iter().filter_map(|mh| block_cid(mh))),
             Ok(None) => tracing::warn!("not providing {root}: its root block is not stored"),
             // Its root at least; the next sweep provides every block.
@@ -341,7 +307,7 @@ fn block_cid(multihash: &[u8]) -> Option<Cid> {
 /// Provide `cids`, a few at a time; a provide that reached no peer is done again once the DHT
 /// has peers. `false` if stopped first.
 async fn provide_all(
-    state: &AppState,
+    service: &Service,
     node: &NodeHandle,
     cids: Vec<Cid>,
     stop: &watch::Receiver<bool>,
@@ -359,7 +325,7 @@ async fn provide_all(
             .buffer_unordered(CONCURRENT_PROVIDES)
             .collect()
             .await;
-        let stats = &state.provides;
+        let stats = &service.provides;
         pending = results
             .into_iter()
             .filter_map(|(cid, reached)| {
@@ -402,7 +368,7 @@ async fn provide_all(
     true
 }
 
-fn last_sweep(state: &AppState) -> Option<i64> {
-    let at = state.provides.last_sweep_at_ms.load(Ordering::Relaxed);
+fn last_sweep(service: &Service) -> Option<i64> {
+    let at = service.provides.last_sweep_at_ms.load(Ordering::Relaxed);
     (at > 0).then_some(at)
 }

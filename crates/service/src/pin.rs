@@ -16,8 +16,8 @@ use cairn_store::model::{Operation, OperationError, StoredDag};
 use cairn_store::packs::PackWriter;
 use cairn_unixfs::{BlockBytes, BlockSink, Cid};
 
-use crate::state::AppState;
-use crate::worker::Outcome;
+use crate::outcome::Outcome;
+use crate::Service;
 
 /// How long one peer may take to answer for one block before the next is asked.
 const PER_PEER: Duration = Duration::from_secs(15);
@@ -35,7 +35,7 @@ const WRITE_QUEUE: usize = 64;
 const REPORT_EVERY: Duration = Duration::from_millis(500);
 
 pub(crate) async fn fetch(
-    state: &AppState,
+    service: &Service,
     worker: &str,
     op: &Operation,
     remaining_quota: Option<u64>,
@@ -47,7 +47,7 @@ pub(crate) async fn fetch(
             message,
         })
     };
-    let Some(node) = state.node.clone() else {
+    let Some(node) = service.node.clone() else {
         return refuse(
             "unavailable",
             "this server runs without an IPFS node, so it cannot fetch content it does not \
@@ -71,15 +71,17 @@ pub(crate) async fn fetch(
             Err(_) => tracing::info!(pin = %op.upload_id, %origin, "origin did not answer"),
         }
     }
-    let mut limits = state.config.read_limits;
+    let mut limits = service.config.read_limits;
     // As for archives (`worker.rs`): when the quota binds before the limit, going over it is
     // the quota's refusal, not the DAG's.
     let quota_binds = remaining_quota.is_some_and(|r| r < limits.max_bytes);
     if let Some(remaining) = remaining_quota {
         limits.max_bytes = limits.max_bytes.min(remaining);
     }
-    let local: Arc<dyn Blockstore> =
-        Arc::new(StoredBlocks::new(state.store.clone(), state.packs.clone()));
+    let local: Arc<dyn Blockstore> = Arc::new(StoredBlocks::new(
+        service.store.clone(),
+        service.packs.clone(),
+    ));
     let received = Arc::new(AtomicU64::new(0));
     let mut last_progress = Instant::now();
     let mut last_received = 0;
@@ -113,7 +115,7 @@ pub(crate) async fn fetch(
                 return Err(FetchError::NoPeers);
             }
             let (blocks, to_pack) = mpsc::sync_channel::<ToPack>(WRITE_QUEUE);
-            let pack = write_pack(state, to_pack);
+            let pack = write_pack(service, to_pack);
             let received = received.clone();
             // A sync callback: when the pack writer falls `WRITE_QUEUE` blocks behind, the
             // fetch waits for the disk here, which is the back-pressure wanted.
@@ -146,7 +148,7 @@ pub(crate) async fn fetch(
         };
         let outcome = tokio::select! {
             outcome = attempt => outcome,
-            lost = keep_claim(state, worker, op, &received) => return lost,
+            lost = keep_claim(service, worker, op, &received) => return lost,
         };
         match outcome {
             Ok((_, pack)) => {
@@ -177,12 +179,12 @@ pub(crate) async fn fetch(
                 if now > last_received {
                     (last_received, last_progress) = (now, Instant::now());
                 }
-                if last_progress.elapsed() >= state.config.pin_timeout {
+                if last_progress.elapsed() >= service.config.pin_timeout {
                     return refuse(
                         "not_found",
                         format!(
                             "{e}; nothing arrived for {}",
-                            humantime::format_duration(state.config.pin_timeout)
+                            humantime::format_duration(service.config.pin_timeout)
                         ),
                     );
                 }
@@ -205,10 +207,10 @@ enum ToPack {
 /// (that is why it was fetched), so it does not ask the index again; one stored meanwhile by
 /// another upload is indexed once all the same (the first copy wins).
 fn write_pack(
-    state: &AppState,
+    service: &Service,
     blocks: mpsc::Receiver<ToPack>,
 ) -> tokio::task::JoinHandle<std::io::Result<PackWriter>> {
-    let packs = state.packs.clone();
+    let packs = service.packs.clone();
     tokio::task::spawn_blocking(move || {
         let mut pack = packs.writer(Box::new(|_: &[u8]| Ok(false)))?;
         for message in blocks {
@@ -224,7 +226,7 @@ fn write_pack(
 /// Report progress while the fetch runs; returns (ending the fetch) only when the claim is
 /// lost, for instance because the pin was deleted.
 async fn keep_claim(
-    state: &AppState,
+    service: &Service,
     worker: &str,
     op: &Operation,
     received: &AtomicU64,
@@ -233,9 +235,9 @@ async fn keep_claim(
         tokio::time::sleep(REPORT_EVERY).await;
         let bytes = received.load(Ordering::Relaxed);
         let message = format!("fetching: {bytes} bytes received");
-        match state
+        match service
             .store
-            .report_progress(op.id, worker, 0.0, &message, state.config.worker_lease)
+            .report_progress(op.id, worker, 0.0, &message, service.config.worker_lease)
             .await
         {
             Ok(true) => {}
