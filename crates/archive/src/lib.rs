@@ -1,4 +1,4 @@
-//! Archive extraction into UnixFS directories, under `shared/spec/archive-safety.md`.
+//! Archive extraction into UnixFS directories, under `docs/archive-safety.md`.
 //!
 //! Archives come from strangers. Entries stream from the decoder straight into the importer and
 //! the [`DirectoryBuilder`]: nothing is written to the host filesystem under a name the archive

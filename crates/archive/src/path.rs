@@ -1,5 +1,5 @@
 //! Entry names and symlink targets, checked against the archive-safety rules
-//! (`shared/spec/archive-safety.md` A1, A2, A8). Nothing is ever written to the host filesystem;
+//! (`docs/archive-safety.md` A1, A2, A8). Nothing is ever written to the host filesystem;
 //! "escape" means leaving the root of the DAG.
 
 use crate::Limits;

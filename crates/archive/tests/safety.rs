@@ -1,4 +1,4 @@
-//! Every rule of `shared/spec/archive-safety.md`, on archives these tests build themselves.
+//! Every rule of `docs/archive-safety.md`, on archives these tests build themselves.
 //! Headers are written byte by byte where the `tar` crate would refuse a hostile name.
 
 #[path = "support/compress.rs"]

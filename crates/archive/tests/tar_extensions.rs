@@ -1,7 +1,7 @@
 //! The tar extensions real archivers write (pax `x` and `g` headers, GNU long names and link
 //! targets, sparse files in GNU's four encodings, v7 headers without magic, `./` root entries)
 //! are read as their writers mean them, and each one's hostile forms are refused under
-//! `shared/spec/archive-safety.md`. Archives are written byte by byte (`support/raw.rs`).
+//! `docs/archive-safety.md`. Archives are written byte by byte (`support/raw.rs`).
 
 #[path = "support/raw.rs"]
 mod raw;

@@ -1,4 +1,4 @@
-//! The variants of `shared/spec/archive-safety.md` that the per-format safety tests leave out,
+//! The variants of `docs/archive-safety.md` that the per-format safety tests leave out,
 //! each in the formats that can carry it: zip and 7z names, links, modes and encodings, the
 //! root entry in zip and 7z, compressed tars corrupted mid-stream, nested archives, and empty
 //! archives.

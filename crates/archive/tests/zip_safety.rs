@@ -1,4 +1,4 @@
-//! The zip-specific rules of `shared/spec/archive-safety.md`, on zips written by the test
+//! The zip-specific rules of `docs/archive-safety.md`, on zips written by the test
 //! (patched byte by byte where a writer would refuse to produce the hostile form).
 
 use std::io::{Cursor, Write};

@@ -284,10 +284,11 @@ async fn upload_one(
             car.path().to_owned(),
             options.profile.clone(),
         );
-        let local =
-            tokio::task::spawn_blocking(move || crate::pack::write_car(&dir, &car_path, &profile))
-                .await??
-                .to_string();
+        let local = tokio::task::spawn_blocking(move || {
+            crate::local_car::write_car(&dir, &car_path, &profile)
+        })
+        .await??
+        .to_string();
         let mut result =
             send_file(conn, car.path(), &file_name(path), limit, None, options).await?;
         result.path = path.display().to_string();

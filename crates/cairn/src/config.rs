@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use cairn_p2p::Multiaddr;
+use cairn_service::ProvideStrategy;
 use cairn_unixfs::read::ReadLimits;
 use cairn_unixfs::Profile;
 use serde::Deserialize;
@@ -38,7 +39,8 @@ pub struct Settings {
     pub account_listen: Option<SocketAddr>,
     /// CID profile for uploads that name none [default: unixfs-v1-2025].
     #[arg(long, env = "CAIRN_PROFILE")]
-    pub profile: Option<String>,
+    #[serde(default, deserialize_with = "parsed")]
+    pub profile: Option<Profile>,
     /// Operation workers extracting archives [default: 2].
     #[arg(long, env = "CAIRN_WORKERS")]
     pub workers: Option<usize>,
@@ -49,11 +51,13 @@ pub struct Settings {
     /// How long a pin by CID may go without receiving a block before it fails as not found
     /// (`30s`, `1h`) [default: 1h].
     #[arg(long, env = "CAIRN_PIN_TIMEOUT")]
-    pub pin_timeout: Option<String>,
+    #[serde(default, deserialize_with = "parsed")]
+    pub pin_timeout: Option<humantime::Duration>,
     /// How often this node collects garbage (blocks no upload or pin keeps); `0s` never
     /// (`cairn gc` still does) [default: 1h].
     #[arg(long, env = "CAIRN_GC_INTERVAL")]
-    pub gc_interval: Option<String>,
+    #[serde(default, deserialize_with = "parsed")]
+    pub gc_interval: Option<humantime::Duration>,
     /// Build TUS `Location` URLs from `X-Forwarded-Proto`/`X-Forwarded-Host`; only behind a
     /// proxy that sets them [default: false].
     #[arg(long, env = "CAIRN_TRUST_FORWARDED_HEADERS")]
@@ -89,7 +93,8 @@ pub struct Settings {
     /// What the IPFS node provides to the DHT: `roots` (each upload's and pin's root CID) or
     /// `all` (every stored block) [default: roots].
     #[arg(long, env = "CAIRN_PROVIDE_STRATEGY")]
-    pub provide_strategy: Option<String>,
+    #[serde(default, deserialize_with = "parsed")]
+    pub provide_strategy: Option<ProvideStrategy>,
     /// IPNI indexers to announce this node's advertisement chain to, comma-separated URLs
     /// (`https://cid.contact` is sent `PUT /announce`; a URL with a path is used as it is)
     /// [default: none; the chain is served at `/ipni/v1/ad/` either way].
@@ -112,6 +117,18 @@ pub struct Settings {
     /// on every request (for working on the page).
     #[arg(long, env = "CAIRN_WEB_DIR")]
     pub web_dir: Option<PathBuf>,
+}
+
+/// A TOML value parsed as its flag is: by the type's `FromStr`, so both say the same thing of
+/// a bad value.
+fn parsed<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    let text = String::deserialize(deserializer)?;
+    text.parse().map(Some).map_err(serde::de::Error::custom)
 }
 
 impl Settings {
@@ -147,7 +164,7 @@ pub struct ServeConfig {
     /// The IPFS node, unless it is turned off.
     pub p2p: Option<P2pConfig>,
     pub public_url: Option<reqwest::Url>,
-    pub provide_strategy: cairn_service::ProvideStrategy,
+    pub provide_strategy: ProvideStrategy,
     /// Where IPNI announces are sent.
     pub ipni_announce: Vec<reqwest::Url>,
     /// `None`: the path gateway only.
@@ -220,10 +237,7 @@ impl ServeConfig {
                 .account_listen
                 .or(file.account_listen)
                 .unwrap_or_else(|| default_addr(DEFAULT_ACCOUNT_LISTEN)),
-            profile: match profile {
-                Some(name) => name.parse()?,
-                None => Profile::default(),
-            },
+            profile: profile.unwrap_or_default(),
             workers: flags.workers.or(file.workers).unwrap_or(2).max(1),
             worker_lease: std::time::Duration::from_secs(
                 flags
@@ -232,16 +246,14 @@ impl ServeConfig {
                     .unwrap_or(30)
                     .max(1),
             ),
-            pin_timeout: match flags.pin_timeout.or(file.pin_timeout) {
-                Some(text) => humantime::parse_duration(&text)
-                    .map_err(|e| anyhow::anyhow!("pin-timeout {text:?}: {e}"))?,
-                None => std::time::Duration::from_secs(3600),
-            },
-            gc_interval: match flags.gc_interval.or(file.gc_interval) {
-                Some(text) => humantime::parse_duration(&text)
-                    .map_err(|e| anyhow::anyhow!("gc-interval {text:?}: {e}"))?,
-                None => std::time::Duration::from_secs(3600),
-            },
+            pin_timeout: flags
+                .pin_timeout
+                .or(file.pin_timeout)
+                .map_or(std::time::Duration::from_secs(3600), Into::into),
+            gc_interval: flags
+                .gc_interval
+                .or(file.gc_interval)
+                .map_or(std::time::Duration::from_secs(3600), Into::into),
             trust_forwarded_headers: flags
                 .trust_forwarded_headers
                 .or(file.trust_forwarded_headers)
@@ -257,13 +269,10 @@ impl ServeConfig {
                 flags.p2p_announce.or(file.p2p_announce),
                 flags.p2p_bootstrap.or(file.p2p_bootstrap),
             )?,
-            provide_strategy: match flags.provide_strategy.or(file.provide_strategy).as_deref() {
-                None | Some("roots") => cairn_service::ProvideStrategy::Roots,
-                Some("all") => cairn_service::ProvideStrategy::All,
-                Some(other) => {
-                    anyhow::bail!("--provide-strategy: {other:?} is neither `roots` nor `all`")
-                }
-            },
+            provide_strategy: flags
+                .provide_strategy
+                .or(file.provide_strategy)
+                .unwrap_or_default(),
             ipni_announce: ipni_announce(flags.ipni_announce.or(file.ipni_announce))?,
             public_url: match flags.public_url.or(file.public_url) {
                 Some(url) => Some(

@@ -14,8 +14,8 @@ mod config;
 mod get;
 mod kept;
 mod local;
+mod local_car;
 mod memory;
-mod pack;
 mod serve;
 mod spill;
 
@@ -337,7 +337,7 @@ fn run(command: Command) -> Result<bool> {
             output,
             profile,
         } => {
-            let root = pack::write_car(&path, &output, &profile)?;
+            let root = local_car::write_car(&path, &output, &profile)?;
             eprintln!("wrote {}", output.display());
             println!("{root}");
             Ok(true)

@@ -189,7 +189,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         service.clone(),
         stop_rx.clone(),
     ));
-    tokio::spawn(cairn_service::ipni::keep_publishing(
+    tokio::spawn(cairn_service::ipni_publisher::keep_publishing(
         service.clone(),
         stop_rx.clone(),
     ));

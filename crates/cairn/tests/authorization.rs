@@ -1,9 +1,9 @@
 //! The authorization matrix (issue 19): every route of both hosts, called with no token, with
 //! malformed tokens, with a well-formed token no one holds, with a revoked token, and (where the
 //! path names an account's resource: an upload, an operation, a TUS upload, a pin) with another
-//! account's valid token. Each answer is checked against CONTRACT "Authentication" and
+//! account's valid token. Each answer is checked against `docs/contract.md` "Authentication" and
 //! "Errors": the status, `WWW-Authenticate`, and the JSON error body (the Pinning Service
-//! API's own shape under `/pins`, see `shared/spec/pinning-service.md`). The public routes
+//! API's own shape under `/pins`, see the spec, `tests/pinning/ipfs-pinning-service.yaml`). The public routes
 //! (the gateway, delegated routing, `/healthz`, `/metrics`, `/api/openapi.json`, the web page)
 //! must answer without a token.
 //!
@@ -25,7 +25,7 @@ use routes::registered_routes;
 use serde_json::{json, Value};
 use server::{admin, create_account, finished_operation, post_upload, start, Running};
 
-/// CONTRACT "Authentication": the challenge of a request without credentials...
+/// `docs/contract.md` "Authentication": the challenge of a request without credentials...
 const CHALLENGE_MISSING: &str = "Bearer realm=\"cairn\"";
 /// ... and of one whose credentials are not accepted.
 const CHALLENGE_INVALID: &str = "Bearer error=\"invalid_token\"";
@@ -94,7 +94,7 @@ use Host::{Account, Upload};
 use Resource::{Pin, PostOperation, PostUpload, TusUpload};
 
 /// What an operation id may be: an operation's integer id, or the upload id of its upload
-/// (CONTRACT "Operation record"); a pin is an operation too.
+/// (`docs/contract.md` "Operation record"); a pin is an operation too.
 const OPERATION_IDS: &[Resource] = &[PostOperation, TusUpload, Pin];
 /// What `/api/uploads/{id}` reads: uploads, not pins.
 const UPLOAD_IDS: &[Resource] = &[PostUpload, TusUpload];
@@ -150,7 +150,7 @@ const ROUTES: &[Route] = &[
     route("HEAD", Upload, "/pins/{requestid}", Owned(PIN_IDS)),
     route("POST", Upload, "/pins/{requestid}", Owned(PIN_IDS)),
     route("DELETE", Upload, "/pins/{requestid}", Owned(KEPT_IDS)),
-    // The read path: public (CONTRACT "Read path").
+    // The read path: public (`docs/contract.md` "Read path").
     route("GET", Upload, "/ipfs/{cid}", Public(Some(200))),
     route("HEAD", Upload, "/ipfs/{cid}", Public(Some(200))),
     route("GET", Upload, "/ipfs/{cid}/", Public(Some(200))),
@@ -166,7 +166,7 @@ const ROUTES: &[Route] = &[
     // The IPNI chain, public as the DHT's records are; `404` without the IPFS node too.
     route("GET", Upload, "/ipni/v1/ad/{name}", Public(None)),
     route("HEAD", Upload, "/ipni/v1/ad/{name}", Public(None)),
-    // Not `/api` routes (CONTRACT "Authentication" asks a token of those).
+    // Not `/api` routes (`docs/contract.md` "Authentication" asks a token of those).
     route("GET", Upload, "/healthz", Public(Some(200))),
     route("HEAD", Upload, "/healthz", Public(Some(200))),
     route("GET", Upload, "/metrics", Public(Some(200))),
@@ -207,7 +207,7 @@ impl Credentials {
 
 /// What one request is expected to get.
 enum Expect {
-    /// CONTRACT's error: status, code and (for `401`) the challenge.
+    /// `docs/contract.md`'s error: status, code and (for `401`) the challenge.
     Error(u16, &'static str, Option<&'static str>),
     /// The route's own answer, with this status: no authentication got in the way.
     Allowed(u16),
@@ -391,7 +391,7 @@ impl Report {
 }
 
 /// Whether `body` is the contract's error with `code`: exactly `{"error": code, "message":
-/// text}` (CONTRACT "Errors"), or under `/pins` exactly `{"error": {"reason": CODE,
+/// text}` (`docs/contract.md` "Errors"), or under `/pins` exactly `{"error": {"reason": CODE,
 /// "details": text}}`.
 fn error_body(body: &[u8], code: &str, pins: bool) -> Result<(), String> {
     let value: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
@@ -674,7 +674,7 @@ async fn world() -> World {
     world
 }
 
-/// CONTRACT "Authentication": authentication happens before any request body is read. Each
+/// `docs/contract.md` "Authentication": authentication happens before any request body is read. Each
 /// route that takes a body gets a request declaring 1 GiB and sending none of it: the `401`
 /// must come at once, where a server reading the body first would wait for it.
 async fn authentication_before_the_body(world: &World, report: &mut Report) {

@@ -7,7 +7,7 @@
 //! - [`dht`]: the dual Kademlia DHT (WAN and LAN) and its record store.
 //! - [`blocks`]: the [`Blockstore`] the node serves from: Cairn's verified stored blocks.
 //! - [`key`]: the node's Ed25519 identity, kept in the data directory.
-//! - [`ipni`]: the formats of the IPNI advertisement chain (the publishing is the server's).
+//! - [`ipni_format`]: the formats of the IPNI advertisement chain (the publishing is `cairn-service`'s).
 //!
 //! This crate knows nothing of HTTP; the server crate answers routing queries with what the
 //! handle reports.
@@ -19,7 +19,7 @@ pub mod dht;
 /// the stable replay of their corpus (`tests/fuzz_corpus.rs`); only with the `fuzz` feature.
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
-pub mod ipni;
+pub mod ipni_format;
 pub mod key;
 pub mod node;
 

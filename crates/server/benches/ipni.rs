@@ -14,7 +14,7 @@ mod stored;
 
 use std::time::Instant;
 
-use cairn_p2p::ipni::{entry_chunks, Advertisement, METADATA_BITSWAP_AND_HTTP};
+use cairn_p2p::ipni_format::{entry_chunks, Advertisement, METADATA_BITSWAP_AND_HTTP};
 use cairn_store::model::{IpniChain, IpniPublication};
 use cairn_store::MetadataStore;
 use sha2::{Digest, Sha256};

@@ -1,6 +1,6 @@
 //! The API's errors: one enum, mapped to status and code in exactly one `match`.
 //!
-//! Every error body is `{"error": code, "message": text}` (CONTRACT "Errors"). Internal causes
+//! Every error body is `{"error": code, "message": text}` (`docs/contract.md` "Errors"). Internal causes
 //! are logged, never sent.
 
 use axum::http::{header, HeaderValue, StatusCode};
@@ -80,7 +80,7 @@ impl ApiError {
             Self::InvalidToken => (StatusCode::UNAUTHORIZED, "invalid_token"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
-            // TUS: PATCH on a final concatenated upload (not in CONTRACT's table, which predates it).
+            // TUS: PATCH on a final concatenated upload (not in `docs/contract.md`'s table, which predates it).
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
             Self::Gone(_) => (StatusCode::GONE, "gone"),

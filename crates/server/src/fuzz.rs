@@ -21,7 +21,7 @@ use axum::http::uri::Authority;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Uri};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
-use cairn_service::detect::{self, HEAD_BYTES};
+use cairn_service::content_kind::{self, ContentKind, HEAD_BYTES};
 use cairn_store::model::TusConcat;
 use cairn_unixfs::Cid;
 use futures_util::FutureExt;
@@ -446,7 +446,7 @@ pub struct Form {
 #[derive(Debug, PartialEq, Eq)]
 pub struct FileRead {
     pub file_name: Option<String>,
-    pub kind: detect::ContentKind,
+    pub kind: ContentKind,
     pub mime_type: String,
     pub content: Vec<u8>,
 }
@@ -536,8 +536,8 @@ async fn read_file(
     let mut part = FilePart::new(field, limit, PIECE_BYTES);
     let head = part.head().await?;
     assert!(head.len() <= HEAD_BYTES);
-    let kind = detect::detect(&head);
-    let mime_type = detect::mime_type(&head, file_name.as_deref());
+    let kind = ContentKind::of(&head);
+    let mime_type = content_kind::mime_type(&head, file_name.as_deref());
     let mut content = Vec::new();
     let mut last = false;
     while let Some(piece) = part.next_piece().await? {

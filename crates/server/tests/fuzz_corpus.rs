@@ -12,7 +12,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use cairn_archive::ArchiveFormat;
 use cairn_server::gateway::Format;
-use cairn_service::detect::ContentKind;
+use cairn_service::content_kind::ContentKind;
 use cairn_unixfs::block::{block_cid, DAG_PB, RAW};
 use cairn_unixfs::{Cid, CidVersion};
 use sha2::Digest;

@@ -1,4 +1,4 @@
-//! TUS 1.0.0 conformance: every line of `shared/spec/tus-conformance.md` (T1-T14, F1, F3, F4;
+//! TUS 1.0.0 conformance: every line of `docs/tus-rules.md` (T1-T14, F1, F3, F4;
 //! F2 kills the real binary and lives in `crates/cairn/tests/tus_crash.rs`).
 
 mod support;

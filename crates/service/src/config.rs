@@ -62,3 +62,15 @@ pub enum ProvideStrategy {
     /// inside a directory, by its own CID) finds the node too, at one record per block.
     All,
 }
+
+impl std::str::FromStr for ProvideStrategy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "roots" => Ok(Self::Roots),
+            "all" => Ok(Self::All),
+            other => Err(format!("{other:?} is neither `roots` nor `all`")),
+        }
+    }
+}

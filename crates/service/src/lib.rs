@@ -10,17 +10,17 @@
 //! - [`pin`]: pins by CID, fetched over Bitswap.
 //! - [`gc`]: garbage collection (mark, plan, compact, apply) and `fsck`.
 //! - [`provide`]: announcing stored roots to the DHT from the provide log, and reproviding.
-//! - [`ipni`]: publishing this node's IPNI advertisement chain (what each root's DAG holds,
+//! - [`ipni_publisher`]: publishing this node's IPNI advertisement chain (what each root's DAG holds,
 //!   and removals), and announcing it to indexers.
 //! - [`nodes`]: the service's live IPFS nodes, announced to each other through the metadata
 //!   store, which delegated routing names as providers.
-//! - [`detect`]: what an upload is, from its first bytes.
+//! - [`content_kind`]: what an upload is, from its first bytes.
 //! - [`metrics`]: the process's counters and their Prometheus text.
 
 pub mod config;
-pub mod detect;
+pub mod content_kind;
 pub mod gc;
-pub mod ipni;
+pub mod ipni_publisher;
 pub mod metrics;
 pub mod nodes;
 mod outcome;

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use cairn_store::model::RootKey;
+use cairn_store::model::LogPlace;
 
 /// What `/metrics` and `/api/node` show of providing.
 #[derive(Debug, Default)]
@@ -16,22 +16,21 @@ pub struct ProvideStats {
     /// Milliseconds since the epoch; 0 before the first sweep.
     pub last_sweep_at_ms: AtomicI64,
     /// The place in the log this node has provided through (its `completed_at`, `id`).
-    through_completed_at_ms: AtomicI64,
+    through_at_ms: AtomicI64,
     through_operation_id: AtomicI64,
 }
 
 impl ProvideStats {
     /// How far this node has provided the log.
-    pub fn through(&self) -> RootKey {
-        RootKey {
-            completed_at_ms: self.through_completed_at_ms.load(Ordering::Relaxed),
+    pub fn through(&self) -> LogPlace {
+        LogPlace {
+            at_ms: self.through_at_ms.load(Ordering::Relaxed),
             operation_id: self.through_operation_id.load(Ordering::Relaxed),
         }
     }
 
-    pub(crate) fn set_through(&self, key: RootKey) {
-        self.through_completed_at_ms
-            .store(key.completed_at_ms, Ordering::Relaxed);
+    pub(crate) fn set_through(&self, key: LogPlace) {
+        self.through_at_ms.store(key.at_ms, Ordering::Relaxed);
         self.through_operation_id
             .store(key.operation_id, Ordering::Relaxed);
     }

@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use cairn_p2p::NodeHandle;
-use cairn_store::model::{ProvideProgress, RootKey};
+use cairn_store::model::{LogPlace, ProvideProgress};
 use cairn_store::{now_ms, StoreError};
 use cairn_unixfs::block::RAW;
 use cairn_unixfs::Cid;
@@ -44,16 +44,16 @@ const LOOK_BACK_MS: i64 = 30_000;
 const LOOK_BACK_EVERY: u64 = 10;
 
 /// The place in a log [`LOOK_BACK_MS`] before `through`.
-fn looked_back(through: RootKey) -> RootKey {
-    RootKey {
-        completed_at_ms: through.completed_at_ms - LOOK_BACK_MS,
+fn looked_back(through: LogPlace) -> LogPlace {
+    LogPlace {
+        at_ms: through.at_ms - LOOK_BACK_MS,
         operation_id: 0,
     }
 }
 
 /// Where the `poll`th read of a log that has been followed to `through` starts: a little way
 /// back every [`LOOK_BACK_EVERY`] polls (the first included), else right after `through`.
-pub(crate) fn read_from(through: RootKey, poll: u64) -> RootKey {
+pub(crate) fn read_from(through: LogPlace, poll: u64) -> LogPlace {
     if poll.is_multiple_of(LOOK_BACK_EVERY) {
         looked_back(through)
     } else {
@@ -81,8 +81,8 @@ pub async fn keep_providing(service: Service, stop: watch::Receiver<bool>) {
             // log is followed from now on.
             Ok(progress) => {
                 break progress.unwrap_or(ProvideProgress {
-                    through: looked_back(RootKey {
-                        completed_at_ms: now_ms(),
+                    through: looked_back(LogPlace {
+                        at_ms: now_ms(),
                         operation_id: 0,
                     }),
                     last_sweep_at_ms: None,
@@ -115,7 +115,7 @@ async fn follow_the_log(
     stop: watch::Receiver<bool>,
 ) {
     // What was provided within the look-back, by its place in the log.
-    let mut recent: BTreeSet<RootKey> = BTreeSet::new();
+    let mut recent: BTreeSet<LogPlace> = BTreeSet::new();
     for poll in 0u64.. {
         if sleep_unless_stopped(&stop, POLL_EVERY).await {
             return;
@@ -132,11 +132,11 @@ async fn follow_the_log(
             };
             let Some((last, _)) = page.last() else { break };
             after = *last;
-            let fresh: Vec<(RootKey, String)> = page
+            let fresh: Vec<(LogPlace, String)> = page
                 .into_iter()
                 .filter(|(key, _)| *key > through || !recent.contains(key))
                 .collect();
-            let keys: Vec<RootKey> = fresh.iter().map(|(key, _)| *key).collect();
+            let keys: Vec<LogPlace> = fresh.iter().map(|(key, _)| *key).collect();
             let cids = provided_for(service, fresh.into_iter().map(|(_, cid)| cid)).await;
             if !provide_all(service, node, cids, &stop).await {
                 return;

@@ -15,14 +15,14 @@ use std::time::{Duration, Instant};
 use cairn_archive::extract::SourceStats;
 use cairn_archive::{ArchiveError, Extractor, Limits};
 use cairn_car::{CarError, CarLimits, CarReader, ImportError};
-use cairn_store::model::{Operation, OperationError, OperationKind, StoredDag};
+use cairn_store::model::{ArchiveMode, Operation, OperationError, OperationKind, StoredDag};
 use cairn_store::packs::PackWriter;
 use cairn_store::StoreError;
 use cairn_unixfs::{Cid, FileImporter, Profile};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::detect::{self, ContentKind};
+use crate::content_kind::ContentKind;
 use crate::outcome::Outcome;
 use crate::Service;
 use cairn_store::blocks::StoredBlockReader;
@@ -83,10 +83,9 @@ async fn process(service: &Service, worker: &str, op: Operation, stop: &watch::R
     if let Some(remaining) = remaining_quota {
         limits.max_total_bytes = limits.max_total_bytes.min(remaining);
     }
-    let profile = op
-        .profile
-        .parse()
-        .unwrap_or_else(|_| service.config.default_profile.clone());
+    // The profile the upload was accepted with, whatever this node's default is. One this
+    // node does not know (a newer Cairn's) fails the upload rather than give it another CID.
+    let profile: Result<Profile, _> = op.profile.parse();
     let abandon = Arc::new(AtomicBool::new(false));
     let watcher = {
         let (abandon, mut stop) = (abandon.clone(), stop.clone());
@@ -95,32 +94,36 @@ async fn process(service: &Service, worker: &str, op: Operation, stop: &watch::R
             abandon.store(true, Ordering::Relaxed);
         })
     };
-    let job = {
-        let (service, worker, op, abandon) = (
-            service.clone(),
-            worker.to_owned(),
-            op.clone(),
-            abandon.clone(),
-        );
-        move || {
-            process_bytes(
-                &service,
-                &worker,
-                &op,
-                &profile,
-                &limits,
-                quota_binds,
-                &abandon,
-            )
-        }
-    };
-    let outcome = match op.kind {
-        OperationKind::Pin => {
+    let outcome = match (op.kind, profile) {
+        (OperationKind::Pin, _) => {
             crate::pin::fetch(service, worker, &op, remaining_quota, &abandon).await
         }
-        _ => tokio::task::spawn_blocking(job)
-            .await
-            .unwrap_or_else(|e| Outcome::Failed(io::Error::other(e))),
+        (_, Err(unknown)) => Outcome::Refused(OperationError {
+            code: "internal".to_owned(),
+            message: format!("{unknown}: this node cannot give the upload the CID it asked for"),
+        }),
+        (_, Ok(profile)) => {
+            let (service, worker, op, abandon) = (
+                service.clone(),
+                worker.to_owned(),
+                op.clone(),
+                abandon.clone(),
+            );
+            let job = move || {
+                process_bytes(
+                    &service,
+                    &worker,
+                    &op,
+                    &profile,
+                    &limits,
+                    quota_binds,
+                    &abandon,
+                )
+            };
+            tokio::task::spawn_blocking(job)
+                .await
+                .unwrap_or_else(|e| Outcome::Failed(io::Error::other(e)))
+        }
     };
     watcher.abort();
 
@@ -200,7 +203,7 @@ async fn process(service: &Service, worker: &str, op: Operation, stop: &watch::R
             service
                 .metrics
                 .operation_finished(done.status.as_str(), started.elapsed());
-            // The upload's bytes are released once processing is done (CONTRACT).
+            // The upload's bytes are released once processing is done (`docs/contract.md`).
             service.release_upload_bytes(op.kind, &op.upload_id).await;
         }
         // Lost the claim meanwhile: whoever holds it now finishes the operation.
@@ -249,7 +252,7 @@ fn process_bytes(
         Ok(head) => head.to_vec(),
         Err(e) => return Outcome::Failed(e),
     };
-    let kind = detect::detect(&head);
+    let kind = ContentKind::of(&head);
     let known = {
         let (runtime, store) = (runtime.clone(), service.store.clone());
         Box::new(move |multihash: &[u8]| {
@@ -289,7 +292,7 @@ fn process_bytes(
         Ok(())
     };
     let root = match kind {
-        ContentKind::Archive(format) if op.archive_mode.as_deref() != Some("preserve") => {
+        ContentKind::Archive(format) if op.archive_mode != Some(ArchiveMode::Preserve) => {
             let extractor = Extractor::new(
                 profile,
                 limits,
@@ -355,7 +358,7 @@ fn import_file(mut input: impl Read, profile: &Profile, pack: &mut PackWriter) -
     }
 }
 
-/// A CAR, imported as-is: every block verified, the DAG complete (CONTRACT). Its faults are
+/// A CAR, imported as-is: every block verified, the DAG complete (`docs/contract.md`). Its faults are
 /// the upload's, reported like an invalid archive.
 fn import_car(
     input: impl Read,

@@ -45,9 +45,9 @@ use async_trait::async_trait;
 use model::Packed;
 use model::{
     Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
-    KeptFilter, LeaseAttempt, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
-    OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, RootKey,
-    StoredDag, TokenInfo, TusState, TusUpload,
+    KeptFilter, LeaseAttempt, LogPlace, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
+    OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, StoredDag,
+    TokenInfo, TusState, TusUpload,
 };
 
 /// Why a storage call failed.
@@ -398,11 +398,11 @@ pub trait MetadataStore: Send + Sync {
     /// The provide log: root CIDs of completed uploads after `after`, in completion order.
     async fn completed_roots(
         &self,
-        after: RootKey,
+        after: LogPlace,
         limit: u32,
-    ) -> Result<Vec<(RootKey, String)>, StoreError>;
+    ) -> Result<Vec<(LogPlace, String)>, StoreError>;
     /// How many completed uploads the provide log holds after `after`.
-    async fn count_completed_roots(&self, after: RootKey) -> Result<u64, StoreError>;
+    async fn count_completed_roots(&self, after: LogPlace) -> Result<u64, StoreError>;
     /// Every distinct root CID greater than `after`, in CID order: a reprovide sweep's pages.
     async fn distinct_roots(&self, after: &str, limit: u32) -> Result<Vec<String>, StoreError>;
     async fn provide_progress(&self, peer_id: &str) -> Result<Option<ProvideProgress>, StoreError>;
@@ -416,9 +416,9 @@ pub trait MetadataStore: Send + Sync {
     /// with their roots: the log removal advertisements follow.
     async fn deleted_roots(
         &self,
-        after: RootKey,
+        after: LogPlace,
         limit: u32,
-    ) -> Result<Vec<(RootKey, String)>, StoreError>;
+    ) -> Result<Vec<(LogPlace, String)>, StoreError>;
     /// Node `peer_id`'s IPNI chain; `None` before its first publication.
     async fn ipni_chain(&self, peer_id: &str) -> Result<Option<IpniChain>, StoreError>;
     /// A block (advertisement or entry chunk) of node `peer_id`'s chain.

@@ -135,6 +135,40 @@ pub struct OperationError {
     pub message: String,
 }
 
+/// How an archive upload is stored (`archive_mode`): extracted into the directory of its
+/// contents, or kept whole as the file it is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ArchiveMode {
+    #[default]
+    Extract,
+    Preserve,
+}
+
+impl ArchiveMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Extract => "extract",
+            Self::Preserve => "preserve",
+        }
+    }
+}
+
+impl FromStr for ArchiveMode {
+    type Err = String;
+
+    /// `convert` is what existing clients send for extract (`docs/contract.md`, "Upload
+    /// result").
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "extract" | "convert" => Ok(Self::Extract),
+            "preserve" => Ok(Self::Preserve),
+            other => Err(format!(
+                "archive_mode must be extract or preserve, not {other:?}"
+            )),
+        }
+    }
+}
+
 /// An upload and the operation that processes it (one each: they are created together).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Operation {
@@ -150,7 +184,8 @@ pub struct Operation {
     pub name: String,
     pub size: u64,
     pub mime_type: String,
-    pub archive_mode: Option<String>,
+    /// How an archive is stored; `None` for what is not an archive.
+    pub archive_mode: Option<ArchiveMode>,
     pub profile: String,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
@@ -251,7 +286,8 @@ pub struct NewUpload {
     pub name: String,
     pub size: u64,
     pub mime_type: String,
-    pub archive_mode: Option<String>,
+    /// How an archive is stored; `None` for what is not an archive.
+    pub archive_mode: Option<ArchiveMode>,
     pub profile: String,
 }
 
@@ -428,10 +464,12 @@ pub struct NodeRecord {
     pub seen_at_ms: i64,
 }
 
-/// A place in the provide log: completed uploads in the order they completed.
+/// A place in a log of roots, in time order and then by operation: the provide log (roots as
+/// their uploads completed) or the deletion log (roots as their uploads were deleted).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RootKey {
-    pub completed_at_ms: i64,
+pub struct LogPlace {
+    /// When the entry was made: the upload's completion, or its deletion.
+    pub at_ms: i64,
     pub operation_id: i64,
 }
 
@@ -440,7 +478,7 @@ pub struct RootKey {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProvideProgress {
     /// Every root completed up to here has been provided.
-    pub through: RootKey,
+    pub through: LogPlace,
     /// When the last full reprovide sweep started, if one ever ran to its end.
     pub last_sweep_at_ms: Option<i64>,
 }
@@ -451,10 +489,10 @@ pub struct IpniChain {
     /// The newest advertisement's CID; `None` before the first.
     pub head: Option<String>,
     /// Every root completed up to here in the provide log has been advertised (or skipped).
-    pub completed_through: RootKey,
-    /// Every deletion up to here (its `deleted_at` and operation id, in a [`RootKey`]) has been
+    pub completed_through: LogPlace,
+    /// Every deletion up to here (its `deleted_at` and operation id, in a [`LogPlace`]) has been
     /// considered for a removal advertisement.
-    pub deleted_through: RootKey,
+    pub deleted_through: LogPlace,
 }
 
 /// What one publication of a node's IPNI chain writes, all at once: new blocks, the head they

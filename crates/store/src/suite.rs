@@ -1031,8 +1031,8 @@ async fn nodes_are_named_while_they_announce_themselves(store: &dyn MetadataStor
 }
 
 async fn the_provide_log_lists_completed_roots_in_completion_order(store: &dyn MetadataStore) {
-    use crate::model::{ProvideProgress, RootKey};
-    let start = RootKey::default();
+    use crate::model::{LogPlace, ProvideProgress};
+    let start = LogPlace::default();
     let before = store.completed_roots(start, 10_000).await.unwrap();
     let end = before.last().map_or(start, |(key, _)| *key);
     assert_eq!(
@@ -1113,8 +1113,8 @@ async fn the_provide_log_lists_completed_roots_in_completion_order(store: &dyn M
 }
 
 async fn each_nodes_ipni_chain_is_its_own_and_published_whole(store: &dyn MetadataStore) {
-    use crate::model::{IpniChain, IpniPublication, RootKey};
-    let start = RootKey::default();
+    use crate::model::{IpniChain, IpniPublication, LogPlace};
+    let start = LogPlace::default();
     let deleted_before = store.deleted_roots(start, 100_000).await.unwrap().len();
     let iris = store
         .create_account("iris", AccountLimits::default())
@@ -1146,12 +1146,12 @@ async fn each_nodes_ipni_chain_is_its_own_and_published_whole(store: &dyn Metada
 
     let chain = IpniChain {
         head: Some("baguqeeraad".into()),
-        completed_through: RootKey {
-            completed_at_ms: 5,
+        completed_through: LogPlace {
+            at_ms: 5,
             operation_id: 6,
         },
-        deleted_through: RootKey {
-            completed_at_ms: 7,
+        deleted_through: LogPlace {
+            at_ms: 7,
             operation_id: 8,
         },
     };

@@ -1,4 +1,4 @@
-//! The read path: `GET/HEAD /ipfs/{cid}[/{path}]` on the upload host (CONTRACT "Read path").
+//! The read path: `GET/HEAD /ipfs/{cid}[/{path}]` on the upload host (`docs/contract.md` "Read path").
 //!
 //! - [`resolve`]: the CID and path of a request, followed through directories and HAMTs.
 //! - [`car`]: trustless CAR responses (IPFS Trustless Gateway spec) with `dag-scope`,

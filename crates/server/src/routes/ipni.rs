@@ -9,7 +9,7 @@
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use cairn_p2p::ipni::signed_head;
+use cairn_p2p::ipni_format::signed_head;
 use cairn_unixfs::Cid;
 
 use crate::error::ApiError;

@@ -3,7 +3,7 @@
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::Json;
-use cairn_store::model::{Operation, OperationFilter, OperationRef, OperationStatus};
+use cairn_store::model::{ArchiveMode, Operation, OperationFilter, OperationRef, OperationStatus};
 use serde::{Deserialize, Serialize};
 
 use super::{query, rfc3339};
@@ -12,7 +12,7 @@ use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
 
-/// The operation record (CONTRACT "Operation record").
+/// The operation record (`docs/contract.md` "Operation record").
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationRecord {
@@ -27,7 +27,7 @@ pub struct OperationRecord {
     name: String,
     size: u64,
     mime_type: String,
-    archive_mode: Option<String>,
+    archive_mode: Option<&'static str>,
     created_at: String,
     updated_at: String,
     completed_at: Option<String>,
@@ -48,7 +48,7 @@ impl From<Operation> for OperationRecord {
             name: op.name,
             size: op.size,
             mime_type: op.mime_type,
-            archive_mode: op.archive_mode,
+            archive_mode: op.archive_mode.map(ArchiveMode::as_str),
             created_at: rfc3339(op.created_at_ms),
             updated_at: rfc3339(op.updated_at_ms),
             completed_at: op.completed_at_ms.map(rfc3339),
@@ -56,7 +56,7 @@ impl From<Operation> for OperationRecord {
     }
 }
 
-/// The upload result of `POST /api/upload` (CONTRACT "Upload result").
+/// The upload result of `POST /api/upload` (`docs/contract.md` "Upload result").
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UploadResult {

@@ -2,7 +2,7 @@
 //!
 //! The body is never buffered whole: chunks go through a bounded channel to a blocking thread
 //! that runs the importer and writes new blocks into a pack file. The pack is made durable,
-//! then the metadata is committed, then the response is sent (CONTRACT "Small upload").
+//! then the metadata is committed, then the response is sent (`docs/contract.md` "Small upload").
 
 use std::collections::VecDeque;
 use std::io::{self, Read};
@@ -15,8 +15,7 @@ use axum::http::{header, HeaderMap};
 use axum::Json;
 use bytes::{Bytes, BytesMut};
 use cairn_car::{CarError, CarLimits, CarReader, ImportError};
-use cairn_store::model::Packed;
-use cairn_store::model::{Account, NewUpload, OperationKind, StoredDag};
+use cairn_store::model::{Account, ArchiveMode, NewUpload, OperationKind, Packed, StoredDag};
 use cairn_store::packs;
 use cairn_store::staging::Staging;
 use cairn_store::MetadataStore;
@@ -29,7 +28,7 @@ use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::routes::operations::UploadResult;
 use crate::state::AppState;
-use cairn_service::detect::{self, ContentKind, HEAD_BYTES};
+use cairn_service::content_kind::{self, ContentKind, HEAD_BYTES};
 use cairn_service::metrics::UploadKind;
 use cairn_store::blocks::StoredBlockReader;
 
@@ -47,32 +46,6 @@ pub struct UploadParams {
     cid_profile: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ArchiveMode {
-    Extract,
-    Preserve,
-}
-
-impl ArchiveMode {
-    /// `convert` is what existing clients send for extract (CONTRACT compatibility note).
-    fn parse(value: Option<&str>) -> Result<Self, ApiError> {
-        match value {
-            None | Some("extract") | Some("convert") => Ok(Self::Extract),
-            Some("preserve") => Ok(Self::Preserve),
-            Some(other) => Err(ApiError::BadRequest(format!(
-                "archive_mode must be extract or preserve, not {other:?}"
-            ))),
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Extract => "extract",
-            Self::Preserve => "preserve",
-        }
-    }
-}
-
 pub async fn upload(
     State(state): State<AppState>,
     Caller(account): Caller,
@@ -83,7 +56,10 @@ pub async fn upload(
     state.limiter.check(account.id, Endpoint::Upload).await?;
     let started = std::time::Instant::now();
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let mode = ArchiveMode::parse(params.archive_mode.as_deref())?;
+    let mode = match params.archive_mode.as_deref() {
+        Some(mode) => mode.parse().map_err(ApiError::BadRequest)?,
+        None => ArchiveMode::default(),
+    };
     // Asking for extraction outright promises an archive; the default only applies to archives.
     let extract_asked = params.archive_mode.is_some() && mode == ArchiveMode::Extract;
     let profile = match &params.cid_profile {
@@ -122,8 +98,7 @@ pub async fn upload(
             .unwrap_or_else(|| "file".to_owned()),
         size: received.size,
         mime_type: received.mime_type,
-        archive_mode: matches!(received.kind, ContentKind::Archive(_))
-            .then(|| intent.mode.as_str().to_owned()),
+        archive_mode: matches!(received.kind, ContentKind::Archive(_)).then_some(intent.mode),
         profile: intent.profile.name.to_owned(),
     };
     let kind = match received.kind {
@@ -187,7 +162,7 @@ fn bad_multipart(e: MultipartError) -> ApiError {
 }
 
 /// A part of the form: the first `file` part is given back to be received; the first `name`
-/// part is read, unless the query named the upload; any other part is ignored (CONTRACT;
+/// part is read, unless the query named the upload; any other part is ignored (`docs/contract.md`;
 /// multer skips its bytes).
 pub async fn file_part<'m>(
     field: Field<'m>,
@@ -280,7 +255,7 @@ async fn receive_file(
         PIECE_CHUNKS * profile.chunk_size,
     );
     let head = part.head().await?;
-    let kind = detect::detect(&head);
+    let kind = ContentKind::of(&head);
     if *extract_asked && kind == ContentKind::Plain {
         return Err(ApiError::BadRequest(
             "archive_mode=extract was asked for, but the file is not a recognised archive \
@@ -339,7 +314,7 @@ async fn receive_file(
     Ok(Received {
         stored,
         size: part.received(),
-        mime_type: detect::mime_type(&head, file_name.as_deref()),
+        mime_type: content_kind::mime_type(&head, file_name.as_deref()),
         file_name,
         kind,
     })

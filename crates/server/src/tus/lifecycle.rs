@@ -1,4 +1,4 @@
-//! An upload's life after creation: found (and lazily expired), settled when its bytes are
+//! An upload's life after creation: looked up (and lazily expired), settled when its bytes are
 //! complete but its record is not, completed (its operation queued), expired, and the
 //! background sweep of expired uploads.
 
@@ -12,17 +12,18 @@ use crate::state::AppState;
 /// is `410` (an expiry that the sweep has not reached yet is applied here). An upload whose
 /// bytes are complete is not settled here unless it expired: HEAD and DELETE settle it, and a
 /// PATCH at its length completes it as every last PATCH does.
-pub(super) async fn find(
+pub(super) async fn live_upload(
     state: &AppState,
     account: &Account,
     id: &str,
 ) -> Result<TusUpload, ApiError> {
     let record = state.service.store.tus_upload(id).await?;
-    found(state, account, id, record).await
+    check_live(state, account, id, record).await
 }
 
-/// What `find` makes of the upload's record once it is read.
-pub(super) async fn found(
+/// What [`live_upload`] makes of the upload's record once it is read (a PATCH reads it
+/// alongside the caller's token).
+pub(super) async fn check_live(
     state: &AppState,
     account: &Account,
     id: &str,

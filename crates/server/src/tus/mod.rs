@@ -1,4 +1,4 @@
-//! TUS 1.0.0 resumable uploads at `/api/upload/tus` (CONTRACT "Large upload"), with the
+//! TUS 1.0.0 resumable uploads at `/api/upload/tus` (`docs/contract.md` "Large upload"), with the
 //! creation, creation-with-upload, creation-defer-length, termination, checksum, expiration
 //! and concatenation extensions.
 //!
@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use cairn_store::model::{
-    Account, NewTusUpload, NewUpload, OperationKind, TusConcat, TusState, TusUpload,
+    Account, ArchiveMode, NewTusUpload, NewUpload, OperationKind, TusConcat, TusState, TusUpload,
 };
 use cairn_store::random_name;
 use cairn_store::{now_ms, tus_bytes};
@@ -35,7 +35,7 @@ use crate::origin::RequestOrigin;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
 use headers::{Checksum, OFFSET_OCTET_STREAM};
-use lifecycle::{complete, find, found, offset_of, settle, settle_at};
+use lifecycle::{check_live, complete, live_upload, offset_of, settle, settle_at};
 pub use lifecycle::{expire, sweep_expired};
 use receive::receive;
 
@@ -144,7 +144,7 @@ pub fn concat(value: Option<&str>) -> Result<TusConcat, ApiError> {
 struct Intent {
     name: String,
     mime_type: String,
-    archive_mode: String,
+    archive_mode: ArchiveMode,
     profile: Profile,
 }
 
@@ -155,14 +155,9 @@ fn intent(state: &AppState, pairs: &[(String, Vec<u8>)]) -> Result<Intent, ApiEr
             .find(|(k, _)| keys.contains(&k.as_str()))
             .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
     };
-    let archive_mode = match get(&["archive_mode"]).as_deref() {
-        None | Some("extract") | Some("convert") => "extract",
-        Some("preserve") => "preserve",
-        Some(other) => {
-            return Err(ApiError::BadRequest(format!(
-                "archive_mode must be extract or preserve, not {other:?}"
-            )))
-        }
+    let archive_mode = match get(&["archive_mode"]) {
+        Some(mode) => mode.parse().map_err(ApiError::BadRequest)?,
+        None => ArchiveMode::default(),
     };
     let profile = match get(&["cid_profile"]) {
         Some(name) => name
@@ -176,7 +171,7 @@ fn intent(state: &AppState, pairs: &[(String, Vec<u8>)]) -> Result<Intent, ApiEr
         name: get(&["filename", "name"]).unwrap_or_else(|| "upload".to_owned()),
         mime_type: get(&["filetype", "mimeType"])
             .unwrap_or_else(|| "application/octet-stream".to_owned()),
-        archive_mode: archive_mode.to_owned(),
+        archive_mode,
         profile,
     })
 }
@@ -241,7 +236,7 @@ async fn create(
         name: intent.name.clone(),
         size: length.unwrap_or(0),
         mime_type: intent.mime_type.clone(),
-        archive_mode: Some(intent.archive_mode.clone()),
+        archive_mode: Some(intent.archive_mode),
         profile: intent.profile.name.to_owned(),
     });
     let tus = state
@@ -344,7 +339,7 @@ async fn head_upload(
     Caller(account): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let upload = find(&state, &account, &id).await?;
+    let upload = live_upload(&state, &account, &id).await?;
     // A stalled PATCH is asked to stop first, so the offset reported is settled.
     let _lock = state.tus_locks.acquire(&id).await?;
     let offset = offset_of(&state, &upload).await?;
@@ -404,7 +399,7 @@ async fn patch(
     let checksum = headers::text(&headers, "upload-checksum")?
         .map(Checksum::parse)
         .transpose()?;
-    let mut upload = found(&state, &account, &id, record?).await?;
+    let mut upload = check_live(&state, &account, &id, record?).await?;
     if matches!(upload.concat, TusConcat::Final(_)) {
         return Err(ApiError::Forbidden(
             "a final upload is made of its parts and takes no PATCH".into(),
@@ -501,13 +496,13 @@ async fn patch_complete(
     Ok(response)
 }
 
-/// DELETE: "finish" on a complete upload, termination on an incomplete one (T13, CONTRACT).
+/// DELETE: "finish" on a complete upload, termination on an incomplete one (T13, `docs/contract.md`).
 async fn delete(
     State(state): State<AppState>,
     Caller(account): Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let upload = settle(&state, find(&state, &account, &id).await?).await?;
+    let upload = settle(&state, live_upload(&state, &account, &id).await?).await?;
     if upload.state == TusState::Complete {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }

@@ -9,7 +9,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Arguments, Database, Encode, Executor, IntoArguments, Pool, Transaction, Type};
 
 use super::dialect::{BindMultihashes, Dialect};
-use super::durable::{durable, GroupSync};
+use super::group_commit::{durable, GroupSync};
 use super::rows::ModelRow;
 use crate::{CollectorLock, StoreError};
 

@@ -9,7 +9,7 @@ use super::{SqlStore, WriteTx};
 use crate::model::{
     Account, NewPin, NewUpload, Operation, OperationError, OperationStatus, StoredDag,
 };
-use crate::model::{Packed, PackedBlock};
+use crate::model::{ArchiveMode, Packed, PackedBlock};
 use crate::StoreError;
 
 /// Block index rows one `INSERT` writes, five parameters each.
@@ -75,7 +75,7 @@ impl<B: Backend> SqlStore<B> {
         .bind(&upload.name)
         .bind(upload.size as i64)
         .bind(&upload.mime_type)
-        .bind(upload.archive_mode.as_deref())
+        .bind(upload.archive_mode.map(ArchiveMode::as_str))
         .bind(&upload.profile)
         .bind(now)
         .bind(now)

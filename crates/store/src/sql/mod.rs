@@ -6,9 +6,9 @@
 //!   runs; `dialect.rs`: the SQL text that differs, and the parameter lists every statement
 //!   writes.
 //! - `queries.rs`: the `MetadataStore` implementation, written once; `commit.rs`, `kept.rs`
-//!   and `ipni.rs` hold the larger parts of it.
-//! - `writer.rs`: where writes go, and the connection a write holds (`turns.rs`: whose turn
-//!   it is on SQLite; `durable.rs`: how SQLite's commits become durable in groups).
+//!   and `ipni_chain.rs` hold the larger parts of it.
+//! - `writer.rs`: where writes go, and the connection a write holds (`write_queue.rs`: whose turn
+//!   it is on SQLite; `group_commit.rs`: how SQLite's commits become durable in groups).
 //! - `rows.rs`: rows into the model, the clock, unique violations.
 //! - `schema.rs`: the numbered migrations, written once with the column types that differ.
 //! - [`sqlite`] and [`postgres`]: each backend: opening and tuning the connections, how its
@@ -22,22 +22,22 @@
 pub mod backend;
 mod commit;
 pub mod dialect;
-mod durable;
-mod ipni;
+mod group_commit;
+mod ipni_chain;
 mod kept;
 pub mod postgres;
 mod queries;
 pub mod rows;
 mod schema;
 pub mod sqlite;
-mod turns;
+mod write_queue;
 mod writer;
 
 use sqlx::pool::PoolConnection;
 use sqlx::Pool;
 
 pub use backend::{Backend, Statement};
-use turns::Line;
+use write_queue::Line;
 use writer::Writer;
 pub use writer::{WriteConn, WriteTx};
 
@@ -46,7 +46,7 @@ pub use writer::{WriteConn, WriteTx};
 pub struct SqlStore<B: Backend> {
     pool: Pool<B>,
     /// Where writes go (`writer.rs`). SQLite: one connection of its own, taken in the order
-    /// `turns.rs` gives. Through the shared pool, writers would wait on the database's one
+    /// `write_queue.rs` gives. Through the shared pool, writers would wait on the database's one
     /// write lock in SQLite's busy handler, which polls with sleeps growing to 100 ms and lets
     /// newcomers overtake: under load a worker's claim waited over a second. PostgreSQL: the
     /// same pool, as it locks rows.

@@ -13,19 +13,19 @@ use async_trait::async_trait;
 
 use super::backend::{Backend, Param};
 use super::commit::Starts;
-use super::ipni::IpniRoots;
+use super::ipni_chain::IpniRoots;
 use super::rows::{
     account_from, node_from, now_ms, operation_from, token_from, tus_from, unique_violation,
     ModelRow,
 };
-use super::turns::Line;
+use super::write_queue::Line;
 use super::SqlStore;
 use crate::model::Packed;
 use crate::model::{
     Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
-    KeptFilter, LeaseAttempt, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
-    OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, RootKey,
-    StoredDag, TokenInfo, TusConcat, TusState, TusUpload,
+    KeptFilter, LeaseAttempt, LogPlace, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
+    OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, StoredDag,
+    TokenInfo, TusConcat, TusState, TusUpload,
 };
 use crate::{AccountLimits, CollectorLock, MetadataStore, StoreError};
 
@@ -938,20 +938,20 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
 
     async fn completed_roots(
         &self,
-        after: RootKey,
+        after: LogPlace,
         limit: u32,
-    ) -> Result<Vec<(RootKey, String)>, StoreError> {
+    ) -> Result<Vec<(LogPlace, String)>, StoreError> {
         let completed = "status = 'completed' AND deleted_at IS NULL";
         self.root_log("completed_at", completed, after, limit).await
     }
 
-    async fn count_completed_roots(&self, after: RootKey) -> Result<u64, StoreError> {
+    async fn count_completed_roots(&self, after: LogPlace) -> Result<u64, StoreError> {
         let row = B::query(
             "SELECT COUNT(*) AS n FROM operations
              WHERE status = 'completed' AND cid IS NOT NULL AND deleted_at IS NULL
                AND (completed_at, id) > ($1, $2)",
         )
-        .bind(after.completed_at_ms)
+        .bind(after.at_ms)
         .bind(after.operation_id)
         .fetch_one(&mut self.conn().await?)
         .await?;
@@ -980,8 +980,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .fetch_optional(&mut self.conn().await?)
         .await?;
         Ok(row.map(|row| ProvideProgress {
-            through: RootKey {
-                completed_at_ms: row.int("completed_at"),
+            through: LogPlace {
+                at_ms: row.int("completed_at"),
                 operation_id: row.int("operation_id"),
             },
             last_sweep_at_ms: row.maybe_int("last_sweep_at"),
@@ -1000,7 +1000,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
                 operation_id = excluded.operation_id, last_sweep_at = excluded.last_sweep_at",
         )
         .bind(peer_id)
-        .bind(progress.through.completed_at_ms)
+        .bind(progress.through.at_ms)
         .bind(progress.through.operation_id)
         .bind(progress.last_sweep_at_ms)
         .execute(&mut self.write_conn(Line::Requests).await?)
@@ -1010,9 +1010,9 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
 
     async fn deleted_roots(
         &self,
-        after: RootKey,
+        after: LogPlace,
         limit: u32,
-    ) -> Result<Vec<(RootKey, String)>, StoreError> {
+    ) -> Result<Vec<(LogPlace, String)>, StoreError> {
         self.root_log("deleted_at", "deleted_at IS NOT NULL", after, limit)
             .await
     }

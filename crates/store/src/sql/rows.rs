@@ -100,7 +100,11 @@ pub(crate) fn operation_from(row: &impl ModelRow) -> Result<Operation, StoreErro
         name: row.text("name"),
         size: row.int("size") as u64,
         mime_type: row.text("mime_type"),
-        archive_mode: row.maybe_text("archive_mode"),
+        archive_mode: row
+            .maybe_text("archive_mode")
+            .map(|mode| mode.parse())
+            .transpose()
+            .map_err(corrupt)?,
         profile: row.text("profile"),
         created_at_ms: row.int("created_at"),
         updated_at_ms: row.int("updated_at"),

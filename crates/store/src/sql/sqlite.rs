@@ -2,7 +2,7 @@
 //!
 //! Every commit is durable before the store returns, which is what lets a response be sent
 //! right after it: the writer's connection commits with `synchronous=NORMAL` and then waits
-//! for a sync of the log shared with the commits around it (`durable.rs`); the reading
+//! for a sync of the log shared with the commits around it (`group_commit.rs`); the reading
 //! connections keep `synchronous=FULL`.
 //! Migrations are tracked with `PRAGMA user_version` (the number of steps applied); each step
 //! runs in its own transaction.
@@ -18,10 +18,10 @@ use sqlx::sqlite::{
 use sqlx::{ConnectOptions, Sqlite};
 
 use super::dialect::Dialect;
-use super::durable::GroupSync;
+use super::group_commit::GroupSync;
 use super::rows::ModelRow;
 use super::schema;
-use super::turns::Line;
+use super::write_queue::Line;
 use super::writer::{Sole, Writer};
 use super::{Backend, SqlStore};
 use crate::{CollectorLock, StoreError};
@@ -79,7 +79,7 @@ impl SqliteStore {
             .connect_with(options.clone())
             .await?;
         // One connection (`writer.rs`), whose commits are made durable in groups, off the
-        // writer (`durable.rs`).
+        // writer (`group_commit.rs`).
         let writer = options
             .synchronous(SqliteSynchronous::Normal)
             .pragma("wal_autocheckpoint", WRITER_CHECKPOINT_PAGES.to_string())

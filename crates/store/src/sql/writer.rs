@@ -2,7 +2,7 @@
 //!
 //! PostgreSQL locks rows, so writers take connections from the shared pool and run side by
 //! side. SQLite has one writer at a time: its writes go through one connection of their own,
-//! handed from writer to writer in the order [`turns`](super::turns) gives. Not through a
+//! handed from writer to writer in the order [`write_queue`](super::write_queue) gives. Not through a
 //! pool: sqlx's pool pings a connection when it is given back (in a task it spawns) and when
 //! it is taken, and its transactions check that `BEGIN IMMEDIATE` began one with a third
 //! round trip; each is a hand-off to SQLite's thread and back, in series with every write,
@@ -15,8 +15,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Pool, TransactionManager};
 
 use super::backend::{Backend, Conn};
-use super::durable::GroupSync;
-use super::turns::{Line, Turn, WriteTurns};
+use super::group_commit::GroupSync;
+use super::write_queue::{Line, Turn, WriteQueue};
 
 /// Where a store's writes go.
 pub(super) enum Writer<B: Backend> {
@@ -28,8 +28,8 @@ pub(super) enum Writer<B: Backend> {
 
 /// SQLite's writing connection, and who may use it next.
 pub(super) struct Sole<B: Backend> {
-    turns: Arc<WriteTurns>,
-    /// Its commits are made durable in groups, off the writer (`durable.rs`).
+    turns: Arc<WriteQueue>,
+    /// Its commits are made durable in groups, off the writer (`group_commit.rs`).
     sync: Arc<GroupSync>,
     /// The connection while no one holds it; `None` once the store is closed.
     idle: Mutex<Option<Idle<B>>>,
@@ -237,7 +237,7 @@ impl<B: Backend> WriteTx<B> {
         let sync = self.held.group_sync();
         // Give the connection back before waiting for the sync, so the next writer goes on.
         drop(self);
-        super::durable::durable(sync).await
+        super::group_commit::durable(sync).await
     }
 }
 

@@ -7,7 +7,7 @@
 // Each test binary uses one database's half.
 #![allow(dead_code)]
 
-use cairn_store::model::{KeptFilter, OperationFilter, OperationStatus, RootKey};
+use cairn_store::model::{KeptFilter, LogPlace, OperationFilter, OperationStatus};
 use cairn_store::MetadataStore;
 
 /// SQLite's released migrations, tracked by `PRAGMA user_version`.
@@ -77,12 +77,15 @@ pub async fn check_rows(store: &dyn MetadataStore) {
         .await
         .unwrap()
         .unwrap();
-    let key = RootKey {
-        completed_at_ms: 4,
+    let key = LogPlace {
+        at_ms: 4,
         operation_id: operations[0].id,
     };
     assert_eq!(progress.through, key);
-    let roots = store.completed_roots(RootKey::default(), 10).await.unwrap();
+    let roots = store
+        .completed_roots(LogPlace::default(), 10)
+        .await
+        .unwrap();
     assert_eq!(roots, [(key, "bafyreleased".to_owned())]);
     // The Pinning Service API's count of the released upload, from the counts the migration
     // made.

@@ -5,9 +5,9 @@
 use super::backend::Backend;
 use super::dialect::{parameters, values_rows, ROW_PARAMETERS};
 use super::rows::ModelRow;
-use super::turns::Line;
+use super::write_queue::Line;
 use super::SqlStore;
-use crate::model::{IpniChain, IpniPublication, RootKey};
+use crate::model::{IpniChain, IpniPublication, LogPlace};
 use crate::StoreError;
 
 /// Bytes of chain blocks one `INSERT` carries: small advertisements go many to a statement, and
@@ -50,16 +50,16 @@ impl<B: Backend> SqlStore<B> {
         &self,
         time: &str,
         which: &str,
-        after: RootKey,
+        after: LogPlace,
         limit: u32,
-    ) -> Result<Vec<(RootKey, String)>, StoreError> {
+    ) -> Result<Vec<(LogPlace, String)>, StoreError> {
         let sql = format!(
             "SELECT {time} AS at, id, cid FROM operations
              WHERE {which} AND cid IS NOT NULL AND ({time}, id) > ($1, $2)
              ORDER BY {time}, id LIMIT $3"
         );
         let rows = B::query(&sql)
-            .bind(after.completed_at_ms)
+            .bind(after.at_ms)
             .bind(after.operation_id)
             .bind(i64::from(limit))
             .fetch_all(&mut self.conn().await?)
@@ -67,8 +67,8 @@ impl<B: Backend> SqlStore<B> {
         Ok(rows
             .iter()
             .map(|row| {
-                let key = RootKey {
-                    completed_at_ms: row.int("at"),
+                let key = LogPlace {
+                    at_ms: row.int("at"),
                     operation_id: row.int("id"),
                 };
                 (key, row.text("cid"))
@@ -89,12 +89,12 @@ impl<B: Backend> SqlStore<B> {
         .await?;
         Ok(row.map(|row| IpniChain {
             head: row.maybe_text("head"),
-            completed_through: RootKey {
-                completed_at_ms: row.int("completed_at"),
+            completed_through: LogPlace {
+                at_ms: row.int("completed_at"),
                 operation_id: row.int("completed_id"),
             },
-            deleted_through: RootKey {
-                completed_at_ms: row.int("deleted_at"),
+            deleted_through: LogPlace {
+                at_ms: row.int("deleted_at"),
                 operation_id: row.int("deleted_id"),
             },
         }))
@@ -211,9 +211,9 @@ impl<B: Backend> SqlStore<B> {
         )
         .bind(peer_id)
         .bind(chain.head.as_deref())
-        .bind(chain.completed_through.completed_at_ms)
+        .bind(chain.completed_through.at_ms)
         .bind(chain.completed_through.operation_id)
-        .bind(chain.deleted_through.completed_at_ms)
+        .bind(chain.deleted_through.at_ms)
         .bind(chain.deleted_through.operation_id)
         .execute(&mut tx)
         .await?;

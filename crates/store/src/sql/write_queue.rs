@@ -25,7 +25,7 @@ pub enum Line {
 }
 
 #[derive(Default)]
-pub struct WriteTurns {
+pub struct WriteQueue {
     state: Mutex<Lines>,
 }
 
@@ -38,10 +38,10 @@ struct Lines {
 
 /// The turn to write; passed on to the next in line when dropped.
 pub struct Turn {
-    turns: Option<Arc<WriteTurns>>,
+    turns: Option<Arc<WriteQueue>>,
 }
 
-impl WriteTurns {
+impl WriteQueue {
     pub async fn take(self: &Arc<Self>, line: Line) -> Turn {
         let waiting = {
             let mut lines = self.state.lock().expect("write turns");
@@ -106,7 +106,7 @@ mod tests {
 
     #[tokio::test]
     async fn operations_go_first_and_each_line_keeps_its_order() {
-        let turns = Arc::new(WriteTurns::default());
+        let turns = Arc::new(WriteQueue::default());
         let held = turns.take(Line::Requests).await;
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut waiting = Vec::new();
@@ -137,7 +137,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiter_that_gives_up_does_not_keep_the_turn() {
-        let turns = Arc::new(WriteTurns::default());
+        let turns = Arc::new(WriteQueue::default());
         let held = turns.take(Line::Requests).await;
         let gave_up = tokio::time::timeout(
             std::time::Duration::from_millis(10),

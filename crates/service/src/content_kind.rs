@@ -13,19 +13,23 @@ pub enum ContentKind {
     Plain,
 }
 
-pub fn detect(head: &[u8]) -> ContentKind {
-    if let Some(format) = ArchiveFormat::detect(head) {
-        return ContentKind::Archive(format);
+impl ContentKind {
+    /// What an upload starting with `head` (its first [`HEAD_BYTES`], or all of a shorter
+    /// one) is.
+    pub fn of(head: &[u8]) -> Self {
+        if let Some(format) = ArchiveFormat::detect(head) {
+            return Self::Archive(format);
+        }
+        // A CAR starts with a small varint-prefixed DAG-CBOR map naming its roots and version.
+        let limits = CarLimits {
+            max_header_bytes: HEAD_BYTES as u64,
+            ..CarLimits::default()
+        };
+        if matches!(head.first(), Some(1..=0x7f)) && CarReader::new(head, limits).is_ok() {
+            return Self::Car;
+        }
+        Self::Plain
     }
-    // A CAR starts with a small varint-prefixed DAG-CBOR map naming its roots and version.
-    let limits = CarLimits {
-        max_header_bytes: HEAD_BYTES as u64,
-        ..CarLimits::default()
-    };
-    if matches!(head.first(), Some(1..=0x7f)) && CarReader::new(head, limits).is_ok() {
-        return ContentKind::Car;
-    }
-    ContentKind::Plain
 }
 
 /// The media type: from the content's magic bytes, else the file name, else octet-stream.
@@ -33,7 +37,7 @@ pub fn mime_type(head: &[u8], file_name: Option<&str>) -> String {
     if let Some(kind) = infer::get(head) {
         return kind.mime_type().to_owned();
     }
-    if detect(head) == ContentKind::Car {
+    if ContentKind::of(head) == ContentKind::Car {
         return "application/vnd.ipld.car".to_owned();
     }
     file_name
@@ -49,24 +53,27 @@ mod tests {
     #[test]
     fn formats_are_told_apart_by_content() {
         assert_eq!(
-            detect(b"PK\x03\x04rest"),
+            ContentKind::of(b"PK\x03\x04rest"),
             ContentKind::Archive(ArchiveFormat::Zip)
         );
         assert_eq!(
-            detect(&[0x1f, 0x8b, 8, 0]),
+            ContentKind::of(&[0x1f, 0x8b, 8, 0]),
             ContentKind::Archive(ArchiveFormat::Gzip)
         );
         let mut tar = vec![0u8; 512];
         tar[257..262].copy_from_slice(b"ustar");
-        assert_eq!(detect(&tar), ContentKind::Archive(ArchiveFormat::Tar));
+        assert_eq!(
+            ContentKind::of(&tar),
+            ContentKind::Archive(ArchiveFormat::Tar)
+        );
         let car = cairn_car::header(&[cairn_unixfs::block::block_cid(
             cairn_unixfs::CidVersion::V1,
             cairn_unixfs::block::RAW,
             b"x",
         )]);
-        assert_eq!(detect(&car), ContentKind::Car);
-        assert_eq!(detect(b"hello world"), ContentKind::Plain);
-        assert_eq!(detect(b""), ContentKind::Plain);
+        assert_eq!(ContentKind::of(&car), ContentKind::Car);
+        assert_eq!(ContentKind::of(b"hello world"), ContentKind::Plain);
+        assert_eq!(ContentKind::of(b""), ContentKind::Plain);
     }
 
     #[test]

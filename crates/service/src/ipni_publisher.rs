@@ -17,12 +17,12 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use cairn_p2p::ipni::{
+use cairn_p2p::ipni_format::{
     announce_message, entry_chunks, no_entries, Advertisement, ChainBlock, MAX_CONTEXT_ID,
     METADATA_BITSWAP, METADATA_BITSWAP_AND_HTTP,
 };
 use cairn_p2p::{Multiaddr, NodeHandle, Protocol};
-use cairn_store::model::{IpniChain, IpniPublication, RootKey};
+use cairn_store::model::{IpniChain, IpniPublication, LogPlace};
 use cairn_store::{now_ms, StoreError};
 use cairn_unixfs::Cid;
 use tokio::sync::watch;
@@ -61,9 +61,9 @@ pub async fn keep_publishing(service: Service, stop: watch::Receiver<bool>) {
             Ok(chain) => {
                 break chain.unwrap_or(IpniChain {
                     head: None,
-                    completed_through: RootKey::default(),
-                    deleted_through: RootKey {
-                        completed_at_ms: now_ms(),
+                    completed_through: LogPlace::default(),
+                    deleted_through: LogPlace {
+                        at_ms: now_ms(),
                         operation_id: 0,
                     },
                 })
@@ -256,14 +256,14 @@ fn provider_addresses(service: &Service, node: &NodeHandle) -> Vec<String> {
 /// is short or about [`PAGE`] are chosen; returns them and how far the log was read (every
 /// root up to there is either chosen or not to be published).
 async fn follow<Read, Reading, Pick, Picking>(
-    through: RootKey,
+    through: LogPlace,
     poll: u64,
     read: Read,
     pick: Pick,
-) -> Result<(Vec<String>, RootKey), StoreError>
+) -> Result<(Vec<String>, LogPlace), StoreError>
 where
-    Read: Fn(RootKey) -> Reading,
-    Reading: std::future::Future<Output = Result<Vec<(RootKey, String)>, StoreError>>,
+    Read: Fn(LogPlace) -> Reading,
+    Reading: std::future::Future<Output = Result<Vec<(LogPlace, String)>, StoreError>>,
     Pick: Fn(Vec<String>) -> Picking,
     Picking: std::future::Future<Output = Result<Vec<String>, StoreError>>,
 {
