@@ -100,20 +100,10 @@ fn cairn() -> Command {
     command
 }
 
-/// Run `command` to its end, failing the bench with its output if it fails.
+/// Run `command` to its end (nothing on its stdin), failing the bench with its output if it
+/// fails.
 fn run(command: &mut Command, what: &str) -> Output {
-    let output = command
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        output.status.success(),
-        "{what} failed ({}):\n{}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
+    cairn_test_support::checked(command.stdin(Stdio::null()), what)
 }
 
 /// Run `command` and time it, start to exit.

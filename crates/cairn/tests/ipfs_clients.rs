@@ -9,29 +9,8 @@
 mod interop;
 mod server;
 
-use std::path::Path;
-
+use cairn_test_support::tree;
 use server::{cairn, start, terminate};
-
-/// Files and directories under `dir` with their bytes, for comparison.
-fn tree(dir: &Path) -> Vec<(String, Option<Vec<u8>>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.strip_prefix(dir).unwrap().display().to_string();
-            if path.is_dir() {
-                out.push((name, None));
-                stack.push(path);
-            } else {
-                out.push((name, Some(std::fs::read(&path).unwrap())));
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 #[tokio::test]
 async fn verified_fetch_and_ipfs_car_read_back_exactly_what_was_uploaded() {

@@ -91,44 +91,39 @@ fn write_site(dir: &Path) {
 }
 
 per_kubo_release!(kubo_fetches_uploads_from_cairn_over_tcp_and_quic);
-fn kubo_fetches_uploads_from_cairn_over_tcp_and_quic(kubo_release: KuboRelease, test_name: &str) {
-    peers::install();
-    netns::isolated(test_name, || {
-        let work = tempfile::tempdir().unwrap();
-        let work = work.path();
-        let (running, node) = start_node(&work.join("cairn"));
-        let big = server::content(5 << 20, 3);
-        std::fs::write(work.join("big.bin"), &big).unwrap();
-        write_site(&work.join("site"));
-        let file_cid = upload(&running, work, &work.join("big.bin"));
-        let dir_cid = upload(&running, work, &work.join("site"));
+fn kubo_fetches_uploads_from_cairn_over_tcp_and_quic(kubo_release: KuboRelease, work: &Path) {
+    let (running, node) = start_node(&work.join("cairn"));
+    let big = server::content(5 << 20, 3);
+    std::fs::write(work.join("big.bin"), &big).unwrap();
+    write_site(&work.join("site"));
+    let file_cid = upload(&running, work, &work.join("big.bin"));
+    let dir_cid = upload(&running, work, &work.join("site"));
 
-        for (name, transport) in [("tcp", "/tcp/"), ("quic", "/quic-v1")] {
-            let mut kubo = Kubo::start(kubo_release, &work.join(format!("kubo-{name}")));
-            kubo.connect(&node.addr(transport)).unwrap();
-            let connected = kubo.peers().unwrap();
-            assert!(
-                connected
-                    .iter()
-                    .any(|c| c.peer_id == node.peer_id && c.addr.contains(transport)),
-                "{connected:?}"
-            );
-            let out = work.join(format!("{name}-big.bin"));
-            kubo.get(&file_cid, &out, TIMEOUT).unwrap();
-            assert!(
-                std::fs::read(&out).unwrap() == big,
-                "{name}: the file differs"
-            );
-            let out = work.join(format!("{name}-site"));
-            kubo.get(&dir_cid, &out, TIMEOUT).unwrap();
-            assert_eq!(tree(&out), tree(&work.join("site")), "{name}");
-        }
-        // What /metrics shows of it.
-        assert!(metric(&running, "cairn_p2p_connected_peers") >= 1.0);
-        assert!(metric(&running, "cairn_bitswap_blocks_sent_total") >= 20.0);
-        assert!(metric(&running, "cairn_bitswap_bytes_sent_total") >= 2.0 * (5 << 20) as f64);
-        terminate(running);
-    });
+    for (name, transport) in [("tcp", "/tcp/"), ("quic", "/quic-v1")] {
+        let mut kubo = Kubo::start(kubo_release, &work.join(format!("kubo-{name}")));
+        kubo.connect(&node.addr(transport)).unwrap();
+        let connected = kubo.peers().unwrap();
+        assert!(
+            connected
+                .iter()
+                .any(|c| c.peer_id == node.peer_id && c.addr.contains(transport)),
+            "{connected:?}"
+        );
+        let out = work.join(format!("{name}-big.bin"));
+        kubo.get(&file_cid, &out, TIMEOUT).unwrap();
+        assert!(
+            std::fs::read(&out).unwrap() == big,
+            "{name}: the file differs"
+        );
+        let out = work.join(format!("{name}-site"));
+        kubo.get(&dir_cid, &out, TIMEOUT).unwrap();
+        assert_eq!(tree(&out), tree(&work.join("site")), "{name}");
+    }
+    // What /metrics shows of it.
+    assert!(metric(&running, "cairn_p2p_connected_peers") >= 1.0);
+    assert!(metric(&running, "cairn_bitswap_blocks_sent_total") >= 20.0);
+    assert!(metric(&running, "cairn_bitswap_bytes_sent_total") >= 2.0 * (5 << 20) as f64);
+    terminate(running);
 }
 
 #[test]
@@ -231,57 +226,51 @@ fn cairn_get_fetches_over_bitswap_by_websocket_and_through_the_router() {
 per_kubo_release!(content_kubo_holds_is_pinned_on_cairn_as_ipfs_pin_remote_add_does);
 fn content_kubo_holds_is_pinned_on_cairn_as_ipfs_pin_remote_add_does(
     kubo_release: KuboRelease,
-    test_name: &str,
+    work: &Path,
 ) {
-    peers::install();
-    netns::isolated(test_name, || {
-        let work = tempfile::tempdir().unwrap();
-        let work = work.path();
-        let (running, _node) = start_node(&work.join("cairn"));
-        let mut kubo = Kubo::start(kubo_release, &work.join("kubo"));
-        write_site(&work.join("site"));
-        let big = server::content(3 << 20, 9);
-        std::fs::write(work.join("site/big.bin"), &big).unwrap();
-        let cid = kubo.add(&work.join("site")).unwrap();
+    let (running, _node) = start_node(&work.join("cairn"));
+    let mut kubo = Kubo::start(kubo_release, &work.join("kubo"));
+    write_site(&work.join("site"));
+    let big = server::content(3 << 20, 9);
+    std::fs::write(work.join("site/big.bin"), &big).unwrap();
+    let cid = kubo.add(&work.join("site")).unwrap();
 
-        // What `ipfs pin remote add` sends: the CID, with Kubo's own addresses as origins.
-        let pins = format!("{}/pins", running.upload);
-        let pin =
-            serde_json::json!({"cid": cid, "name": "from kubo", "origins": [kubo.tcp_addr()]});
-        let (status, added) = http_send("POST", &pins, &running.token, Some(pin));
-        assert_eq!(status, 202, "{added}");
-        assert_eq!(added["status"], "queued", "Cairn does not have it yet");
-        let delegates = added["delegates"].as_array().unwrap();
-        assert!(!delegates.is_empty() && delegates.len() <= 20, "{added}");
-        // ... then connects to the delegates, and polls every half second.
-        kubo.connect(delegates[0].as_str().unwrap()).unwrap();
-        let url = format!("{pins}/{}", added["requestid"].as_str().unwrap());
-        let pinned = wait_until_pinned(&url, &running.token, TIMEOUT);
-        assert_eq!(pinned["pin"]["cid"], cid.as_str());
-        let (_, list) = http_send(
-            "GET",
-            &format!("{pins}?status=pinned"),
-            &running.token,
-            None,
-        );
-        assert_eq!(list["count"], 1, "{list}");
+    // What `ipfs pin remote add` sends: the CID, with Kubo's own addresses as origins.
+    let pins = format!("{}/pins", running.upload);
+    let pin = serde_json::json!({"cid": cid, "name": "from kubo", "origins": [kubo.tcp_addr()]});
+    let (status, added) = http_send("POST", &pins, &running.token, Some(pin));
+    assert_eq!(status, 202, "{added}");
+    assert_eq!(added["status"], "queued", "Cairn does not have it yet");
+    let delegates = added["delegates"].as_array().unwrap();
+    assert!(!delegates.is_empty() && delegates.len() <= 20, "{added}");
+    // ... then connects to the delegates, and polls every half second.
+    kubo.connect(delegates[0].as_str().unwrap()).unwrap();
+    let url = format!("{pins}/{}", added["requestid"].as_str().unwrap());
+    let pinned = wait_until_pinned(&url, &running.token, TIMEOUT);
+    assert_eq!(pinned["pin"]["cid"], cid.as_str());
+    let (_, list) = http_send(
+        "GET",
+        &format!("{pins}?status=pinned"),
+        &running.token,
+        None,
+    );
+    assert_eq!(list["count"], 1, "{list}");
 
-        // Kubo gone, Cairn serves the content itself.
-        drop(kubo);
-        let gateway = format!("{}/ipfs/{cid}/big.bin", running.upload);
-        let fetched = http_get_bytes(&gateway, None);
-        assert!(fetched == big, "the gateway serves what Kubo held");
-        let stored = http_get(
-            &format!("{}/api/upload-limit", running.account),
-            Some(&running.token),
-        );
-        let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
-        assert!(
-            stored["storedBytes"].as_u64().unwrap() > 3 << 20,
-            "{stored}"
-        );
-        terminate(running);
-    });
+    // Kubo gone, Cairn serves the content itself.
+    drop(kubo);
+    let gateway = format!("{}/ipfs/{cid}/big.bin", running.upload);
+    let fetched = http_get_bytes(&gateway, None);
+    assert!(fetched == big, "the gateway serves what Kubo held");
+    let stored = http_get(
+        &format!("{}/api/upload-limit", running.account),
+        Some(&running.token),
+    );
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    assert!(
+        stored["storedBytes"].as_u64().unwrap() > 3 << 20,
+        "{stored}"
+    );
+    terminate(running);
 }
 
 /// Today's Kubo as the Pinning Service client users have: `ipfs pin remote service add`, then
@@ -377,28 +366,23 @@ per_kubo_release!(content_kubo_holds_is_pinned_over_quic);
 /// Kubo answers each want on a new stream that it closes at once; on QUIC that close also
 /// stops the stream's reading side, which once made Cairn drop every answer unread
 /// (`vendor/multistream-select`). Here the only connection is the QUIC one Cairn dials.
-fn content_kubo_holds_is_pinned_over_quic(kubo_release: KuboRelease, test_name: &str) {
-    peers::install();
-    netns::isolated(test_name, || {
-        let work = tempfile::tempdir().unwrap();
-        let work = work.path();
-        let (running, _node) = start_node(&work.join("cairn"));
-        let mut kubo = Kubo::start(kubo_release, &work.join("kubo"));
-        let data = server::content(3 << 20, 12);
-        std::fs::write(work.join("data.bin"), &data).unwrap();
-        let cid = kubo.add(&work.join("data.bin")).unwrap();
-        let pins = format!("{}/pins", running.upload);
-        let pin = serde_json::json!({"cid": cid, "origins": [kubo.quic_addr()]});
-        let (status, added) = http_send("POST", &pins, &running.token, Some(pin));
-        assert_eq!(status, 202, "{added}");
-        let url = format!("{pins}/{}", added["requestid"].as_str().unwrap());
-        wait_until_pinned(&url, &running.token, TIMEOUT);
-        drop(kubo);
-        let gateway = format!("{}/ipfs/{cid}", running.upload);
-        let fetched = http_get_bytes(&gateway, None);
-        assert!(fetched == data, "the gateway serves what Kubo held");
-        terminate(running);
-    });
+fn content_kubo_holds_is_pinned_over_quic(kubo_release: KuboRelease, work: &Path) {
+    let (running, _node) = start_node(&work.join("cairn"));
+    let mut kubo = Kubo::start(kubo_release, &work.join("kubo"));
+    let data = server::content(3 << 20, 12);
+    std::fs::write(work.join("data.bin"), &data).unwrap();
+    let cid = kubo.add(&work.join("data.bin")).unwrap();
+    let pins = format!("{}/pins", running.upload);
+    let pin = serde_json::json!({"cid": cid, "origins": [kubo.quic_addr()]});
+    let (status, added) = http_send("POST", &pins, &running.token, Some(pin));
+    assert_eq!(status, 202, "{added}");
+    let url = format!("{pins}/{}", added["requestid"].as_str().unwrap());
+    wait_until_pinned(&url, &running.token, TIMEOUT);
+    drop(kubo);
+    let gateway = format!("{}/ipfs/{cid}", running.upload);
+    let fetched = http_get_bytes(&gateway, None);
+    assert!(fetched == data, "the gateway serves what Kubo held");
+    terminate(running);
 }
 
 /// A pin with no origins, on a node connected neither to the content's holder nor to anyone
@@ -455,20 +439,16 @@ per_kubo_release!(a_pin_without_origins_fetches_from_the_provider_the_dht_names)
 /// `cairn_p2p`'s `a_provider_is_found_and_connected_through_a_dht_peer` tests the lookup.
 fn a_pin_without_origins_fetches_from_the_provider_the_dht_names(
     kubo_release: KuboRelease,
-    test_name: &str,
+    work: &Path,
 ) {
-    peers::install();
-    netns::isolated(test_name, || {
-        let work = tempfile::tempdir().unwrap();
-        let pin = pin_what_only_the_dht_names(kubo_release, work.path());
-        wait_until_pinned(&pin.url, &pin.pinner.token, Duration::from_secs(120));
-        drop(pin.kubo);
-        let gateway = format!("{}/ipfs/{}", pin.pinner.upload, pin.cid);
-        let fetched = http_get_bytes(&gateway, None);
-        assert!(fetched == pin.data, "the pinner serves what Kubo held");
-        terminate(pin.pinner);
-        terminate(pin.router);
-    });
+    let pin = pin_what_only_the_dht_names(kubo_release, work);
+    wait_until_pinned(&pin.url, &pin.pinner.token, Duration::from_secs(120));
+    drop(pin.kubo);
+    let gateway = format!("{}/ipfs/{}", pin.pinner.upload, pin.cid);
+    let fetched = http_get_bytes(&gateway, None);
+    assert!(fetched == pin.data, "the pinner serves what Kubo held");
+    terminate(pin.pinner);
+    terminate(pin.router);
 }
 
 /// `method url` with `token` and a JSON body: the status and the JSON answer.
@@ -557,81 +537,77 @@ fn providers_named_by(running: &Running, cid: &str) -> Vec<String> {
     ids
 }
 
-per_kubo_release!(two_nodes_on_a_shared_store_name_each_other_and_either_serves_kubo);
-fn two_nodes_on_a_shared_store_name_each_other_and_either_serves_kubo(
-    kubo_release: KuboRelease,
-    test_name: &str,
-) {
-    peers::install();
+per_kubo_release!(two_nodes_on_a_shared_store_name_each_other_and_either_serves_kubo, before: || {
     Moto::install();
     // Started out here: inside the namespace it is reached through its socket.
     postgres::server();
-    netns::isolated(test_name, || {
-        let moto = Moto::start();
-        let store = moto.bucket("network");
-        let database = Database::create("network");
-        let work = tempfile::tempdir().unwrap();
-        let work = work.path();
-        let shared = [
-            "--database-url",
-            &database.url,
-            "--store",
-            &store,
-            "--p2p-listen",
-            "/ip4/127.0.0.1/tcp/0",
-        ];
-        let mut a = start(&work.join("a"), &shared);
-        let node_a = Node::read(&mut a, 1);
-        let mut b = start(&work.join("b"), &shared);
-        let node_b = Node::read(&mut b, 1);
-        assert_ne!(node_a.peer_id, node_b.peer_id, "each node has its own key");
+});
+fn two_nodes_on_a_shared_store_name_each_other_and_either_serves_kubo(
+    kubo_release: KuboRelease,
+    work: &Path,
+) {
+    let moto = Moto::start();
+    let store = moto.bucket("network");
+    let database = Database::create("network");
+    let shared = [
+        "--database-url",
+        &database.url,
+        "--store",
+        &store,
+        "--p2p-listen",
+        "/ip4/127.0.0.1/tcp/0",
+    ];
+    let mut a = start(&work.join("a"), &shared);
+    let node_a = Node::read(&mut a, 1);
+    let mut b = start(&work.join("b"), &shared);
+    let node_b = Node::read(&mut b, 1);
+    assert_ne!(node_a.peer_id, node_b.peer_id, "each node has its own key");
 
-        let data = server::content(3 << 20, 5);
-        std::fs::write(work.join("data.bin"), &data).unwrap();
-        let cid = upload(&a, work, &work.join("data.bin"));
-        let mut both = vec![node_a.peer_id.clone(), node_b.peer_id.clone()];
-        both.sort();
-        // B started after A announced itself; A learns of B on its next refresh.
-        assert_eq!(providers_named_by(&b, &cid), both, "B names both");
-        eventually("A names both", Duration::from_secs(20), || {
-            (providers_named_by(&a, &cid) == both).then_some(())
-        });
-        assert!(metric(&b, "cairn_routing_queries_total{kind=\"providers\"}") >= 1.0);
-
-        // Kubo, connected to B only, fetches what was uploaded through A; both nodes
-        // provide it to the DHT (Kubo is their DHT peer).
-        let mut kubo = Kubo::start(kubo_release, &work.join("kubo"));
-        kubo.connect(&node_b.addr("/tcp/")).unwrap();
-        let out = work.join("fetched.bin");
-        kubo.get(&cid, &out, TIMEOUT).unwrap();
-        assert!(std::fs::read(&out).unwrap() == data, "the bytes differ");
-        // Only now a DHT peer of A too, so that A also has one to provide to.
-        kubo.connect(&node_a.addr("/tcp/")).unwrap();
-        wait_until_provided(&a, &a.token);
-        wait_until_provided(&b, &a.token);
-        // Both are providers on the DHT, each with its own record on Kubo (which names
-        // itself too: it fetched the content).
-        let mut helia = Helia::start(&work.join("helia"));
-        eventually("Kubo names both nodes as providers", TIMEOUT, || {
-            let records = helia
-                .find_providers(&cid, &kubo.tcp_addr(), TIMEOUT)
-                .unwrap();
-            both.iter()
-                .all(|node| {
-                    records
-                        .iter()
-                        .any(|r| r.peer_id == *node && r.from == kubo.peer_id)
-                })
-                .then_some(())
-        });
-
-        // A node that stops is withdrawn: B names only itself.
-        assert!(terminate(a).0.success());
-        eventually("B names only itself", Duration::from_secs(20), || {
-            (providers_named_by(&b, &cid) == [node_b.peer_id.clone()]).then_some(())
-        });
-        terminate(b);
+    let data = server::content(3 << 20, 5);
+    std::fs::write(work.join("data.bin"), &data).unwrap();
+    let cid = upload(&a, work, &work.join("data.bin"));
+    let mut both = vec![node_a.peer_id.clone(), node_b.peer_id.clone()];
+    both.sort();
+    // B started after A announced itself; A learns of B on its next refresh.
+    assert_eq!(providers_named_by(&b, &cid), both, "B names both");
+    eventually("A names both", Duration::from_secs(20), || {
+        (providers_named_by(&a, &cid) == both).then_some(())
     });
+    assert!(metric(&b, "cairn_routing_queries_total{kind=\"providers\"}") >= 1.0);
+
+    // Kubo, connected to B only, fetches what was uploaded through A; both nodes
+    // provide it to the DHT (Kubo is their DHT peer).
+    let mut kubo = Kubo::start(kubo_release, &work.join("kubo"));
+    kubo.connect(&node_b.addr("/tcp/")).unwrap();
+    let out = work.join("fetched.bin");
+    kubo.get(&cid, &out, TIMEOUT).unwrap();
+    assert!(std::fs::read(&out).unwrap() == data, "the bytes differ");
+    // Only now a DHT peer of A too, so that A also has one to provide to.
+    kubo.connect(&node_a.addr("/tcp/")).unwrap();
+    wait_until_provided(&a, &a.token);
+    wait_until_provided(&b, &a.token);
+    // Both are providers on the DHT, each with its own record on Kubo (which names
+    // itself too: it fetched the content).
+    let mut helia = Helia::start(&work.join("helia"));
+    eventually("Kubo names both nodes as providers", TIMEOUT, || {
+        let records = helia
+            .find_providers(&cid, &kubo.tcp_addr(), TIMEOUT)
+            .unwrap();
+        both.iter()
+            .all(|node| {
+                records
+                    .iter()
+                    .any(|r| r.peer_id == *node && r.from == kubo.peer_id)
+            })
+            .then_some(())
+    });
+
+    // A node that stops is withdrawn: B names only itself.
+    assert!(terminate(a).0.success());
+    eventually("B names only itself", Duration::from_secs(20), || {
+        (providers_named_by(&b, &cid) == [node_b.peer_id.clone()]).then_some(())
+    });
+    terminate(b);
 }
 
 per_kubo_release!(with_the_all_strategy_an_inner_block_is_found_through_the_dht);
@@ -639,49 +615,44 @@ per_kubo_release!(with_the_all_strategy_an_inner_block_is_found_through_the_dht)
 /// an uploaded tree, asked for alone, is found through the DHT peer Cairn provided to.
 fn with_the_all_strategy_an_inner_block_is_found_through_the_dht(
     kubo_release: KuboRelease,
-    test_name: &str,
+    work: &Path,
 ) {
-    peers::install();
-    netns::isolated(test_name, || {
-        let work = tempfile::tempdir().unwrap();
-        let work = work.path();
-        let mut running = start(
-            &work.join("cairn"),
-            &[
-                "--p2p-listen",
-                "/ip4/127.0.0.1/tcp/0",
-                "--provide-strategy",
-                "all",
-            ],
-        );
-        let node = Node::read(&mut running, 1);
-        let mut kubo = Kubo::start(kubo_release, &work.join("kubo"));
-        kubo.connect(&node.addr("/tcp/")).unwrap();
-        write_site(&work.join("site"));
-        let root = upload(&running, work, &work.join("site"));
-        wait_until_provided(&running, &running.token);
+    let mut running = start(
+        &work.join("cairn"),
+        &[
+            "--p2p-listen",
+            "/ip4/127.0.0.1/tcp/0",
+            "--provide-strategy",
+            "all",
+        ],
+    );
+    let node = Node::read(&mut running, 1);
+    let mut kubo = Kubo::start(kubo_release, &work.join("kubo"));
+    kubo.connect(&node.addr("/tcp/")).unwrap();
+    write_site(&work.join("site"));
+    let root = upload(&running, work, &work.join("site"));
+    wait_until_provided(&running, &running.token);
 
-        // Every block of the DAG, root first, depth first: the last is a leaf.
-        let car = http_get_bytes(&format!("{}/ipfs/{root}?format=car", running.upload), None);
-        let blocks: Vec<String> = CarReader::new(&car[..], CarLimits::default())
-            .unwrap()
-            .map(|block| block.unwrap().0.to_string())
-            .collect();
-        assert!(blocks.len() >= 5, "{blocks:?}");
-        assert!(metric(&running, "cairn_dht_provides_total") >= blocks.len() as f64);
-        let leaf = blocks.last().unwrap();
-        let mut helia = Helia::start(&work.join("helia"));
-        eventually("Kubo tells that Cairn provides the leaf", TIMEOUT, || {
-            let records = helia
-                .find_providers(leaf, &kubo.tcp_addr(), TIMEOUT)
-                .unwrap();
-            records
-                .iter()
-                .any(|r| r.peer_id == node.peer_id && r.from == kubo.peer_id)
-                .then_some(())
-        });
-        terminate(running);
+    // Every block of the DAG, root first, depth first: the last is a leaf.
+    let car = http_get_bytes(&format!("{}/ipfs/{root}?format=car", running.upload), None);
+    let blocks: Vec<String> = CarReader::new(&car[..], CarLimits::default())
+        .unwrap()
+        .map(|block| block.unwrap().0.to_string())
+        .collect();
+    assert!(blocks.len() >= 5, "{blocks:?}");
+    assert!(metric(&running, "cairn_dht_provides_total") >= blocks.len() as f64);
+    let leaf = blocks.last().unwrap();
+    let mut helia = Helia::start(&work.join("helia"));
+    eventually("Kubo tells that Cairn provides the leaf", TIMEOUT, || {
+        let records = helia
+            .find_providers(leaf, &kubo.tcp_addr(), TIMEOUT)
+            .unwrap();
+        records
+            .iter()
+            .any(|r| r.peer_id == node.peer_id && r.from == kubo.peer_id)
+            .then_some(())
     });
+    terminate(running);
 }
 
 per_kubo_release!(kubo_finds_cairn_through_the_dht_knowing_only_another_kubo);
@@ -691,48 +662,43 @@ per_kubo_release!(kubo_finds_cairn_through_the_dht_knowing_only_another_kubo);
 /// Kademlia sends the swarm's external addresses, and Kubo drops a record with none.
 fn kubo_finds_cairn_through_the_dht_knowing_only_another_kubo(
     kubo_release: KuboRelease,
-    test_name: &str,
+    work: &Path,
 ) {
-    peers::install();
-    netns::isolated(test_name, || {
-        let work = tempfile::tempdir().unwrap();
-        let work = work.path();
-        let mut running = start(
-            &work.join("cairn"),
-            &["--p2p-listen", "/ip4/127.0.0.1/tcp/0"],
-        );
-        let node = Node::read(&mut running, 1);
-        // Stored while Cairn has no DHT peer: provided once it has one.
-        let early = server::content(300_000, 21);
-        std::fs::write(work.join("early.bin"), &early).unwrap();
-        let early_cid = upload(&running, work, &work.join("early.bin"));
+    let mut running = start(
+        &work.join("cairn"),
+        &["--p2p-listen", "/ip4/127.0.0.1/tcp/0"],
+    );
+    let node = Node::read(&mut running, 1);
+    // Stored while Cairn has no DHT peer: provided once it has one.
+    let early = server::content(300_000, 21);
+    std::fs::write(work.join("early.bin"), &early).unwrap();
+    let early_cid = upload(&running, work, &work.join("early.bin"));
 
-        let mut kubo_a = Kubo::start(kubo_release, &work.join("kubo-a"));
-        kubo_a.connect(&node.addr("/tcp/")).unwrap();
-        let late = server::content(3 << 20, 22);
-        std::fs::write(work.join("late.bin"), &late).unwrap();
-        let late_cid = upload(&running, work, &work.join("late.bin"));
+    let mut kubo_a = Kubo::start(kubo_release, &work.join("kubo-a"));
+    kubo_a.connect(&node.addr("/tcp/")).unwrap();
+    let late = server::content(3 << 20, 22);
+    std::fs::write(work.join("late.bin"), &late).unwrap();
+    let late_cid = upload(&running, work, &work.join("late.bin"));
 
-        // Provided within half a minute of its upload (the early one once Kubo A came).
-        wait_until_provided(&running, &running.token);
+    // Provided within half a minute of its upload (the early one once Kubo A came).
+    wait_until_provided(&running, &running.token);
 
-        // B knows only A: it finds Cairn as the provider through A's DHT records.
-        let mut kubo_b = Kubo::start(kubo_release, &work.join("kubo-b"));
-        kubo_b.connect(&kubo_a.tcp_addr()).unwrap();
-        for (name, cid, bytes) in [("early", &early_cid, &early), ("late", &late_cid, &late)] {
-            let out = work.join(format!("{name}.back"));
-            kubo_b.get(cid, &out, Duration::from_secs(90)).unwrap();
-            assert!(
-                std::fs::read(&out).unwrap() == *bytes,
-                "{name}: the bytes differ"
-            );
-        }
-        let connected = kubo_b.peers().unwrap();
+    // B knows only A: it finds Cairn as the provider through A's DHT records.
+    let mut kubo_b = Kubo::start(kubo_release, &work.join("kubo-b"));
+    kubo_b.connect(&kubo_a.tcp_addr()).unwrap();
+    for (name, cid, bytes) in [("early", &early_cid, &early), ("late", &late_cid, &late)] {
+        let out = work.join(format!("{name}.back"));
+        kubo_b.get(cid, &out, Duration::from_secs(90)).unwrap();
         assert!(
-            connected.iter().any(|c| c.peer_id == node.peer_id),
-            "B fetched from Cairn, which it found by the CID: {connected:?}"
+            std::fs::read(&out).unwrap() == *bytes,
+            "{name}: the bytes differ"
         );
+    }
+    let connected = kubo_b.peers().unwrap();
+    assert!(
+        connected.iter().any(|c| c.peer_id == node.peer_id),
+        "B fetched from Cairn, which it found by the CID: {connected:?}"
+    );
 
-        terminate(running);
-    });
+    terminate(running);
 }

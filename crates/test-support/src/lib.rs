@@ -34,8 +34,8 @@ pub mod pypi;
 pub mod seaweedfs;
 pub mod vectors;
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// The target directory's `tmp/` (what Cargo names `CARGO_TARGET_TMPDIR` to integration
 /// tests): found from the running test binary, `<target>/<profile>/deps/<binary>`, so that a
@@ -66,8 +66,8 @@ pub fn on_path(name: &str) -> Option<PathBuf> {
         .find(|path| path.is_file())
 }
 
-/// Run `command`, panicking with its output if it cannot start or fails; its stdout.
-pub fn run(command: &mut Command, what: &str) -> String {
+/// Run `command` to its end, panicking with its output if it cannot start or fails.
+pub fn checked(command: &mut Command, what: &str) -> Output {
     let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
         output.status.success(),
@@ -76,5 +76,34 @@ pub fn run(command: &mut Command, what: &str) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    output
+}
+
+/// [`checked`], and its stdout.
+pub fn run(command: &mut Command, what: &str) -> String {
+    String::from_utf8_lossy(&checked(command, what).stdout).into_owned()
+}
+
+/// Every file and directory under `dir`, by relative path, with a file's bytes.
+pub fn tree(dir: &Path) -> Vec<(String, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).expect("read a directory") {
+            let path = entry.expect("a directory entry").path();
+            let name = path
+                .strip_prefix(dir)
+                .expect("under dir")
+                .display()
+                .to_string();
+            if path.is_dir() {
+                out.push((name, None));
+                stack.push(path);
+            } else {
+                out.push((name, Some(std::fs::read(&path).expect("read a file"))));
+            }
+        }
+    }
+    out.sort();
+    out
 }

@@ -78,20 +78,11 @@ impl Moto {
              print(sum(o['Size'] for p in pages for o in p.get('Contents', [])))",
             self.endpoint
         );
-        let output = Command::new(self.bin.join("python"))
-            .args(["-c", &script])
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
+        let listed = crate::run(
+            Command::new(self.bin.join("python")).args(["-c", &script]),
+            "listing the bucket with boto3",
         );
-        String::from_utf8(output.stdout)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
+        listed.trim().parse().expect("a byte count")
     }
 }
 

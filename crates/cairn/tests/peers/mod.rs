@@ -59,7 +59,7 @@
 #![allow(dead_code, unused_imports, unused_macros)]
 
 use cairn_test_support::kubo;
-pub use cairn_test_support::netns;
+pub use cairn_test_support::{netns, tree};
 
 pub use cairn_test_support::node;
 pub use cairn_test_support::pypi;
@@ -631,52 +631,54 @@ pub fn eventually<T>(what: &str, limit: Duration, mut attempt: impl FnMut() -> O
     }
 }
 
-/// Every file and directory under `dir`, by relative path, with a file's bytes.
-pub fn tree(dir: &Path) -> Vec<(String, Option<Vec<u8>>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).expect("read a directory") {
-            let path = entry.expect("a directory entry").path();
-            let name = path
-                .strip_prefix(dir)
-                .expect("under dir")
-                .display()
-                .to_string();
-            if path.is_dir() {
-                out.push((name, None));
-                stack.push(path);
-            } else {
-                out.push((name, Some(std::fs::read(&path).expect("read a file"))));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// Declares the test `NAME` once per Kubo release, as `NAME::kubo_0_22` and
-/// `NAME::kubo_0_43`, each calling the function `NAME(release, test_name)`, where `test_name`
-/// is the test's full name (for [`netns::isolated`]). A module and a function may share a name.
+/// `NAME::kubo_0_43`: each installs the peers (and runs `before`, what else must be had
+/// outside the namespace), then calls the function `NAME(release, work)` inside a network
+/// namespace of its own with a fresh work directory. A module and a function may share a
+/// name.
 macro_rules! per_kubo_release {
-    ($name:ident) => {
+    ($name:ident $(, before: $before:expr)?) => {
         mod $name {
+            // `before` names what the test file imports.
+            #[allow(unused_imports)]
+            use super::*;
+
             #[test]
             fn kubo_0_22() {
-                super::$name(
+                $crate::peers::run_isolated(
                     $crate::peers::KuboRelease::V0_22,
                     concat!(stringify!($name), "::kubo_0_22"),
+                    || { $(($before)();)? },
+                    super::$name,
                 );
             }
 
             #[test]
             fn kubo_0_43() {
-                super::$name(
+                $crate::peers::run_isolated(
                     $crate::peers::KuboRelease::V0_43,
                     concat!(stringify!($name), "::kubo_0_43"),
+                    || { $(($before)();)? },
+                    super::$name,
                 );
             }
         }
     };
 }
 pub(crate) use per_kubo_release;
+
+/// What [`per_kubo_release!`]'s tests run: install the peers and `before` out here, then
+/// `body(release, work)` inside the namespace `test_name` runs in.
+pub fn run_isolated(
+    release: KuboRelease,
+    test_name: &str,
+    before: impl FnOnce(),
+    body: fn(KuboRelease, &Path),
+) {
+    install();
+    before();
+    netns::isolated(test_name, || {
+        let work = tempfile::tempdir().expect("a work directory");
+        body(release, work.path());
+    });
+}
