@@ -264,13 +264,8 @@ async fn gc_killed_at_any_moment_loses_no_live_block() {
 
 /// xorshift64 from `seed`.
 fn rand_from(seed: u64) -> impl FnMut() -> u64 {
-    let mut x = seed | 1;
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
+    let mut stream = cairn_test_support::xorshift::XorShift64::new(seed);
+    move || stream.next_u64()
 }
 
 /// `cairn fsck` finds what storage lost or damaged, says where, and exits 1; a collection

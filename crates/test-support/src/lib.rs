@@ -14,7 +14,8 @@
 //!   directory specs); [`hostile`]: hostile DAGs, built block by block, as an attacker would
 //!   upload them.
 //! - [`fuzz_corpus`]: the fuzz targets' kept regressions, replayed on stable, and seeds.
-//! - [`noise`]: incompressible deterministic bytes; [`disk`]: the disk's durable write speed,
+//! - [`xorshift`]: the one small random generator tests share; [`noise`]: incompressible
+//!   deterministic bytes from it; [`disk`]: the disk's durable write speed,
 //!   what upload benches are measured against.
 //!
 //! Everything installed or started here lives under [`target_tmp`], so `cargo clean` removes
@@ -33,6 +34,7 @@ pub mod postgres;
 pub mod pypi;
 pub mod seaweedfs;
 pub mod vectors;
+pub mod xorshift;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

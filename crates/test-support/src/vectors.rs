@@ -5,46 +5,9 @@ use chacha20::cipher::{KeyIvInit, StreamCipher};
 use sha2::{Digest, Sha256};
 
 /// The xorshift64 stream of the vectors: `state = seed | 1`, stepped before each 8-byte emit.
-pub struct XorShift64 {
-    state: u64,
-    /// Bytes of the current word not yet emitted (the stream is cut at any length).
-    carry: Vec<u8>,
-}
+pub use crate::xorshift::XorShift64;
 
-impl XorShift64 {
-    pub fn new(seed: u64) -> Self {
-        Self {
-            state: seed | 1,
-            carry: Vec::new(),
-        }
-    }
-
-    pub fn fill(&mut self, out: &mut [u8]) {
-        let from_carry = self.carry.len().min(out.len());
-        out[..from_carry].copy_from_slice(&self.carry[..from_carry]);
-        self.carry.drain(..from_carry);
-        let mut words = out[from_carry..].chunks_exact_mut(8);
-        for word in &mut words {
-            word.copy_from_slice(&self.next_word().to_le_bytes());
-        }
-        let rest = words.into_remainder();
-        if !rest.is_empty() {
-            let word = self.next_word().to_le_bytes();
-            rest.copy_from_slice(&word[..rest.len()]);
-            self.carry.extend_from_slice(&word[rest.len()..]);
-        }
-    }
-
-    fn next_word(&mut self) -> u64 {
-        let mut x = self.state;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.state = x;
-        x
-    }
-}
-
+/// `size` bytes of the vectors' xorshift stream for `seed`.
 pub fn xorshift(size: usize, seed: u64) -> Vec<u8> {
     let mut out = vec![0; size];
     XorShift64::new(seed).fill(&mut out);

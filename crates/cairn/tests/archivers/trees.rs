@@ -42,14 +42,9 @@ const LONG_PATH: &str = "deep/directories-nested-in-a-repository/one-inside-the-
 /// Content of `len` bytes from `seed`, compressible about 2:1 like real assets, so the
 /// compressors stay quick.
 pub fn content(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
+    let mut stream = cairn_test_support::xorshift::XorShift64::new(seed);
     (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            b"abcdefghijklmnop"[(x % 16) as usize]
-        })
+        .map(|_| b"abcdefghijklmnop"[(stream.next_u64() % 16) as usize])
         .collect()
 }
 

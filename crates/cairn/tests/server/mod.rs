@@ -401,13 +401,5 @@ pub fn tar_of(files: &[(&str, &[u8])]) -> Vec<u8> {
 
 /// Deterministic test bytes (xorshift64, one byte per step) from `seed`.
 pub fn content(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    cairn_test_support::xorshift::low_bytes(len, seed)
 }
