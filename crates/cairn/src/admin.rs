@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use cairn_service::gc::{self, GcError};
+use cairn_store::access::NewKey;
 use cairn_store::model::Account;
 use cairn_store::packs::Packs;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
@@ -30,7 +31,7 @@ pub async fn create_account(
     let account = store.create_account(name, limits).await?;
     let token = tokens::generate();
     store
-        .add_token(account.id, &token.hash, &token.prefix)
+        .create_key(&NewKey::all(account.id), &token.hash, &token.prefix)
         .await?;
     if as_json {
         println!(
@@ -101,7 +102,7 @@ pub async fn create_token(store: &dyn MetadataStore, account: &str, as_json: boo
     };
     let token = tokens::generate();
     let info = store
-        .add_token(account.id, &token.hash, &token.prefix)
+        .create_key(&NewKey::all(account.id), &token.hash, &token.prefix)
         .await?;
     if as_json {
         println!(

@@ -53,7 +53,7 @@ struct ClientFile {
 
 pub struct Connection {
     pub url: String,
-    account_url: String,
+    pub account_url: String,
     token: Option<String>,
     pub http: reqwest::Client,
 }
@@ -220,6 +220,8 @@ pub struct Uploaded {
 
 pub struct UploadOptions {
     pub archive_mode: Option<String>,
+    /// What each upload is tagged with (`--kv`).
+    pub keyvalues: BTreeMap<String, String>,
     pub wait: bool,
     pub json: bool,
     pub profile: Profile,
@@ -367,10 +369,14 @@ async fn post(
     if let Some(mode) = archive_mode {
         query.push(("archive_mode", mode.to_owned()));
     }
+    let mut form = reqwest::multipart::Form::new();
+    if !options.keyvalues.is_empty() {
+        form = form.text("keyvalues", serde_json::to_string(&options.keyvalues)?);
+    }
     let response = conn
         .authed(conn.http.post(format!("{}/api/upload", conn.url)))?
         .query(&query)
-        .multipart(reqwest::multipart::Form::new().part("file", part))
+        .multipart(form.part("file", part))
         .send()
         .await
         .context("sending the upload")?;
@@ -472,6 +478,10 @@ async fn tus(
             ));
             if let Some(mode) = archive_mode {
                 metadata.push(format!("archive_mode {}", BASE64.encode(mode)));
+            }
+            if !options.keyvalues.is_empty() {
+                let json = serde_json::to_string(&options.keyvalues)?;
+                metadata.push(format!("keyvalues {}", BASE64.encode(json)));
             }
             let created = conn
                 .authed(conn.http.post(&endpoint))?

@@ -2,6 +2,7 @@
 //!
 //! - `serve` runs both hosts on the embedded store (`serve.rs`, `config.rs`);
 //! - `account` and `token` administer the store directly (`admin.rs`);
+//! - `key` manages an account's API keys over the API (`keys.rs`);
 //! - `cid` and `car` work offline with the same engine the server uses (`local.rs`,
 //!   `spill.rs`), so a CID computed here is the CID the service returns.
 //!
@@ -13,6 +14,7 @@ mod client;
 mod config;
 mod get;
 mod kept;
+mod keys;
 mod local;
 mod local_car;
 mod memory;
@@ -50,9 +52,12 @@ enum Command {
     /// Manage accounts.
     #[command(subcommand)]
     Account(AccountCommand),
-    /// Manage API tokens.
+    /// Manage API tokens (administration, on the store: every token can do everything).
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Manage the account's API keys, each limited to what it may do (over the API).
+    #[command(subcommand)]
+    Key(KeyCommand),
     /// Print the root CID of a file or directory (like `ipfs add -r --only-hash`).
     Cid {
         path: PathBuf,
@@ -67,6 +72,9 @@ enum Command {
         /// For archives: extract (default) or preserve.
         #[arg(long)]
         archive_mode: Option<String>,
+        /// Tag each upload with a key-value, to find it again (`--kv user=42`; repeatable).
+        #[arg(long = "kv", value_parser = parse_keyvalue)]
+        keyvalues: Vec<(String, String)>,
         /// Wait for each operation to finish and print its CID.
         #[arg(long)]
         wait: bool,
@@ -230,6 +238,47 @@ enum AccountCommand {
 }
 
 #[derive(Subcommand)]
+enum KeyCommand {
+    /// Create a key; prints its secret once.
+    Create {
+        /// What it may do: upload, read, delete, pins, keys, all (comma-separated).
+        #[arg(long = "scope", required = true, value_delimiter = ',')]
+        scopes: Vec<String>,
+        /// How long it lives (`24h`, `30days`) [default: until revoked].
+        #[arg(long)]
+        expires: Option<humantime::Duration>,
+        /// Uploads it may begin.
+        #[arg(long)]
+        max_uses: Option<u64>,
+        /// A browser origin it may be used from (`https://app.example`); repeatable.
+        #[arg(long = "origin")]
+        origins: Vec<String>,
+        /// The largest upload it may send, in bytes.
+        #[arg(long)]
+        max_upload_bytes: Option<u64>,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// List the account's keys (never their secrets).
+    List {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// Revoke a key by id: refused from then on, on every node.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+}
+
+#[derive(Subcommand)]
 enum TokenCommand {
     /// Create a token for an account; prints it once.
     Create {
@@ -280,6 +329,13 @@ impl StorageArgs {
         let (packs, _, _) = serve::open_content(self.store.as_deref(), &self.metadata.data_dir)?;
         Ok((self.metadata.open().await?, packs))
     }
+}
+
+/// `key=value`, split at the first `=`.
+fn parse_keyvalue(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("{text:?} is not key=value"))
 }
 
 fn parse_profile(name: &str) -> Result<Profile, String> {
@@ -358,6 +414,7 @@ async fn run_async(command: Command) -> Result<bool> {
         Command::Upload {
             paths,
             archive_mode,
+            keyvalues,
             wait,
             json,
             profile,
@@ -366,6 +423,7 @@ async fn run_async(command: Command) -> Result<bool> {
         } => {
             let options = client::UploadOptions {
                 archive_mode,
+                keyvalues: keyvalues.into_iter().collect(),
                 wait,
                 json,
                 profile,
@@ -414,6 +472,38 @@ async fn run_async(command: Command) -> Result<bool> {
                 println!("{}", written.display());
             }
             Ok(true)
+        }
+        Command::Key(KeyCommand::Create {
+            scopes,
+            expires,
+            max_uses,
+            origins,
+            max_upload_bytes,
+            name,
+            json,
+            connection,
+        }) => {
+            let request = keys::KeyRequest {
+                name,
+                scopes,
+                expires: expires.map(Into::into),
+                max_uses,
+                origins,
+                max_upload_bytes,
+            };
+            keys::create(&connection.connect()?, request, json)
+                .await
+                .map(|()| true)
+        }
+        Command::Key(KeyCommand::List { json, connection }) => {
+            keys::list(&connection.connect()?, json)
+                .await
+                .map(|()| true)
+        }
+        Command::Key(KeyCommand::Revoke { id, connection }) => {
+            keys::revoke(&connection.connect()?, &id)
+                .await
+                .map(|()| true)
         }
         Command::Uploads { json, connection } => kept::uploads(&connection.connect()?, json)
             .await

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use cairn_server::{account_app, listen, upload_app, AppState, ServerConfig};
 use cairn_service::{Service, ServiceConfig};
+use cairn_store::access::NewKey;
 use cairn_store::packs::Packs;
 use cairn_store::postgres::PostgresStore;
 use cairn_store::s3::{S3Blobs, S3TusBytes};
@@ -403,7 +404,7 @@ async fn create_default_account(store: &dyn MetadataStore) -> Result<Option<Stri
     };
     let token = tokens::generate();
     store
-        .add_token(account.id, &token.hash, &token.prefix)
+        .create_key(&NewKey::all(account.id), &token.hash, &token.prefix)
         .await?;
     Ok(Some(token.secret))
 }

@@ -1,7 +1,9 @@
-//! The authorization matrix (issue 19): every route of both hosts, called with no token, with
-//! malformed tokens, with a well-formed token no one holds, with a revoked token, and (where the
-//! path names an account's resource: an upload, an operation, a TUS upload, a pin) with another
-//! account's valid token. Each answer is checked against `docs/contract.md` "Authentication" and
+//! The authorization matrix (issues 19 and 34): every route of both hosts, called with no
+//! token, with malformed tokens, with a well-formed token no one holds, with a revoked key, an
+//! expired key, and (where the path names an account's resource: an upload, an operation, a
+//! TUS upload, a pin, a key, a link) with another account's valid token; then every route with
+//! a key of each scope (README "Scopes"), and the routes an upload link opens with links
+//! tampered with, used up, expired and revoked. Each answer is checked against `docs/contract.md` "Authentication" and
 //! "Errors": the status, `WWW-Authenticate`, and the JSON error body (the Pinning Service
 //! API's own shape under `/pins`, see the spec, `tests/pinning/ipfs-pinning-service.yaml`). The public routes
 //! (the gateway, delegated routing, `/healthz`, `/metrics`, `/api/openapi.json`, the web page)
@@ -23,12 +25,30 @@ use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE
 use reqwest::{Method, RequestBuilder, Response};
 use routes::registered_routes;
 use serde_json::{json, Value};
-use server::{admin, create_account, finished_operation, post_upload, start, Running};
+use server::{
+    admin, create_account, create_key, create_link, finished_operation, post_upload, start, Running,
+};
 
 /// `docs/contract.md` "Authentication": the challenge of a request without credentials...
 const CHALLENGE_MISSING: &str = "Bearer realm=\"cairn\"";
 /// ... and of one whose credentials are not accepted.
 const CHALLENGE_INVALID: &str = "Bearer error=\"invalid_token\"";
+/// ... and of an expired key's.
+const CHALLENGE_EXPIRED: &str =
+    "Bearer error=\"invalid_token\", error_description=\"the key has expired\"";
+
+/// The scopes a key can have, each of which the matrix tries on every route.
+const SCOPES: [&str; 6] = ["upload", "read", "delete", "pins", "keys", "all"];
+/// The scopes a route accepts (a key with `all` is accepted everywhere).
+const UPLOAD: &[&str] = &["upload"];
+const READ: &[&str] = &["read"];
+const DELETE: &[&str] = &["delete"];
+const PINS: &[&str] = &["pins"];
+const KEYS: &[&str] = &["keys"];
+/// The upload limit and the operations: an upload-only key reads those it began.
+const UPLOAD_OR_READ: &[&str] = &["upload", "read"];
+/// What the node is: any key.
+const ANY: &[&str] = &["upload", "read", "delete", "pins", "keys"];
 
 /// A peer id in valid syntax (a public IPFS bootstrap node's, not this service's).
 const SOME_PEER: &str = "QmNnooDu7bfjPFoTZYxMNLWUQJyrVwtbZg5gBMjTezGAJN";
@@ -58,15 +78,21 @@ enum Resource {
     TusUpload,
     /// A pin's `requestid`.
     Pin,
+    /// A key's id (not the owner's own).
+    Key,
+    /// An upload link's id.
+    Link,
 }
 
 #[derive(Clone, Copy, Debug)]
 enum Access {
-    /// A token is required; the path names nothing of an account's.
-    Token,
-    /// A token is required, and the path names one of the caller's resources: each kind listed
-    /// is tried with another account's token, which must get `404`, never `403`.
-    Owned(&'static [Resource]),
+    /// A token with one of these scopes is required; the path names nothing of an account's.
+    Token(&'static [&'static str]),
+    /// The same, and the path names one of the caller's resources: each kind listed is tried
+    /// with another account's token, which must get `404`, never `403`.
+    Owned(&'static [Resource], &'static [&'static str]),
+    /// An upload link in the path is the credential; any `Authorization` is not looked at.
+    Link,
     /// No token needed: the status the route answers without one, or `None` for "the same as
     /// with a valid token" (for answers that depend on the node, which tests run without).
     Public(Option<u16>),
@@ -91,7 +117,7 @@ const fn route(method: &'static str, host: Host, path: &'static str, access: Acc
 
 use Access::{Owned, Public, Token};
 use Host::{Account, Upload};
-use Resource::{Pin, PostOperation, PostUpload, TusUpload};
+use Resource::{Key, Link, Pin, PostOperation, PostUpload, TusUpload};
 
 /// What an operation id may be: an operation's integer id, or the upload id of its upload
 /// (`docs/contract.md` "Operation record"); a pin is an operation too.
@@ -109,47 +135,58 @@ const PIN_IDS: &[Resource] = &[Pin, PostUpload];
 #[rustfmt::skip]
 const ROUTES: &[Route] = &[
     // `app::upload_app`.
-    route("POST", Upload, "/api/upload", Token),
+    route("POST", Upload, "/api/upload", Token(UPLOAD)),
     // `app::operation_routes`, on both hosts.
-    route("GET", Upload, "/api/operations", Token),
-    route("HEAD", Upload, "/api/operations", Token),
-    route("GET", Account, "/api/operations", Token),
-    route("HEAD", Account, "/api/operations", Token),
-    route("GET", Upload, "/api/operations/{id}", Owned(OPERATION_IDS)),
-    route("HEAD", Upload, "/api/operations/{id}", Owned(OPERATION_IDS)),
-    route("GET", Account, "/api/operations/{id}", Owned(OPERATION_IDS)),
-    route("HEAD", Account, "/api/operations/{id}", Owned(OPERATION_IDS)),
-    route("GET", Upload, "/api/uploads", Token),
-    route("HEAD", Upload, "/api/uploads", Token),
-    route("GET", Account, "/api/uploads", Token),
-    route("HEAD", Account, "/api/uploads", Token),
-    route("GET", Upload, "/api/uploads/{id}", Owned(UPLOAD_IDS)),
-    route("HEAD", Upload, "/api/uploads/{id}", Owned(UPLOAD_IDS)),
-    route("DELETE", Upload, "/api/uploads/{id}", Owned(KEPT_IDS)),
-    route("GET", Account, "/api/uploads/{id}", Owned(UPLOAD_IDS)),
-    route("HEAD", Account, "/api/uploads/{id}", Owned(UPLOAD_IDS)),
-    route("DELETE", Account, "/api/uploads/{id}", Owned(KEPT_IDS)),
-    route("GET", Upload, "/api/node", Token),
-    route("HEAD", Upload, "/api/node", Token),
-    route("GET", Account, "/api/node", Token),
-    route("HEAD", Account, "/api/node", Token),
+    route("GET", Upload, "/api/operations", Token(UPLOAD_OR_READ)),
+    route("HEAD", Upload, "/api/operations", Token(UPLOAD_OR_READ)),
+    route("GET", Account, "/api/operations", Token(UPLOAD_OR_READ)),
+    route("HEAD", Account, "/api/operations", Token(UPLOAD_OR_READ)),
+    route("GET", Upload, "/api/operations/{id}", Owned(OPERATION_IDS, UPLOAD_OR_READ)),
+    route("HEAD", Upload, "/api/operations/{id}", Owned(OPERATION_IDS, UPLOAD_OR_READ)),
+    route("GET", Account, "/api/operations/{id}", Owned(OPERATION_IDS, UPLOAD_OR_READ)),
+    route("HEAD", Account, "/api/operations/{id}", Owned(OPERATION_IDS, UPLOAD_OR_READ)),
+    route("GET", Upload, "/api/uploads", Token(READ)),
+    route("HEAD", Upload, "/api/uploads", Token(READ)),
+    route("GET", Account, "/api/uploads", Token(READ)),
+    route("HEAD", Account, "/api/uploads", Token(READ)),
+    route("GET", Upload, "/api/uploads/{id}", Owned(UPLOAD_IDS, READ)),
+    route("HEAD", Upload, "/api/uploads/{id}", Owned(UPLOAD_IDS, READ)),
+    route("DELETE", Upload, "/api/uploads/{id}", Owned(KEPT_IDS, DELETE)),
+    route("GET", Account, "/api/uploads/{id}", Owned(UPLOAD_IDS, READ)),
+    route("HEAD", Account, "/api/uploads/{id}", Owned(UPLOAD_IDS, READ)),
+    route("DELETE", Account, "/api/uploads/{id}", Owned(KEPT_IDS, DELETE)),
+    route("PATCH", Upload, "/api/uploads/{id}", Owned(UPLOAD_IDS, UPLOAD)),
+    route("PATCH", Account, "/api/uploads/{id}", Owned(UPLOAD_IDS, UPLOAD)),
+    route("GET", Upload, "/api/node", Token(ANY)),
+    route("HEAD", Upload, "/api/node", Token(ANY)),
+    route("GET", Account, "/api/node", Token(ANY)),
+    route("HEAD", Account, "/api/node", Token(ANY)),
     // `tus::routes`. OPTIONS is the protocol's discovery request (TUS T5): it tells nothing of
     // anyone's uploads, and a client asks it before it has any upload to name.
-    route("POST", Upload, "/api/upload/tus", Token),
+    route("POST", Upload, "/api/upload/tus", Token(UPLOAD)),
     route("OPTIONS", Upload, "/api/upload/tus", Public(Some(204))),
-    route("POST", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload])),
-    route("HEAD", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload])),
-    route("PATCH", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload])),
-    route("DELETE", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload])),
+    route("POST", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload], UPLOAD)),
+    route("HEAD", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload], UPLOAD)),
+    route("PATCH", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload], UPLOAD)),
+    route("DELETE", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload], UPLOAD)),
     route("OPTIONS", Upload, "/api/upload/tus/{id}", Public(Some(204))),
+    // Upload links: made with an upload key, listed and revoked with a keys key; their URLs
+    // take uploads with no other credential.
+    route("POST", Upload, "/api/upload-links", Token(UPLOAD)),
+    route("GET", Upload, "/api/upload-links", Token(KEYS)),
+    route("HEAD", Upload, "/api/upload-links", Token(KEYS)),
+    route("DELETE", Upload, "/api/upload-links/{id}", Owned(&[Link], KEYS)),
+    route("POST", Upload, "/api/upload/link/{secret}", Access::Link),
+    route("POST", Upload, "/api/upload/link/{secret}/tus", Access::Link),
+    route("OPTIONS", Upload, "/api/upload/link/{secret}/tus", Public(Some(204))),
     // `routes::pins::routes`.
-    route("GET", Upload, "/pins", Token),
-    route("HEAD", Upload, "/pins", Token),
-    route("POST", Upload, "/pins", Token),
-    route("GET", Upload, "/pins/{requestid}", Owned(PIN_IDS)),
-    route("HEAD", Upload, "/pins/{requestid}", Owned(PIN_IDS)),
-    route("POST", Upload, "/pins/{requestid}", Owned(PIN_IDS)),
-    route("DELETE", Upload, "/pins/{requestid}", Owned(KEPT_IDS)),
+    route("GET", Upload, "/pins", Token(READ)),
+    route("HEAD", Upload, "/pins", Token(READ)),
+    route("POST", Upload, "/pins", Token(PINS)),
+    route("GET", Upload, "/pins/{requestid}", Owned(PIN_IDS, READ)),
+    route("HEAD", Upload, "/pins/{requestid}", Owned(PIN_IDS, READ)),
+    route("POST", Upload, "/pins/{requestid}", Owned(PIN_IDS, PINS)),
+    route("DELETE", Upload, "/pins/{requestid}", Owned(KEPT_IDS, DELETE)),
     // The read path: public (`docs/contract.md` "Read path").
     route("GET", Upload, "/ipfs/{cid}", Public(Some(200))),
     route("HEAD", Upload, "/ipfs/{cid}", Public(Some(200))),
@@ -175,8 +212,12 @@ const ROUTES: &[Route] = &[
     route("GET", Upload, "/api/openapi.json", Public(Some(200))),
     route("HEAD", Upload, "/api/openapi.json", Public(Some(200))),
     // `app::account_app`.
-    route("GET", Account, "/api/upload-limit", Token),
-    route("HEAD", Account, "/api/upload-limit", Token),
+    route("GET", Account, "/api/upload-limit", Token(UPLOAD_OR_READ)),
+    route("HEAD", Account, "/api/upload-limit", Token(UPLOAD_OR_READ)),
+    route("POST", Account, "/api/keys", Token(KEYS)),
+    route("GET", Account, "/api/keys", Token(KEYS)),
+    route("HEAD", Account, "/api/keys", Token(KEYS)),
+    route("DELETE", Account, "/api/keys/{id}", Owned(&[Key], KEYS)),
     // `web::routes`: the page and its files load before anyone signs in; `/api/web-config`
     // tells the page where the upload host is (`web.rs`: nothing the page's URL does not).
     route("GET", Account, "/", Public(Some(200))),
@@ -194,6 +235,8 @@ enum Credentials {
     /// An `Authorization` value that is not a token's shape.
     Raw(&'static str, HeaderValue),
     Bearer(&'static str, String),
+    /// A key past its expiry.
+    Expired(String),
 }
 
 impl Credentials {
@@ -201,6 +244,7 @@ impl Credentials {
         match self {
             Self::None => "no token",
             Self::Raw(label, _) | Self::Bearer(label, _) => label,
+            Self::Expired(_) => "expired key",
         }
     }
 }
@@ -222,6 +266,14 @@ struct World {
     revoked: String,
     /// A token of the well-formed shape (`cairn_` and 64 hex digits) that no one holds.
     unknown: String,
+    expired: String,
+    /// A key of each of [`SCOPES`], by scope.
+    scoped: BTreeMap<&'static str, String>,
+    /// A spare key of the owner's, and a link of the owner's.
+    key_id: String,
+    link_id: String,
+    /// An upload link's secret with its last digit changed.
+    tampered_link: String,
     file_cid: String,
     dir_cid: String,
     post_upload: String,
@@ -247,6 +299,8 @@ impl World {
             Resource::PostOperation => &self.post_operation,
             Resource::TusUpload => &self.tus_upload,
             Resource::Pin => &self.pin,
+            Resource::Key => &self.key_id,
+            Resource::Link => &self.link_id,
         }
     }
 
@@ -254,7 +308,7 @@ impl World {
     /// resource of the kind the route names.
     fn concrete(&self, route: &Route, id: Option<&str>) -> String {
         let id = id.unwrap_or(match route.access {
-            Access::Owned(kinds) => self.id(kinds[0]),
+            Access::Owned(kinds, _) => self.id(kinds[0]),
             // The one public route with an id: TUS's OPTIONS on an upload.
             _ => &self.tus_upload,
         });
@@ -271,7 +325,8 @@ impl World {
             .replace("{name}", "head")
             .replace("{file}", "app.js")
             .replace("{id}", id)
-            .replace("{requestid}", id);
+            .replace("{requestid}", id)
+            .replace("{secret}", &self.tampered_link);
         assert!(
             !path.contains('{'),
             "{} {}: a parameter this test does not know how to fill in",
@@ -287,19 +342,25 @@ impl World {
         let method = Method::from_bytes(method.as_bytes()).unwrap();
         let url = format!("{}{path}", self.base(host));
         let request = self.client.request(method.clone(), url);
-        let tus = path_template.starts_with("/api/upload/tus");
+        let tus = path_template.starts_with("/api/upload/tus") || path_template.ends_with("/tus");
         let request = if tus {
             request.header("Tus-Resumable", "1.0.0")
         } else {
             request
         };
         match (method.as_str(), path_template) {
-            ("POST", "/api/upload") => {
+            ("POST", "/api/upload" | "/api/upload/link/{secret}") => {
                 let part =
                     reqwest::multipart::Part::bytes(b"probe".to_vec()).file_name("probe.txt");
                 request.multipart(reqwest::multipart::Form::new().part("file", part))
             }
-            ("POST", "/api/upload/tus") => request.header("Upload-Length", TUS_LENGTH.to_string()),
+            ("POST", "/api/upload/tus" | "/api/upload/link/{secret}/tus") => {
+                request.header("Upload-Length", TUS_LENGTH.to_string())
+            }
+            // A key that a key with `keys` alone may give.
+            ("POST", "/api/keys") => request.json(&json!({"name": "probe", "scopes": ["keys"]})),
+            ("POST", "/api/upload-links") => request.json(&json!({})),
+            ("PATCH", "/api/uploads/{id}") => request.json(&json!({"keyvalues": {"probe": "1"}})),
             // The upload's missing bytes, at the right offset.
             ("PATCH", "/api/upload/tus/{id}") => request
                 .header("Upload-Offset", TUS_SENT.to_string())
@@ -318,7 +379,9 @@ impl World {
         match credentials {
             Credentials::None => request,
             Credentials::Raw(_, value) => request.header(AUTHORIZATION, value.clone()),
-            Credentials::Bearer(_, token) => request.bearer_auth(token),
+            Credentials::Bearer(_, token) | Credentials::Expired(token) => {
+                request.bearer_auth(token)
+            }
         }
     }
 }
@@ -466,6 +529,7 @@ async fn every_route_of_both_hosts_answers_bad_credentials_as_the_contract_says(
     rejected.extend(malformed);
     rejected.push(Credentials::Bearer("unknown token", world.unknown.clone()));
     rejected.push(Credentials::Bearer("revoked token", world.revoked.clone()));
+    rejected.push(Credentials::Expired(world.expired.clone()));
 
     for route in ROUTES {
         let pins = route.path.starts_with("/pins");
@@ -491,11 +555,25 @@ async fn every_route_of_both_hosts_answers_bad_credentials_as_the_contract_says(
                     .check(&label, response, &expect, pins, head, None)
                     .await;
             }
-            Access::Token | Access::Owned(_) => {
+            Access::Link => {
+                // Whatever credentials come with it, a link that is not one is refused.
+                let path = world.concrete(route, None);
+                for credentials in &rejected {
+                    let request = world.request(route.method, route.host, route.path, &path);
+                    let response = world.with(request, credentials).send().await.unwrap();
+                    let label = what(&path, &format!("tampered link, {}", credentials.label()));
+                    let expect = Expect::Error(401, "invalid_link", None);
+                    let secret = Some(world.tampered_link.as_str());
+                    report
+                        .check(&label, response, &expect, pins, head, secret)
+                        .await;
+                }
+            }
+            Access::Token(_) | Access::Owned(..) => {
                 // The real resource, and an id that names nothing: the answer must not tell
                 // them apart (no existence oracle before authentication).
                 let mut paths = vec![world.concrete(route, None)];
-                if let Access::Owned(_) = route.access {
+                if let Access::Owned(..) = route.access {
                     paths.push(world.concrete(route, Some("123456789")));
                 }
                 for path in &paths {
@@ -513,6 +591,10 @@ async fn every_route_of_both_hosts_answers_bad_credentials_as_the_contract_says(
                                 Expect::Error(401, "invalid_token", Some(CHALLENGE_INVALID)),
                                 Some(token.as_str()),
                             ),
+                            Credentials::Expired(token) => (
+                                Expect::Error(401, "token_expired", Some(CHALLENGE_EXPIRED)),
+                                Some(token.as_str()),
+                            ),
                         };
                         let request = world.request(route.method, route.host, route.path, path);
                         let response = world.with(request, credentials).send().await.unwrap();
@@ -522,7 +604,7 @@ async fn every_route_of_both_hosts_answers_bad_credentials_as_the_contract_says(
                             .await;
                     }
                 }
-                if let Access::Owned(kinds) = route.access {
+                if let Access::Owned(kinds, _) = route.access {
                     for kind in kinds {
                         let path = world.concrete(route, Some(world.id(*kind)));
                         let request = world.request(route.method, route.host, route.path, &path);
@@ -538,6 +620,8 @@ async fn every_route_of_both_hosts_answers_bad_credentials_as_the_contract_says(
         }
     }
 
+    every_scope_reaches_what_it_should(&world, &mut report).await;
+    links_refuse_what_they_should(&world, &mut report).await;
     authentication_before_the_body(&world, &mut report).await;
     host_membership(&world, &registered, &mut report).await;
     subdomain_gateway(&world, &mut report).await;
@@ -625,6 +709,25 @@ async fn world() -> World {
     let pinned: Value = pinned.json().await.unwrap();
     let pin = pinned["requestid"].as_str().unwrap().to_owned();
 
+    // Keys: one that expires in a second (it has by the time the matrix runs), one of each
+    // scope, a spare one to name in `DELETE /api/keys/{id}`; a link, and its URL tampered with.
+    let expiring = json!({"name": "brief", "scopes": ["all"], "expiresIn": 1});
+    let (expired, _) = create_key(&running, &owner, expiring).await;
+    let mut scoped = BTreeMap::new();
+    for scope in SCOPES {
+        let (key, _) =
+            create_key(&running, &owner, json!({"name": scope, "scopes": [scope]})).await;
+        scoped.insert(scope, key);
+    }
+    let (_, spare) = create_key(&running, &owner, json!({"scopes": ["read"]})).await;
+    let key_id = spare["id"].to_string();
+    let link = create_link(&running, &owner, json!({})).await;
+    let link_id = link["id"].as_str().unwrap().to_owned();
+    let secret = link["url"].as_str().unwrap().rsplit('/').next().unwrap();
+    let last = if secret.ends_with('0') { "1" } else { "0" };
+    let tampered_link = format!("{}{last}", &secret[..secret.len() - 1]);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+
     let world = World {
         running,
         client,
@@ -638,6 +741,11 @@ async fn world() -> World {
         post_operation,
         tus_upload,
         pin,
+        expired,
+        scoped,
+        key_id,
+        link_id,
+        tampered_link,
         _data: data,
     };
     // The owner reaches every resource through every GET or HEAD route that names it, and
@@ -646,11 +754,11 @@ async fn world() -> World {
     for route in ROUTES {
         let (method, path) = (route.method, route.path);
         let ids: Vec<Option<&str>> = match route.access {
-            Access::Public(_) => continue,
+            Access::Public(_) | Access::Link => continue,
             // Creating more of the owner's resources harms nothing.
-            Access::Token => vec![None],
-            Access::Owned(_) if method != "GET" && method != "HEAD" => continue,
-            Access::Owned(kinds) => kinds.iter().map(|k| Some(world.id(*k))).collect(),
+            Access::Token(_) => vec![None],
+            Access::Owned(..) if method != "GET" && method != "HEAD" => continue,
+            Access::Owned(kinds, _) => kinds.iter().map(|k| Some(world.id(*k))).collect(),
         };
         for id in ids {
             let concrete = world.concrete(route, id);
@@ -674,6 +782,181 @@ async fn world() -> World {
     world
 }
 
+/// Every route that needs a key, with a key of each scope: a scope the route accepts gets
+/// through (to an id that names nothing where the route names one, so nothing changes), any
+/// other is `403 forbidden`, naming the scope it lacks.
+async fn every_scope_reaches_what_it_should(world: &World, report: &mut Report) {
+    for route in ROUTES {
+        let (accepted, path) = match route.access {
+            Access::Token(scopes) => (scopes, world.concrete(route, None)),
+            Access::Owned(_, scopes) => (scopes, world.concrete(route, Some("123456789"))),
+            Access::Public(_) | Access::Link => continue,
+        };
+        let (pins, head) = (route.path.starts_with("/pins"), route.method == "HEAD");
+        for scope in SCOPES {
+            let key = &world.scoped[scope];
+            let request = world.request(route.method, route.host, route.path, &path);
+            let response = request.bearer_auth(key).send().await.unwrap();
+            let label = format!(
+                "{} {:?} {path} (a key of scope {scope})",
+                route.method, route.host
+            );
+            if scope == "all" || accepted.contains(&scope) {
+                report.checks += 1;
+                let status = response.status().as_u16();
+                if status == 401 || status == 403 {
+                    let body = response.text().await.unwrap_or_default();
+                    report.mismatches.push(format!(
+                        "{label}: {status} {body}, but the route takes {accepted:?}"
+                    ));
+                }
+                continue;
+            }
+            if head {
+                let expect = Expect::Error(403, "forbidden", None);
+                report
+                    .check(&label, response, &expect, pins, head, Some(key))
+                    .await;
+                continue;
+            }
+            report.checks += 1;
+            let status = response.status().as_u16();
+            let body = response.text().await.unwrap_or_default();
+            let names_scope = accepted.iter().any(|scope| body.contains(scope));
+            let code = if pins {
+                "\"FORBIDDEN\""
+            } else {
+                "\"forbidden\""
+            };
+            if status != 403 || !body.contains(code) || !names_scope {
+                report.mismatches.push(format!(
+                    "{label}: {status} {body}, expected 403 forbidden naming {accepted:?}"
+                ));
+            }
+        }
+    }
+}
+
+/// An upload link's URLs refuse a link used up (by POST and TUS alike), expired, revoked, or
+/// made by a key since revoked; a refused try does not use a link up.
+async fn links_refuse_what_they_should(world: &World, report: &mut Report) {
+    let (running, owner, client) = (&world.running, &world.owner, &world.client);
+    let post = |url: String| async move {
+        let part = reqwest::multipart::Part::bytes(b"probe".to_vec()).file_name("probe.txt");
+        let form = reqwest::multipart::Form::new().part("file", part);
+        client.post(url).multipart(form).send().await.unwrap()
+    };
+    let url = |link: &Value| link["url"].as_str().unwrap().to_owned();
+    let mut expect = |what: &str, response_status: u16, body: String, status: u16, code: &str| {
+        report.checks += 1;
+        if response_status != status || !body.contains(&format!("\"{code}\"")) {
+            report.mismatches.push(format!(
+                "{what}: {response_status} {body}, expected {status} {code}"
+            ));
+        }
+    };
+
+    let brief = create_link(running, owner, json!({"expiresIn": 1})).await;
+    let once = create_link(running, owner, json!({"uploads": 1, "maxBytes": 100})).await;
+    // Over its size: refused before the body, and the link is not used by it.
+    let big = reqwest::multipart::Part::bytes(vec![0; 1000]).file_name("big.bin");
+    let response = (client.post(url(&once)))
+        .multipart(reqwest::multipart::Form::new().part("file", big))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    expect(
+        "a link's upload over its maxBytes",
+        status,
+        response.text().await.unwrap(),
+        413,
+        "payload_too_large",
+    );
+    let first = post(url(&once)).await;
+    let status = first.status().as_u16();
+    expect(
+        "a link's one upload",
+        status,
+        first.text().await.unwrap(),
+        200,
+        "cid",
+    );
+    let again = post(url(&once)).await;
+    let status = again.status().as_u16();
+    expect(
+        "a link used twice",
+        status,
+        again.text().await.unwrap(),
+        403,
+        "link_used",
+    );
+    let tus = (client.post(once["tusEndpoint"].as_str().unwrap()))
+        .header("Tus-Resumable", "1.0.0")
+        .header("Upload-Length", "5")
+        .send()
+        .await
+        .unwrap();
+    let status = tus.status().as_u16();
+    expect(
+        "a used link's TUS endpoint",
+        status,
+        tus.text().await.unwrap(),
+        403,
+        "link_used",
+    );
+
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let late = post(url(&brief)).await;
+    let status = late.status().as_u16();
+    expect(
+        "a link used after its expiry",
+        status,
+        late.text().await.unwrap(),
+        401,
+        "link_expired",
+    );
+
+    let revoked = create_link(running, owner, json!({})).await;
+    let gone = (client.delete(format!(
+        "{}/api/upload-links/{}",
+        running.upload,
+        revoked["id"].as_str().unwrap()
+    )))
+    .bearer_auth(owner)
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(gone.status(), 204);
+    let response = post(url(&revoked)).await;
+    let status = response.status().as_u16();
+    expect(
+        "a revoked link",
+        status,
+        response.text().await.unwrap(),
+        401,
+        "invalid_link",
+    );
+
+    let (maker, record) = create_key(running, owner, json!({"scopes": ["upload"]})).await;
+    let orphan = create_link(running, &maker, json!({})).await;
+    let gone = (client.delete(format!("{}/api/keys/{}", running.account, record["id"])))
+        .bearer_auth(owner)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 204);
+    let response = post(url(&orphan)).await;
+    let status = response.status().as_u16();
+    expect(
+        "a link whose key was revoked",
+        status,
+        response.text().await.unwrap(),
+        401,
+        "invalid_link",
+    );
+}
+
 /// `docs/contract.md` "Authentication": authentication happens before any request body is read. Each
 /// route that takes a body gets a request declaring 1 GiB and sending none of it: the `401`
 /// must come at once, where a server reading the body first would wait for it.
@@ -683,14 +966,34 @@ async fn authentication_before_the_body(world: &World, report: &mut Report) {
         .filter(|r| matches!(r.method, "POST" | "PATCH") && !matches!(r.access, Access::Public(_)));
     for route in with_body {
         let revoked = format!("Bearer {}", world.revoked);
+        let by_link = matches!(route.access, Access::Link);
         for (label, authorization, code) in [
-            ("no token", None, "unauthorized"),
-            ("revoked token", Some(revoked), "invalid_token"),
+            (
+                "no token",
+                None,
+                if by_link {
+                    "invalid_link"
+                } else {
+                    "unauthorized"
+                },
+            ),
+            (
+                "revoked token",
+                Some(revoked),
+                if by_link {
+                    "invalid_link"
+                } else {
+                    "invalid_token"
+                },
+            ),
         ] {
             let address = url_of(world.base(route.host));
             let path = world.concrete(route, None);
             let content_type = match route.path {
-                "/api/upload" => "multipart/form-data; boundary=cairn",
+                "/api/upload" | "/api/upload/link/{secret}" => {
+                    "multipart/form-data; boundary=cairn"
+                }
+                "/api/keys" | "/api/upload-links" | "/api/uploads/{id}" => "application/json",
                 path if path.starts_with("/pins") => "application/json",
                 _ => "application/offset+octet-stream",
             };

@@ -375,3 +375,46 @@ fn a_missing_bucket_is_one_line_at_start() {
         "{stderr}"
     );
 }
+
+/// A key revoked on one node is refused by the other within a second: keys are read from the
+/// shared database on every request, never kept in a node's memory.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_revoked_on_one_node_is_refused_by_the_other_within_a_second() {
+    let moto = Moto::start();
+    let store = moto.bucket("revoked-keys");
+    let database = Database::create("revoked_keys");
+    let work = tempfile::tempdir().unwrap();
+    let shared = ["--database-url", &database.url, "--store", &store];
+    let a = start(&work.path().join("a"), &shared);
+    let b = start(&work.path().join("b"), &shared);
+    let (key, record) =
+        server::create_key(&a, &a.token, serde_json::json!({"scopes": ["read"]})).await;
+    let http = reqwest::Client::new();
+    let on_b = || {
+        http.get(format!("{}/api/uploads", b.upload))
+            .bearer_auth(&key)
+    };
+    assert_eq!(on_b().send().await.unwrap().status(), 200);
+
+    let revoked = http
+        .delete(format!("{}/api/keys/{}", a.account, record["id"]))
+        .bearer_auth(&a.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), 204);
+    let since = std::time::Instant::now();
+    loop {
+        let status = on_b().send().await.unwrap().status();
+        if status == 401 {
+            break;
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(1),
+            "node B still answers {status} to a key revoked on A"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    terminate(a);
+    terminate(b);
+}

@@ -15,7 +15,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use server::{cairn, content, create_account, post_upload, start, Running};
+use server::{cairn, content, create_account, create_key, post_upload, start, Running};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
@@ -240,6 +240,98 @@ async fn a_cid_pinned_from_the_page_is_pinned() {
     });
     if let Some(result) = pinned.await.unwrap() {
         assert_eq!(result["cid"], uploaded["cid"]);
+    }
+}
+
+/// `GET {account}/api/upload-limit` with `token`: its status.
+async fn upload_limit_status(running: &Running, token: &str) -> u16 {
+    reqwest::Client::new()
+        .get(format!("{}/api/upload-limit", running.account))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn keys_made_on_the_page_are_shown_once_work_for_their_scopes_and_are_revoked() {
+    let fixtures = Fixtures::new();
+    let (running, _data, token) = serve();
+    // The page ends by revoking the key it signed in with: this one checks what it left.
+    let request = serde_json::json!({"name": "the test's", "scopes": ["all"]});
+    let (checker, _) = create_key(&running, &token, request).await;
+    let page_token = token.clone();
+    let (running, result) = tokio::task::spawn_blocking(move || {
+        let result = run_script(
+            "browser.mjs",
+            &["keys"],
+            &running,
+            &page_token,
+            &fixtures,
+            &[],
+        );
+        (running, result)
+    })
+    .await
+    .unwrap();
+    let Some(result) = result else {
+        return;
+    };
+    let secret = result["secret"].as_str().unwrap();
+    let record = &result["record"];
+    assert_eq!(record["scopes"], serde_json::json!(["upload", "read"]));
+    assert_eq!(record["maxUses"], 5);
+    assert_eq!(record["maxUploadBytes"], 1 << 20);
+    assert!(
+        record.get("key").is_none(),
+        "a listed key shows its secret: {record}"
+    );
+    assert!(
+        secret.starts_with(record["prefix"].as_str().unwrap()),
+        "{record}"
+    );
+    let lifetime = result["lifetimeSeconds"].as_f64().unwrap();
+    assert!(
+        (86_399.0..=86_401.0).contains(&lifetime),
+        "a key chosen to expire in 1 day lives {lifetime} s: {record}"
+    );
+    // Both revoked on the page: refused from outside it too, and no longer listed.
+    assert_eq!(upload_limit_status(&running, secret).await, 401);
+    assert_eq!(upload_limit_status(&running, &token).await, 401);
+    let listed = server::get_json(&format!("{}/api/keys", running.account), &checker).await;
+    let names: Vec<&str> = listed["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|key| key["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["the test's"], "{listed}");
+}
+
+#[tokio::test]
+async fn a_key_without_the_keys_scope_is_told_why_and_the_rest_of_the_page_works() {
+    let fixtures = Fixtures::new();
+    let (running, _data, token) = serve();
+    let request = serde_json::json!({"name": "no keys", "scopes": ["upload", "read"]});
+    let (limited, _) = create_key(&running, &token, request).await;
+    let expected_cid = fixtures.cid("small.txt");
+    let result = tokio::task::spawn_blocking(move || {
+        run_script(
+            "browser.mjs",
+            &["keys-forbidden"],
+            &running,
+            &limited,
+            &fixtures,
+            &[],
+        )
+    });
+    if let Some(result) = result.await.unwrap() {
+        let message = result["message"].as_str().unwrap();
+        // The server's own reason, as the 403 gave it.
+        assert!(message.contains("do not include keys"), "{message}");
+        assert_eq!(result["cid"], expected_cid);
     }
 }
 

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use cairn_server::ServerConfig;
 use cairn_service::ServiceConfig;
+use cairn_store::access::NewKey;
 use cairn_store::packs::Packs;
 use cairn_store::postgres::PostgresStore;
 use cairn_store::sqlite::SqliteStore;
@@ -55,7 +56,7 @@ async fn start_server(dir: &Path, store: Arc<dyn MetadataStore>, shared_store: b
             .unwrap();
         let token = tokens::generate();
         store
-            .add_token(account.id, &token.hash, &token.prefix)
+            .create_key(&NewKey::all(account.id), &token.hash, &token.prefix)
             .await
             .unwrap();
         secrets.push(token.secret);

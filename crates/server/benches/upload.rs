@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use cairn_server::ServerConfig;
 use cairn_service::ServiceConfig;
+use cairn_store::access::NewKey;
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
@@ -69,7 +70,7 @@ async fn start_server(dir: &Path) -> Server {
     let account = store.create_account("bench", limits).await.unwrap();
     let token = tokens::generate();
     store
-        .add_token(account.id, &token.hash, &token.prefix)
+        .create_key(&NewKey::all(account.id), &token.hash, &token.prefix)
         .await
         .unwrap();
     let packs = Packs::open(dir.join("packs")).unwrap();

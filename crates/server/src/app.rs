@@ -10,16 +10,17 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde_json::json;
 use tower::service_fn;
 use tower::ServiceExt;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
+use crate::auth::KeyOrigins;
 use crate::error::{rewrite_error_body, ApiError};
 use crate::gateway;
-use crate::routes::{account, ipni, node, operations, pins, routing, upload, uploads};
+use crate::routes::{account, ipni, keys, links, node, operations, pins, routing, upload, uploads};
 use crate::state::AppState;
 use crate::tus;
 
@@ -30,6 +31,12 @@ pub fn upload_app(state: AppState) -> Router {
             // Upload size is enforced by the handler against the account's limit.
             post(upload::upload).layer(DefaultBodyLimit::disable()),
         )
+        .route(
+            "/api/upload/link/{secret}",
+            post(upload::upload_through_link).layer(DefaultBodyLimit::disable()),
+        )
+        .route("/api/upload-links", get(links::list).post(links::create))
+        .route("/api/upload-links/{id}", delete(links::revoke))
         .merge(operation_routes())
         .merge(tus::routes())
         .merge(pins::routes())
@@ -52,7 +59,34 @@ pub fn upload_app(state: AppState) -> Router {
             count_response,
         ));
     let routes = gateway::subdomain::with_content_origins(routes, &state);
-    with_cors(routes).layer(middleware::from_fn(json_errors))
+    with_cors(routes)
+        .layer(middleware::from_fn(key_origins))
+        .layer(middleware::from_fn(json_errors))
+}
+
+/// A key limited to origins is answered, cross-origin, for those origins alone: the CORS
+/// layer allows any origin (the request's key is not known to it), so once the key is read
+/// (see `auth::KeyOrigins`) the answer names the request's origin if the key allows it, and
+/// none otherwise, so that a page elsewhere cannot read it.
+async fn key_origins(mut request: Request, next: Next) -> Response {
+    let slot = KeyOrigins::default();
+    request.extensions_mut().insert(slot.clone());
+    let origin = request.headers().get(header::ORIGIN).cloned();
+    let mut response = next.run(request).await;
+    if let Some(allowed) = slot.0.get() {
+        let headers = response.headers_mut();
+        headers.remove(header::ACCESS_CONTROL_ALLOW_ORIGIN);
+        match origin.filter(|o| allowed.iter().any(|a| a.as_bytes() == o.as_bytes())) {
+            Some(origin) => {
+                headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+            }
+            None => {
+                headers.remove(header::ACCESS_CONTROL_EXPOSE_HEADERS);
+            }
+        }
+        headers.append(header::VARY, HeaderValue::from_static("origin"));
+    }
+    response
 }
 
 /// The response headers TUS clients in a browser must be allowed to read.
@@ -125,6 +159,8 @@ fn with_cors(routes: Router) -> Router {
 pub fn account_app(state: AppState) -> Router {
     Router::new()
         .route("/api/upload-limit", get(account::upload_limit))
+        .route("/api/keys", get(keys::list).post(keys::create))
+        .route("/api/keys/{id}", delete(keys::revoke))
         .merge(operation_routes())
         .merge(crate::web::routes())
         .with_state(state.clone())
@@ -142,7 +178,9 @@ fn operation_routes() -> Router<AppState> {
         .route("/api/uploads", get(uploads::list))
         .route(
             "/api/uploads/{id}",
-            get(uploads::get).delete(uploads::delete),
+            get(uploads::get)
+                .patch(uploads::change)
+                .delete(uploads::delete),
         )
         .route("/api/node", get(node::node))
 }

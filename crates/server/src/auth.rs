@@ -1,39 +1,133 @@
-//! Bearer-token authentication as an extractor: it runs before any body is read.
+//! Who is calling and what they may do, decided before any body is read: a key (its scopes,
+//! expiry, browser origins, uses and upload size, see `cairn_store::access`) or an upload
+//! link (a capability for a few uploads).
+//!
+//! A handler names the scope it needs in its extractor's type, `Caller<need::Read>`, so a
+//! route cannot reach an account without saying what it needs; README "Scopes" is the table,
+//! and `tests/authorization.rs` checks every route against every scope.
+
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::FromRequestParts;
-use axum::http::header;
 use axum::http::request::Parts;
-use cairn_store::model::Account;
-use cairn_store::tokens;
+use axum::http::{header, HeaderMap};
+use cairn_store::access::{ApiKey, UploadLink};
+use cairn_store::access::{Scope, KEY_USE_RESOLUTION_MS};
+use cairn_store::model::{Account, ArchiveMode, KeyValues, TusUpload};
+use cairn_store::{now_ms, tokens};
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The account a request's token belongs to.
-pub struct Caller(pub Account);
+/// The scopes a route accepts (any one of them).
+pub trait Need: Send + Sync {
+    const SCOPES: &'static [Scope];
+}
 
-impl FromRequestParts<AppState> for Caller {
+/// The needs routes have, as types.
+pub mod need {
+    use super::{Need, Scope};
+
+    macro_rules! needs {
+        ($($(#[$doc:meta])* $name:ident: $($scope:ident)|*;)*) => {$(
+            $(#[$doc])*
+            pub struct $name;
+            impl Need for $name {
+                const SCOPES: &'static [Scope] = &[$(Scope::$scope),*];
+            }
+        )*};
+    }
+
+    needs! {
+        Upload: Upload;
+        Read: Read;
+        Delete: Delete;
+        Pins: Pins;
+        Keys: Keys;
+        /// The upload limit and the operations: an upload-only key reads those it began.
+        UploadOrRead: Upload | Read;
+        /// Any live key (what the node is, which holds nothing of the account's).
+        AnyScope: Upload | Read | Delete | Pins | Keys;
+    }
+}
+
+/// A caller whose key allows `N`: its account and its key.
+pub struct Caller<N: Need>(pub Account, pub ApiKey, pub PhantomData<N>);
+
+impl<N: Need> Caller<N> {
+    pub fn allows(&self, scope: Scope) -> bool {
+        self.1.scopes.allow(scope)
+    }
+}
+
+impl<N: Need> FromRequestParts<AppState> for Caller<N> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let bearer = Bearer::from_request_parts(parts, state).await?;
-        Ok(Self(bearer.account(state).await?))
+        Bearer::from_request_parts(parts, state)
+            .await?
+            .caller(state)
+            .await
     }
 }
 
 /// A request's well-formed token, not looked up yet: for a handler that looks it up while it
 /// reads what the request is about (a TUS PATCH, where each read is a share of every chunk).
-pub struct Bearer([u8; 32]);
+pub struct Bearer {
+    hash: [u8; 32],
+    origin: Option<String>,
+    cors: Option<KeyOrigins>,
+}
 
 impl Bearer {
-    /// The account the token belongs to; `InvalidToken` for an unknown or revoked one.
-    pub async fn account(&self, state: &AppState) -> Result<Account, ApiError> {
-        state
+    /// The account and key, if the key is live, unexpired, used from an origin it allows and
+    /// has a scope `N` accepts.
+    pub async fn caller<N: Need>(&self, state: &AppState) -> Result<Caller<N>, ApiError> {
+        let (account, key) = state
             .service
             .store
-            .account_for_token(&self.0)
+            .key_for_token(&self.hash)
             .await?
-            .ok_or(ApiError::InvalidToken)
+            .ok_or(ApiError::InvalidToken)?;
+        let now = now_ms();
+        if key.expired(now) {
+            return Err(ApiError::TokenExpired);
+        }
+        if !key.origins.is_empty() {
+            if let Some(cors) = &self.cors {
+                let _ = cors.0.set(key.origins.clone());
+            }
+            let allowed = (self.origin.as_ref()).is_some_and(|origin| key.origins.contains(origin));
+            if !allowed {
+                return Err(ApiError::OriginNotAllowed(format!(
+                    "this key may only be used from {}; the request came from {}",
+                    key.origins.join(", "),
+                    self.origin.as_deref().unwrap_or("no Origin")
+                )));
+            }
+        }
+        if !N::SCOPES.iter().any(|scope| key.scopes.allow(*scope)) {
+            let names: Vec<&str> = N::SCOPES.iter().map(|s| s.as_str()).collect();
+            return Err(ApiError::Forbidden(format!(
+                "this key's scopes ({}) do not include {}",
+                key.scopes.to_text(),
+                names.join(" or ")
+            )));
+        }
+        if key
+            .last_used_at_ms
+            .is_none_or(|at| at < now - KEY_USE_RESOLUTION_MS)
+        {
+            // Written off the request's path: the answer does not wait on it.
+            let (store, id) = (state.service.store.clone(), key.id);
+            tokio::spawn(async move {
+                if let Err(e) = store.key_seen(id, now).await {
+                    tracing::warn!(error = %e, key = id, "recording a key's use failed");
+                }
+            });
+        }
+        Ok(Caller(account, key, PhantomData))
     }
 }
 
@@ -53,6 +147,233 @@ impl FromRequestParts<AppState> for Bearer {
             .map(|(_, token)| token.trim())
             .filter(|t| tokens::well_formed(t))
             .ok_or(ApiError::InvalidToken)?;
-        Ok(Self(tokens::hash(token)))
+        Ok(Self {
+            hash: tokens::hash(token),
+            origin: request_origin(&parts.headers),
+            cors: parts.extensions.get::<KeyOrigins>().cloned(),
+        })
+    }
+}
+
+fn request_origin(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// Where a key limited to origins tells the CORS answer which origins to name: put in a
+/// request's extensions by `app.rs`, filled by [`Bearer::caller`].
+#[derive(Clone, Default)]
+pub struct KeyOrigins(pub Arc<OnceLock<Vec<String>>>);
+
+/// Whoever sends an upload: a key with the `upload` scope, or an upload link.
+pub enum Uploader {
+    Key(Account, ApiKey),
+    Link(Account, UploadLink),
+}
+
+impl From<Caller<need::Upload>> for Uploader {
+    fn from(Caller(account, key, _): Caller<need::Upload>) -> Self {
+        Self::Key(account, key)
+    }
+}
+
+impl Uploader {
+    /// The link whose URL carries `secret`, if it may still begin an upload.
+    pub async fn link(state: &AppState, secret: &str) -> Result<Self, ApiError> {
+        if !tokens::well_formed_link(secret) {
+            return Err(ApiError::InvalidLink);
+        }
+        let store = &state.service.store;
+        let link = store
+            .link_for_secret(&tokens::hash(secret))
+            .await?
+            .ok_or(ApiError::InvalidLink)?;
+        if link.expired(now_ms()) {
+            return Err(ApiError::LinkExpired);
+        }
+        let account = store
+            .account_by_id(link.account_id)
+            .await?
+            .ok_or(ApiError::InvalidLink)?;
+        Ok(Self::Link(account, link))
+    }
+
+    pub fn account(&self) -> &Account {
+        match self {
+            Self::Key(account, _) | Self::Link(account, _) => account,
+        }
+    }
+
+    /// The largest upload this key or link may send, if it sets one.
+    pub fn max_bytes(&self) -> Option<u64> {
+        match self {
+            Self::Key(_, key) => key.max_upload_bytes,
+            Self::Link(_, link) => link.max_bytes,
+        }
+    }
+
+    /// `413` when `length` (declared, or received so far) is over [`Self::max_bytes`].
+    pub fn check_size(&self, length: u64) -> Result<(), ApiError> {
+        match self.max_bytes() {
+            Some(max) if length > max => Err(ApiError::PayloadTooLarge(format!(
+                "the upload is larger than this {} allows ({max} bytes)",
+                self.what()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// `415` when a link does not take uploads of `mime_type`.
+    pub fn check_type(&self, mime_type: &str) -> Result<(), ApiError> {
+        match self {
+            Self::Link(_, link) if !link.accepts_type(mime_type) => {
+                Err(ApiError::UnsupportedMediaType(format!(
+                    "this link takes {} uploads, not {mime_type:?}",
+                    link.mime_types.join(", ")
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuse at once a key or link whose uses are spent, as last read (see [`Self::begin`]).
+    pub fn check_uses(&self) -> Result<(), ApiError> {
+        match self {
+            Self::Key(_, key) if key.max_uses.is_some_and(|max| key.uses >= max) => {
+                Err(uses_exhausted(key))
+            }
+            Self::Link(_, link) if link.uses >= link.uploads => Err(link_used(link)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Count the upload as begun: the key's or link's uses, which are refused once spent.
+    /// Called once every check of the request has passed, so a refused try uses nothing.
+    pub async fn begin(&self, state: &AppState) -> Result<(), ApiError> {
+        let store = &state.service.store;
+        match self {
+            Self::Key(_, key) => {
+                if !store.use_key(key.id, now_ms()).await? {
+                    return Err(uses_exhausted(key));
+                }
+            }
+            Self::Link(_, link) => {
+                if !store.use_link(&link.id).await? {
+                    return Err(link_used(link));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn key_id(&self) -> Option<i64> {
+        match self {
+            Self::Key(_, key) => Some(key.id),
+            Self::Link(_, link) => Some(link.created_by),
+        }
+    }
+
+    pub fn link_id(&self) -> Option<String> {
+        match self {
+            Self::Key(..) => None,
+            Self::Link(_, link) => Some(link.id.clone()),
+        }
+    }
+
+    /// What a link names its uploads, tags them with and how it stores archives; nothing for
+    /// a key, whose requests say.
+    pub fn link_name(&self) -> Option<&str> {
+        match self {
+            Self::Link(_, link) => link.name.as_deref(),
+            Self::Key(..) => None,
+        }
+    }
+
+    pub fn link_keyvalues(&self) -> Option<&KeyValues> {
+        match self {
+            Self::Link(_, link) => Some(&link.keyvalues),
+            Self::Key(..) => None,
+        }
+    }
+
+    pub fn link_archive_mode(&self) -> Option<ArchiveMode> {
+        match self {
+            Self::Link(_, link) => link.archive_mode,
+            Self::Key(..) => None,
+        }
+    }
+
+    fn what(&self) -> &'static str {
+        match self {
+            Self::Key(..) => "key",
+            Self::Link(..) => "link",
+        }
+    }
+}
+
+fn uses_exhausted(key: &ApiKey) -> ApiError {
+    ApiError::UsesExhausted(format!(
+        "this key has begun the {} uploads it may",
+        key.max_uses.unwrap_or_default()
+    ))
+}
+
+fn link_used(link: &UploadLink) -> ApiError {
+    ApiError::LinkUsed(format!(
+        "this link has taken the {} upload(s) it allows",
+        link.uploads
+    ))
+}
+
+/// Who may touch an existing TUS upload: an `upload` key of its account (by its bearer
+/// token), or, with no credential at all, anyone holding the URL of an upload made through a
+/// link that is still live (as tus-js-client and Uppy follow `Location` with no headers).
+pub enum UploadAccess {
+    Key(Bearer),
+    Link,
+}
+
+impl FromRequestParts<AppState> for UploadAccess {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if parts.headers.contains_key(header::AUTHORIZATION) {
+            return Ok(Self::Key(Bearer::from_request_parts(parts, state).await?));
+        }
+        Ok(Self::Link)
+    }
+}
+
+impl UploadAccess {
+    /// The caller's account and the upload's record, read at once where they can be: each
+    /// read is a round trip that every PATCH of an upload waits for. Whether the record is
+    /// the account's is the caller's to check (another account's is a `404`).
+    pub async fn account_and_upload(
+        &self,
+        state: &AppState,
+        id: &str,
+    ) -> Result<(Account, Option<TusUpload>), ApiError> {
+        let store = &state.service.store;
+        match self {
+            Self::Key(bearer) => {
+                let (caller, record) =
+                    tokio::join!(bearer.caller::<need::Upload>(state), store.tus_upload(id));
+                Ok((caller?.0, record?))
+            }
+            Self::Link => {
+                let record = store.tus_upload(id).await?;
+                let Some(link_id) = record.as_ref().and_then(|r| r.link_id.as_deref()) else {
+                    return Err(ApiError::Unauthorized);
+                };
+                let link = store.link(link_id).await?.ok_or(ApiError::InvalidLink)?;
+                let account = store
+                    .account_by_id(link.account_id)
+                    .await?
+                    .ok_or(ApiError::InvalidLink)?;
+                Ok((account, record))
+            }
+        }
     }
 }

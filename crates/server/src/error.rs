@@ -15,6 +15,20 @@ pub enum ApiError {
     Unauthorized,
     #[error("the token is not valid or has been revoked")]
     InvalidToken,
+    #[error("the key has expired")]
+    TokenExpired,
+    /// A key limited to browser origins, used from another (or from none).
+    #[error("{0}")]
+    OriginNotAllowed(String),
+    /// A key limited to a number of uploads has begun them all.
+    #[error("{0}")]
+    UsesExhausted(String),
+    #[error("the upload link is not valid or has been revoked")]
+    InvalidLink,
+    #[error("the upload link has expired")]
+    LinkExpired,
+    #[error("{0}")]
+    LinkUsed(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -78,6 +92,12 @@ impl ApiError {
             Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::InvalidToken => (StatusCode::UNAUTHORIZED, "invalid_token"),
+            Self::TokenExpired => (StatusCode::UNAUTHORIZED, "token_expired"),
+            Self::OriginNotAllowed(_) => (StatusCode::FORBIDDEN, "origin_not_allowed"),
+            Self::UsesExhausted(_) => (StatusCode::FORBIDDEN, "uses_exhausted"),
+            Self::InvalidLink => (StatusCode::UNAUTHORIZED, "invalid_link"),
+            Self::LinkExpired => (StatusCode::UNAUTHORIZED, "link_expired"),
+            Self::LinkUsed(_) => (StatusCode::FORBIDDEN, "link_used"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             // TUS: PATCH on a final concatenated upload (not in `docs/contract.md`'s table, which predates it).
@@ -194,6 +214,7 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound(what) => Self::NotFound(format!("{what} not found")),
             StoreError::QuotaExceeded { .. } => Self::QuotaExceeded(e.to_string()),
             StoreError::Conflict(what) => Self::Conflict(format!("{what} is already set")),
+            StoreError::Invalid(why) => Self::BadRequest(why),
             // The garbage collector won a race for blocks the upload reused: nothing was
             // recorded, and sending it again stores it whole.
             StoreError::BlocksCollected(_) => {
@@ -233,6 +254,15 @@ impl IntoResponse for ApiError {
                 headers.insert(
                     header::WWW_AUTHENTICATE,
                     HeaderValue::from_static("Bearer error=\"invalid_token\""),
+                );
+            }
+            // RFC 6750 §3.1: an expired token is an `invalid_token` too; the body says which.
+            Self::TokenExpired => {
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(
+                        "Bearer error=\"invalid_token\", error_description=\"the key has expired\"",
+                    ),
                 );
             }
             Self::Unavailable(_) => {

@@ -22,6 +22,7 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Uri};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use cairn_service::content_kind::{self, ContentKind, HEAD_BYTES};
+use cairn_store::model::KeyValues;
 use cairn_store::model::TusConcat;
 use cairn_unixfs::Cid;
 use futures_util::FutureExt;
@@ -371,8 +372,8 @@ fn percent_decoded(text: &str) -> Vec<u8> {
 /// `pin_query`: fields: a `GET /pins` query string, a time, then a `POST /pins` body. The
 /// list's filter stays within the spec's bounds (a page of 1 to 1000, at most 10 CIDs, each
 /// as stored); a time read back from how the API writes it is the same time; a pin accepted
-/// has a CID as stored, a name of at most 255 characters, at most 20 origins, and `meta` a
-/// JSON object of strings of at most 16 KiB.
+/// has a CID as stored, a name of at most 255 characters, at most 20 origins, and `meta`
+/// key-values within their limits.
 pub fn pin_query(input: &[u8]) -> Result<usize, ApiError> {
     let ([query_text, time], body) = fields::<2>(input);
     let mut parsed = 0;
@@ -412,9 +413,7 @@ pub fn pin_query(input: &[u8]) -> Result<usize, ApiError> {
             );
             assert!(pin.name.chars().count() <= 255);
             assert!(pin.origins.len() <= 20);
-            assert!(pin.meta.len() <= 16 * 1024);
-            let meta: serde_json::Value = serde_json::from_str(&pin.meta).unwrap();
-            assert!(meta.as_object().unwrap().values().all(|v| v.is_string()));
+            assert!(pin.keyvalues.iter().count() <= KeyValues::MAX_PAIRS);
             parsed += 1;
         }
         Err(e) => assert!(bad_request(&e), "{e:?}"),
@@ -510,7 +509,12 @@ fn read_form(boundary: &[u8], body: &[u8], chunk: usize, limit: u64) -> Result<F
         };
         // As `upload::upload` reads it.
         while let Some(field) = multipart.next_field().await.map_err(|e| e.body_text())? {
-            let part = upload::file_part(field, &mut form.name, form.file.is_some()).await;
+            let mut fields = upload::Form {
+                name: form.name.take(),
+                keyvalues: None,
+            };
+            let part = upload::file_part(field, &mut fields, form.file.is_some()).await;
+            form.name = fields.name;
             if let Some(field) = part.map_err(|e| format!("{e:?}"))? {
                 form.file = Some(
                     read_file(field, limit)
@@ -533,7 +537,7 @@ async fn read_file(
     limit: u64,
 ) -> Result<FileRead, ApiError> {
     let file_name = field.file_name().map(str::to_owned);
-    let mut part = FilePart::new(field, limit, PIECE_BYTES);
+    let mut part = FilePart::new(field, upload::PostLimit::account(limit), PIECE_BYTES);
     let head = part.head().await?;
     assert!(head.len() <= HEAD_BYTES);
     let kind = ContentKind::of(&head);

@@ -59,6 +59,9 @@ async fn plant(server: &TestServer, dag: &hostile::Dag) -> String {
         mime_type: "application/vnd.ipld.car".into(),
         archive_mode: None,
         profile: Profile::default().name.into(),
+        keyvalues: Default::default(),
+        key_id: None,
+        link_id: None,
     };
     let pack_dag_bytes = pack.dag_bytes();
     let root = dag.root.to_string();

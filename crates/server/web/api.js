@@ -1,6 +1,7 @@
 // The page's way to the server: JSON requests with the bearer token to the account host (this
-// page's origin) and the upload host (from /api/web-config), each error body turned into an
-// ApiError carrying the server's own message; plus the gateway links for a CID.
+// page's origin: the upload limit, uploads and keys) and the upload host (from
+// /api/web-config: operations and pins), each error body turned into an ApiError carrying the
+// server's own message; plus the gateway links for a CID.
 
 /** An error the server answered with (or a failure to reach it: status 0). */
 export class ApiError extends Error {
@@ -130,6 +131,17 @@ export class Api {
   pinStatus (requestId) { return this.upload(`/pins/${encodeURIComponent(requestId)}`) }
 
   removePin (requestId) { return this.upload(`/pins/${encodeURIComponent(requestId)}`, { method: 'DELETE' }) }
+
+  /** The account's keys (never their secrets), oldest first. */
+  listKeys () { return this.account('/api/keys') }
+
+  /**
+   * A new key: `{name, scopes, expiresIn?, maxUses?, origins?, maxUploadBytes?}`. The answer's
+   * `key` is its secret, which no other answer carries.
+   */
+  createKey (request) { return this.account('/api/keys', { method: 'POST', json: request }) }
+
+  revokeKey (id) { return this.account(`/api/keys/${encodeURIComponent(id)}`, { method: 'DELETE' }) }
 
   /** The ways to open a CID: path gateway, subdomain gateway (when deployed), ipfs://. */
   links (cid) {

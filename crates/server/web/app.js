@@ -1,9 +1,10 @@
 // The page's entry point: reads the deployment's settings, signs in with a token, and wires
 // the upload controls (drop zone, pickers, archive switch, unfinished uploads) to the transfer
-// queue (uploads.js) and the account's lists (manage.js).
+// queue (uploads.js), the account's lists (manage.js) and its keys (keys.js).
 
 import { Api, webConfig } from './api.js'
 import { foldersFromPicker, itemsFromDrop } from './files.js'
+import { Keys } from './keys.js'
 import { Library } from './manage.js'
 import { TusUpload } from './tus.js'
 import { Queue, resumeStore } from './uploads.js'
@@ -88,6 +89,7 @@ async function signIn (token) {
   library.refreshQuota(limits)
   library.refreshUploads()
   library.refreshPins()
+  keys.refresh()
   renderUnfinished()
   return null
 }
@@ -99,7 +101,18 @@ function showSignIn (message = '') {
   $('sign-in-error').textContent = message
 }
 
+/** Forgets the token and starts a fresh page, which drops everything the token opened. */
+function signOut () {
+  sessionStorage.removeItem(TOKEN_KEY)
+  localStorage.removeItem(TOKEN_KEY)
+  // Unfinished TUS uploads stay remembered, to resume after signing in again.
+  location.reload()
+}
+
 const library = new Library({ api: () => session.api, announce, confirm })
+
+// Revoking the key the page is signed in with leaves it nothing to work with.
+const keys = new Keys({ api: () => session.api, announce, confirm, onOwnKeyRevoked: signOut })
 
 const queue = new Queue({
   api: () => session.api,
@@ -232,11 +245,7 @@ function wireSignIn () {
       text: 'They stop now. Large ones resume where they stopped when you sign in again and choose the same files.',
       action: 'Sign out'
     })) return
-    sessionStorage.removeItem(TOKEN_KEY)
-    localStorage.removeItem(TOKEN_KEY)
-    // A fresh page drops everything the token opened. Unfinished TUS uploads stay
-    // remembered, to resume after signing in again.
-    location.reload()
+    signOut()
   })
 }
 

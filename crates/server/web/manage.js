@@ -3,7 +3,7 @@
 // API at /pins on the upload host: listed paged by `before`, added, watched, removed). One
 // search box filters both lists, by CID or by part of a name.
 
-import { copyText, el, formatBytes, formatTime } from './ui.js'
+import { copyText, el, formatBytes, formatTime, keepFocusIn } from './ui.js'
 
 const PAGE = 10
 /** How often a new pin's status is asked for until it is pinned or failed. */
@@ -293,10 +293,4 @@ export class Library {
     button.addEventListener('click', onClick)
     return button
   }
-}
-
-/** The row whose button had focus is gone after a delete: focus its list's heading instead. */
-function keepFocusIn (headingId) {
-  const focused = document.activeElement
-  if (!focused || focused === document.body || !focused.isConnected) document.getElementById(headingId).focus()
 }

@@ -1,6 +1,6 @@
 // Small pieces of presentation the other modules share: how sizes, numbers and times are
-// written, copying to the clipboard, and building elements without innerHTML (names come from
-// users and are only ever set as text).
+// written, copying to the clipboard, where focus goes when its row is gone, and building
+// elements without innerHTML (names come from users and are only ever set as text).
 
 const UNITS = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB']
 
@@ -58,4 +58,10 @@ export async function copyText (text) {
     area.remove()
     return copied
   }
+}
+
+/** The row whose button had focus is gone after a delete: focus its list's heading instead. */
+export function keepFocusIn (headingId) {
+  const focused = document.activeElement
+  if (!focused || focused === document.body || !focused.isConnected) document.getElementById(headingId).focus()
 }

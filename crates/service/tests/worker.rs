@@ -35,6 +35,9 @@ async fn process(
         mime_type: "text/plain".to_owned(),
         archive_mode: None,
         profile: profile.to_owned(),
+        keyvalues: Default::default(),
+        key_id: None,
+        link_id: None,
     };
     let queued = service.store.record_upload(upload, None).await.unwrap();
     service.queue.notify_waiters();

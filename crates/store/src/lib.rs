@@ -1,7 +1,8 @@
 //! Storage behind the service, as traits at the backend boundary plus their implementations:
 //! SQLite or PostgreSQL for metadata, local files or S3 for content.
 //!
-//! - [`model`]: the records (accounts, tokens, uploads and operations, block locations).
+//! - [`model`]: the records (accounts, uploads and operations, block locations).
+//! - [`access`]: API keys (their scopes and limits) and upload links.
 //! - [`MetadataStore`]: the metadata trait; [`sql::SqlStore`] implements it once for both
 //!   databases ([`sqlite::SqliteStore`], [`postgres::PostgresStore`]).
 //! - [`blobs`]: the `BlobStore` trait (named, write-once objects; the one place a write becomes
@@ -21,6 +22,7 @@
 //! references it (SQLite's write-ahead log synced before the commit is acknowledged). See
 //! `ARCHITECTURE.md` ("Storage and durability").
 
+pub mod access;
 pub mod blobs;
 pub mod blocks;
 pub mod model;
@@ -42,13 +44,15 @@ pub use sql::{postgres, sqlite};
 
 use async_trait::async_trait;
 
+use access::{ApiKey, NewKey, NewLink, UploadLink};
 use model::Packed;
 use model::{
     Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
     KeptFilter, LeaseAttempt, LogPlace, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
     OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, StoredDag,
-    TokenInfo, TusState, TusUpload,
+    TusState, TusUpload,
 };
+use std::collections::BTreeMap;
 
 /// Why a storage call failed.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +61,9 @@ pub enum StoreError {
     NotFound(String),
     #[error("{0} already exists")]
     Conflict(String),
+    /// A change the request asked for breaks a limit: the message says which.
+    #[error("{0}")]
+    Invalid(String),
     #[error("the stored-bytes quota would be exceeded ({needed} bytes needed, {remaining} left)")]
     QuotaExceeded { needed: u64, remaining: u64 },
     /// Blocks an upload found stored, and so did not write, were collected before it
@@ -179,17 +186,54 @@ pub trait MetadataStore: Send + Sync {
         quota: Option<Option<u64>>,
     ) -> Result<Account, StoreError>;
 
-    /// Record a token by its hash; the secret itself is never stored.
-    async fn add_token(
+    /// Record a key by its secret's hash and prefix; the secret itself is never stored.
+    async fn create_key(
         &self,
-        account_id: i64,
+        key: &NewKey,
         hash: &[u8; 32],
         prefix: &str,
-    ) -> Result<TokenInfo, StoreError>;
-    /// Revoke by token id or by (unambiguous) prefix; returns the revoked token.
-    async fn revoke_token(&self, prefix_or_id: &str) -> Result<TokenInfo, StoreError>;
-    /// The account a live (not revoked) token belongs to.
-    async fn account_for_token(&self, hash: &[u8; 32]) -> Result<Option<Account>, StoreError>;
+    ) -> Result<ApiKey, StoreError>;
+    /// Revoke by key id or by (unambiguous) prefix, whatever its account (for the admin).
+    async fn revoke_token(&self, prefix_or_id: &str) -> Result<ApiKey, StoreError>;
+    /// A live (not revoked) key by its secret's hash, and its account. Expiry is the
+    /// caller's to judge: an expired key is told apart from an unknown one.
+    async fn key_for_token(&self, hash: &[u8; 32])
+        -> Result<Option<(Account, ApiKey)>, StoreError>;
+    /// The account's live keys, oldest first.
+    async fn list_keys(&self, account_id: i64) -> Result<Vec<ApiKey>, StoreError>;
+    /// Revoke one of the account's keys; `None` when it has no such live key.
+    async fn revoke_key(&self, account_id: i64, id: i64) -> Result<Option<ApiKey>, StoreError>;
+    /// Count an upload begun with the key, unless its uses are spent (`false`, nothing
+    /// counted). Two nodes racing for the last use cannot both have it.
+    async fn use_key(&self, id: i64, now_ms: i64) -> Result<bool, StoreError>;
+    /// Record that the key was accepted (see [`access::KEY_USE_RESOLUTION_MS`]).
+    async fn key_seen(&self, id: i64, now_ms: i64) -> Result<(), StoreError>;
+
+    async fn create_link(&self, link: &NewLink) -> Result<UploadLink, StoreError>;
+    /// A link by its secret's hash, or by id: `None` once it, or the key that made it, is
+    /// revoked. Expiry and uses are the caller's to judge.
+    async fn link_for_secret(&self, hash: &[u8; 32]) -> Result<Option<UploadLink>, StoreError>;
+    async fn link(&self, id: &str) -> Result<Option<UploadLink>, StoreError>;
+    /// The account's links not revoked, newest first.
+    async fn list_links(&self, account_id: i64) -> Result<Vec<UploadLink>, StoreError>;
+    async fn revoke_link(
+        &self,
+        account_id: i64,
+        id: &str,
+    ) -> Result<Option<UploadLink>, StoreError>;
+    /// Count an upload begun through the link, unless it is used up (`false`).
+    async fn use_link(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Rename an upload or pin, and change its key-values (a `None` value removes a key),
+    /// in one transaction; `None` when the account keeps no such thing.
+    /// [`StoreError::Invalid`] when the result would break the key-values' limits.
+    async fn change_upload(
+        &self,
+        account_id: i64,
+        upload_id: &str,
+        name: Option<String>,
+        keyvalues: BTreeMap<String, Option<String>>,
+    ) -> Result<Option<Operation>, StoreError>;
 
     /// Whether a block (by multihash bytes) is already stored.
     async fn has_block(&self, multihash: &[u8]) -> Result<bool, StoreError>;

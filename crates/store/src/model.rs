@@ -1,7 +1,9 @@
-//! The records the service keeps: accounts, tokens, uploads and their operations.
+//! The records the service keeps: accounts, keys and links, uploads and their operations.
 
 use std::fmt;
 use std::str::FromStr;
+
+use std::collections::BTreeMap;
 
 /// Default largest single `POST /api/upload`: 100 MB as the interface document says (104857600).
 pub const DEFAULT_UPLOAD_LIMIT: u64 = 104_857_600;
@@ -26,17 +28,6 @@ impl Account {
     pub fn remaining_quota(&self) -> Option<u64> {
         self.quota.map(|q| q.saturating_sub(self.stored_bytes))
     }
-}
-
-/// A token as listed (never the secret itself, which is shown once at creation).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TokenInfo {
-    pub id: i64,
-    pub account_id: i64,
-    /// The first characters of the token, enough to recognise and revoke it.
-    pub prefix: String,
-    pub created_at_ms: i64,
-    pub revoked: bool,
 }
 
 /// `pending -> processing -> completed | failed`; never moves back.
@@ -196,8 +187,12 @@ pub struct Operation {
     pub deleted_at_ms: Option<i64>,
     /// A pin's `origins` (multiaddrs to fetch from first); empty for uploads.
     pub origins: Vec<String>,
-    /// A pin's `meta`, a JSON object of strings as the client sent it; `{}` for uploads.
-    pub meta: String,
+    /// What it is tagged with (a pin's `meta`), to be found again.
+    pub keyvalues: KeyValues,
+    /// The key that began it (`None` for one begun by a link, or before keys had ids here).
+    pub key_id: Option<i64>,
+    /// The upload link it was sent through.
+    pub link_id: Option<String>,
 }
 
 /// A completed DAG as it is committed: its root and its size (the distinct blocks' bytes).
@@ -216,8 +211,9 @@ pub struct NewPin {
     pub cid: String,
     pub name: String,
     pub origins: Vec<String>,
-    /// A JSON object of strings.
-    pub meta: String,
+    /// The pin's `meta`.
+    pub keyvalues: KeyValues,
+    pub key_id: Option<i64>,
 }
 
 /// What an account keeps (uploads and pins), as `GET /api/uploads` and `GET /pins` filter it.
@@ -231,8 +227,8 @@ pub struct KeptFilter {
     pub statuses: Vec<OperationStatus>,
     pub created_before_ms: Option<i64>,
     pub created_after_ms: Option<i64>,
-    /// Each key has this value in the pin's `meta`.
-    pub meta: Vec<(String, String)>,
+    /// Each key has this value in its key-values (a pin's `meta`).
+    pub keyvalues: Vec<(String, String)>,
     /// Only what has a root CID (the Pinning Service API lists pins, which always have one).
     pub with_cid: bool,
     /// Uploads only, not pins by CID.
@@ -289,6 +285,11 @@ pub struct NewUpload {
     /// How an archive is stored; `None` for what is not an archive.
     pub archive_mode: Option<ArchiveMode>,
     pub profile: String,
+    pub keyvalues: KeyValues,
+    /// The key that began it.
+    pub key_id: Option<i64>,
+    /// The upload link it was sent through.
+    pub link_id: Option<String>,
 }
 
 /// How an operation is addressed: by integer id or by the id of its upload.
@@ -315,6 +316,8 @@ pub struct OperationFilter {
     pub cid: Option<String>,
     /// Only operations with an id below this (the cursor of the previous page).
     pub before_id: Option<i64>,
+    /// Only the operations this key began.
+    pub key_id: Option<i64>,
     pub limit: u32,
 }
 
@@ -427,6 +430,8 @@ pub struct TusUpload {
     pub state: TusState,
     pub created_at_ms: i64,
     pub expires_at_ms: i64,
+    /// The upload link it was created through: its PATCHes need no other credential.
+    pub link_id: Option<String>,
 }
 
 /// A TUS upload to create; `upload` describes its operation (absent for partial uploads).
@@ -438,6 +443,7 @@ pub struct NewTusUpload {
     pub metadata: String,
     pub concat: TusConcat,
     pub expires_at_ms: i64,
+    pub link_id: Option<String>,
     pub upload: Option<NewUpload>,
 }
 
@@ -538,4 +544,132 @@ impl SealedPack {
 pub struct Packed {
     pub pack: Option<SealedPack>,
     pub reused: Vec<Vec<u8>>,
+}
+
+/// The key-values an upload or pin is tagged with, to be found again: a few short strings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyValues(BTreeMap<String, String>);
+
+impl KeyValues {
+    pub const MAX_PAIRS: usize = 16;
+    pub const MAX_KEY_BYTES: usize = 64;
+    pub const MAX_VALUE_BYTES: usize = 256;
+
+    /// Pairs within the limits, or what is over one.
+    pub fn new(pairs: BTreeMap<String, String>) -> Result<Self, String> {
+        if pairs.len() > Self::MAX_PAIRS {
+            return Err(format!(
+                "{} key-values; at most {} are kept",
+                pairs.len(),
+                Self::MAX_PAIRS
+            ));
+        }
+        for (key, value) in &pairs {
+            if key.is_empty() || key.len() > Self::MAX_KEY_BYTES {
+                return Err(format!(
+                    "the key {key:?} must be 1 to {} bytes",
+                    Self::MAX_KEY_BYTES
+                ));
+            }
+            if value.len() > Self::MAX_VALUE_BYTES {
+                return Err(format!(
+                    "the value of {key:?} is {} bytes; at most {} are kept",
+                    value.len(),
+                    Self::MAX_VALUE_BYTES
+                ));
+            }
+        }
+        Ok(Self(pairs))
+    }
+
+    /// A JSON object of strings, as the API and the stored column write them.
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("key-values are not JSON: {e}"))?;
+        Self::from_value(value)
+    }
+
+    pub fn from_value(value: serde_json::Value) -> Result<Self, String> {
+        let serde_json::Value::Object(object) = value else {
+            return Err("key-values must be a JSON object of strings".into());
+        };
+        let pairs = object
+            .into_iter()
+            .map(|(key, value)| match value {
+                serde_json::Value::String(value) => Ok((key, value)),
+                other => Err(format!(
+                    "the key-value {key:?} is {other}; values must be strings"
+                )),
+            })
+            .collect::<Result<_, _>>()?;
+        Self::new(pairs)
+    }
+
+    /// These pairs with `changes` applied: a string sets a key, `None` removes it.
+    pub fn merged(&self, changes: BTreeMap<String, Option<String>>) -> Result<Self, String> {
+        let mut pairs = self.0.clone();
+        for (key, value) in changes {
+            match value {
+                Some(value) => pairs.insert(key, value),
+                None => pairs.remove(&key),
+            };
+        }
+        Self::new(pairs)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::Value::from(self).to_string()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+impl From<&KeyValues> for serde_json::Value {
+    fn from(keyvalues: &KeyValues) -> Self {
+        Self::Object(
+            keyvalues
+                .0
+                .iter()
+                .map(|(k, v)| (k.clone(), Self::String(v.clone())))
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_values_keep_their_limits() {
+        let ok = KeyValues::from_json(r#"{"user": "42", "kind": "avatar"}"#).unwrap();
+        assert_eq!(ok.iter().count(), 2);
+        assert_eq!(KeyValues::from_json(&ok.to_json()).unwrap(), ok);
+        let many: serde_json::Map<_, _> = (0..17)
+            .map(|i| (format!("k{i}"), serde_json::Value::from("v")))
+            .collect();
+        assert!(KeyValues::from_value(many.into())
+            .unwrap_err()
+            .contains("16"));
+        let long_key = format!(r#"{{"{}": "v"}}"#, "k".repeat(65));
+        assert!(KeyValues::from_json(&long_key).unwrap_err().contains("64"));
+        let long_value = format!(r#"{{"k": "{}"}}"#, "v".repeat(257));
+        assert!(KeyValues::from_json(&long_value)
+            .unwrap_err()
+            .contains("256"));
+        assert!(KeyValues::from_json(r#"{"n": 1}"#).is_err());
+        assert!(KeyValues::from_json("[]").is_err());
+        let changes = [
+            ("kind".to_owned(), None),
+            ("size".into(), Some("xl".into())),
+        ];
+        let merged = ok.merged(changes.into_iter().collect()).unwrap();
+        assert_eq!(merged.to_json(), r#"{"size":"xl","user":"42"}"#);
+    }
 }

@@ -8,6 +8,8 @@ use std::io;
 
 use cairn_unixfs::{FileImporter, Profile};
 
+use crate::access::{ApiKey, NewKey, NewLink};
+use crate::model::KeyValues;
 use crate::model::Packed;
 use crate::model::{
     KeptFilter, KeptKey, NameMatch, NewPin, NewUpload, OperationFilter, OperationKind,
@@ -34,7 +36,24 @@ fn upload(id: &str, account_id: i64) -> NewUpload {
         mime_type: "application/octet-stream".to_owned(),
         archive_mode: None,
         profile: Profile::default().name.to_owned(),
+        keyvalues: KeyValues::default(),
+        key_id: None,
+        link_id: None,
     }
+}
+
+/// A key of `account_id` with every scope, as `cairn token create` makes.
+async fn add_token(store: &dyn MetadataStore, account_id: i64, token: &tokens::NewToken) -> ApiKey {
+    store
+        .create_key(&NewKey::all(account_id), &token.hash, &token.prefix)
+        .await
+        .unwrap()
+}
+
+/// The account a live token belongs to.
+async fn account_of(store: &dyn MetadataStore, token: &[u8; 32]) -> Option<String> {
+    let found = store.key_for_token(token).await.unwrap();
+    found.map(|(account, _)| account.name)
 }
 
 /// Store `content` into a new pack, skipping blocks the store already has.
@@ -87,6 +106,8 @@ pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     collections_never_remove_a_block_a_commit_reused(store, packs).await;
     // Last: it leaves pins queued, which the queue's checks above would claim.
     uploads_and_pins_are_listed_filtered_and_deleted(store, packs).await;
+    // After every count of operations: it leaves uploads queued and deleted.
+    keys_links_and_keyvalues(store).await;
 }
 
 async fn tus_uploads_become_claimable_only_when_complete(store: &dyn MetadataStore) {
@@ -102,6 +123,7 @@ async fn tus_uploads_become_claimable_only_when_complete(store: &dyn MetadataSto
         length,
         metadata: "filename aGVsbG8=".into(),
         concat,
+        link_id: None,
         expires_at_ms: 1_000,
         upload: Some(NewUpload {
             kind: OperationKind::TusUpload,
@@ -292,42 +314,28 @@ async fn accounts_and_tokens(store: &dyn MetadataStore) {
         Err(StoreError::Conflict(_))
     ));
     let token = tokens::generate();
-    let info = store
-        .add_token(alice.id, &token.hash, &token.prefix)
-        .await
-        .unwrap();
-    let found = store.account_for_token(&token.hash).await.unwrap();
-    assert_eq!(found.map(|a| a.name), Some("alice".to_owned()));
+    let info = add_token(store, alice.id, &token).await;
     assert_eq!(
-        store
-            .account_for_token(&tokens::hash("cairn_other"))
-            .await
-            .unwrap(),
-        None
+        account_of(store, &token.hash).await,
+        Some("alice".to_owned())
     );
+    assert_eq!(account_of(store, &tokens::hash("cairn_other")).await, None);
     let revoked = store.revoke_token(&token.prefix).await.unwrap();
     assert_eq!(revoked.id, info.id);
     assert!(revoked.revoked);
-    assert_eq!(store.account_for_token(&token.hash).await.unwrap(), None);
+    assert_eq!(account_of(store, &token.hash).await, None);
     assert!(matches!(
         store.revoke_token("cairn_nope").await,
         Err(StoreError::NotFound(_))
     ));
     // Wildcard characters match literally, never every token.
     let other = tokens::generate();
-    store
-        .add_token(alice.id, &other.hash, &other.prefix)
-        .await
-        .unwrap();
+    add_token(store, alice.id, &other).await;
     assert!(matches!(
         store.revoke_token("%").await,
         Err(StoreError::NotFound(_))
     ));
-    assert!(store
-        .account_for_token(&other.hash)
-        .await
-        .unwrap()
-        .is_some());
+    assert!(account_of(store, &other.hash).await.is_some());
     // The full secret also identifies its token.
     assert_eq!(
         store.revoke_token(&other.secret).await.unwrap().prefix,
@@ -338,6 +346,258 @@ async fn accounts_and_tokens(store: &dyn MetadataStore) {
         .await
         .unwrap();
     assert_eq!((updated.upload_limit, updated.quota), (5000, Some(10_000)));
+}
+
+async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
+    let ivy = store
+        .create_account("ivy", AccountLimits::default())
+        .await
+        .unwrap();
+    let other = store
+        .create_account("ivy-neighbour", AccountLimits::default())
+        .await
+        .unwrap();
+    let admin = add_token(store, ivy.id, &tokens::generate()).await;
+
+    // A key keeps what it was made with, and is found by its secret with its account.
+    let secret = tokens::generate();
+    let new = NewKey {
+        account_id: ivy.id,
+        name: "browser".into(),
+        scopes: "upload,read".parse().unwrap(),
+        expires_at_ms: Some(4_000_000_000_000),
+        max_uses: Some(2),
+        origins: vec!["https://app.example".into(), "http://127.0.0.1:9".into()],
+        max_upload_bytes: Some(1 << 20),
+    };
+    let key = store
+        .create_key(&new, &secret.hash, &secret.prefix)
+        .await
+        .unwrap();
+    let (account, found) = store.key_for_token(&secret.hash).await.unwrap().unwrap();
+    assert_eq!((account.id, &found), (ivy.id, &key));
+    assert_eq!(
+        (
+            found.name.as_str(),
+            found.scopes,
+            found.expires_at_ms,
+            found.max_uses
+        ),
+        ("browser", new.scopes, new.expires_at_ms, Some(2))
+    );
+    assert_eq!(
+        (&found.origins, found.max_upload_bytes),
+        (&new.origins, Some(1 << 20))
+    );
+    let ids = |keys: Vec<ApiKey>| keys.into_iter().map(|k| k.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(store.list_keys(ivy.id).await.unwrap()),
+        [admin.id, key.id]
+    );
+
+    // Uses are counted up to the most allowed, never past it.
+    assert!(store.use_key(key.id, 1_000).await.unwrap());
+    assert!(store.use_key(key.id, 2_000).await.unwrap());
+    assert!(!store.use_key(key.id, 3_000).await.unwrap());
+    let (_, used) = store.key_for_token(&secret.hash).await.unwrap().unwrap();
+    assert_eq!((used.uses, used.last_used_at_ms), (2, Some(2_000)));
+    // Being seen is written at most once a minute.
+    store.key_seen(key.id, 2_000 + 30_000).await.unwrap();
+    store.key_seen(admin.id, 5_000).await.unwrap();
+    let (_, seen) = store.key_for_token(&secret.hash).await.unwrap().unwrap();
+    assert_eq!(seen.last_used_at_ms, Some(2_000));
+    store.key_seen(key.id, 2_000 + 61_000).await.unwrap();
+    let (_, seen) = store.key_for_token(&secret.hash).await.unwrap().unwrap();
+    assert_eq!(seen.last_used_at_ms, Some(63_000));
+
+    // A link lives while neither it nor the key that made it is revoked.
+    let link_secret = tokens::generate();
+    let link = NewLink {
+        id: "link-1".into(),
+        hash: link_secret.hash,
+        account_id: ivy.id,
+        created_by: key.id,
+        expires_at_ms: 4_000_000_000_000,
+        max_bytes: Some(9 << 20),
+        mime_types: vec!["image/*".into()],
+        name: Some("avatar".into()),
+        keyvalues: KeyValues::from_json(r#"{"user":"7"}"#).unwrap(),
+        archive_mode: None,
+        uploads: 1,
+    };
+    let made = store.create_link(&link).await.unwrap();
+    assert_eq!(
+        store.link_for_secret(&link_secret.hash).await.unwrap(),
+        Some(made.clone())
+    );
+    assert_eq!(store.link("link-1").await.unwrap(), Some(made.clone()));
+    assert_eq!(
+        (made.uploads, made.uses, made.max_bytes),
+        (1, 0, Some(9 << 20))
+    );
+    assert!(store.use_link("link-1").await.unwrap());
+    assert!(!store.use_link("link-1").await.unwrap());
+    let listed = store.list_links(ivy.id).await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|l| (l.id.as_str(), l.uses))
+            .collect::<Vec<_>>(),
+        [("link-1", 1)]
+    );
+    assert_eq!(store.revoke_key(other.id, key.id).await.unwrap(), None);
+    let revoked = store.revoke_key(ivy.id, key.id).await.unwrap().unwrap();
+    assert!(revoked.revoked);
+    assert_eq!(store.revoke_key(ivy.id, key.id).await.unwrap(), None);
+    assert!(store.key_for_token(&secret.hash).await.unwrap().is_none());
+    assert_eq!(
+        store.link_for_secret(&link_secret.hash).await.unwrap(),
+        None
+    );
+    assert_eq!(store.link("link-1").await.unwrap(), None);
+    let second = NewLink {
+        id: "link-2".into(),
+        hash: tokens::generate().hash,
+        created_by: admin.id,
+        ..link
+    };
+    store.create_link(&second).await.unwrap();
+    assert_eq!(store.revoke_link(other.id, "link-2").await.unwrap(), None);
+    assert!(
+        store
+            .revoke_link(ivy.id, "link-2")
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked
+    );
+    assert_eq!(store.link("link-2").await.unwrap(), None);
+    assert!(store.list_links(ivy.id).await.unwrap().is_empty());
+
+    // Key-values find uploads, change with them, and leave with a deletion.
+    let tagged = |id: &str, json: &str| NewUpload {
+        keyvalues: KeyValues::from_json(json).unwrap(),
+        key_id: Some(admin.id),
+        ..upload(id, ivy.id)
+    };
+    store
+        .record_upload(tagged("kv1", r#"{"user":"7","kind":"avatar"}"#), None)
+        .await
+        .unwrap();
+    store
+        .record_upload(tagged("kv2", r#"{"user":"7"}"#), None)
+        .await
+        .unwrap();
+    store
+        .record_upload(tagged("kv3", r#"{"user":"8"}"#), None)
+        .await
+        .unwrap();
+    let by = |pairs: &[(&str, &str)]| KeptFilter {
+        keyvalues: pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        limit: 10,
+        ..KeptFilter::default()
+    };
+    let found = |filter: KeptFilter| async move {
+        let page = store.list_kept(ivy.id, &filter).await.unwrap();
+        let count = store.count_kept(ivy.id, &filter).await.unwrap();
+        (
+            page.into_iter().map(|op| op.upload_id).collect::<Vec<_>>(),
+            count,
+        )
+    };
+    assert_eq!(
+        found(by(&[("user", "7")])).await,
+        (vec!["kv2".into(), "kv1".into()], 2)
+    );
+    assert_eq!(
+        found(by(&[("user", "7"), ("kind", "avatar")])).await,
+        (vec!["kv1".into()], 1)
+    );
+    assert_eq!(found(by(&[("user", "9")])).await, (vec![], 0));
+    let next_page = KeptFilter {
+        limit: 1,
+        ..by(&[("user", "7")])
+    };
+    let first = store.list_kept(ivy.id, &next_page).await.unwrap();
+    let after = KeptFilter {
+        cursor: Some(KeptKey {
+            created_at_ms: first[0].created_at_ms,
+            id: first[0].id,
+        }),
+        ..next_page
+    };
+    assert_eq!(found(after).await.0, ["kv1"]);
+    // Another account's filter never sees them.
+    let theirs = store
+        .list_kept(other.id, &by(&[("user", "7")]))
+        .await
+        .unwrap();
+    assert!(theirs.is_empty());
+
+    let changes = [
+        ("kind".to_owned(), None),
+        ("user".to_owned(), Some("8".to_owned())),
+    ];
+    let changed = store
+        .change_upload(
+            ivy.id,
+            "kv1",
+            Some("renamed".into()),
+            changes.into_iter().collect(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(changed.name, "renamed");
+    assert_eq!(changed.keyvalues.to_json(), r#"{"user":"8"}"#);
+    assert_eq!(found(by(&[("user", "8")])).await.0, ["kv3", "kv1"]);
+    assert_eq!(
+        found(by(&[("kind", "avatar")])).await.0,
+        Vec::<String>::new()
+    );
+    let too_many = (0..20)
+        .map(|i| (format!("k{i}"), Some("v".to_owned())))
+        .collect();
+    assert!(matches!(
+        store.change_upload(ivy.id, "kv1", None, too_many).await,
+        Err(StoreError::Invalid(message)) if message.contains("16")
+    ));
+    assert!(store
+        .change_upload(other.id, "kv1", None, Default::default())
+        .await
+        .unwrap()
+        .is_none());
+    store.delete_kept(ivy.id, "kv3").await.unwrap();
+    assert_eq!(found(by(&[("user", "8")])).await, (vec!["kv1".into()], 1));
+
+    // An upload-only key reads the operations it began, and no others.
+    let mine = OperationFilter {
+        status: None,
+        cid: None,
+        before_id: None,
+        key_id: Some(admin.id),
+        limit: 10,
+    };
+    let began = store.list_operations(ivy.id, &mine).await.unwrap();
+    assert_eq!(
+        began
+            .iter()
+            .map(|op| op.upload_id.as_str())
+            .collect::<Vec<_>>(),
+        ["kv3", "kv2", "kv1"]
+    );
+    let none = OperationFilter {
+        key_id: Some(key.id),
+        ..mine
+    };
+    assert!(store
+        .list_operations(ivy.id, &none)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
@@ -492,7 +752,8 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(
                 cid: "bafyk3".into(),
                 name: "photo backup".into(),
                 origins: vec!["/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWA".into()],
-                meta: r#"{"app":"gallery","v":"1"}"#.into(),
+                keyvalues: KeyValues::from_json(r#"{"app":"gallery","v":"1"}"#).unwrap(),
+                key_id: None,
             },
             None,
         )
@@ -607,7 +868,7 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(
         (vec![("$.app", "gallery")], vec![]),
     ] {
         let filter = KeptFilter {
-            meta: meta
+            keyvalues: meta
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
@@ -637,7 +898,8 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(
         cid: "bafyk4".into(),
         name: String::new(),
         origins: Vec::new(),
-        meta: "{}".into(),
+        keyvalues: KeyValues::default(),
+        key_id: None,
     };
     let replaced = store
         .replace_pin(hana.id, "k3", replacement.clone(), None)
@@ -680,7 +942,8 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(
         cid: cid.into(),
         name: String::new(),
         origins: Vec::new(),
-        meta: "{}".into(),
+        keyvalues: KeyValues::default(),
+        key_id: None,
     };
     let at_once = store
         .create_pin(pin_of("i2", &stored.cid), Some(&stored))
@@ -847,6 +1110,7 @@ async fn operations_are_private_and_listed_newest_first(store: &dyn MetadataStor
     );
 
     let page = |before_id, status| OperationFilter {
+        key_id: None,
         limit: 2,
         before_id,
         status,

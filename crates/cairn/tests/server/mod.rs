@@ -403,3 +403,45 @@ pub fn tar_of(files: &[(&str, &[u8])]) -> Vec<u8> {
 pub fn content(len: usize, seed: u64) -> Vec<u8> {
     cairn_test_support::xorshift::low_bytes(len, seed)
 }
+
+/// A key made with `token` (`POST /api/keys` on the account host, `request` its JSON):
+/// its secret and its record.
+pub async fn create_key(
+    running: &Running,
+    token: &str,
+    request: serde_json::Value,
+) -> (String, serde_json::Value) {
+    let url = format!("{}/api/keys", running.account);
+    let record = created(&url, token, request).await;
+    (record["key"].as_str().unwrap().to_owned(), record)
+}
+
+/// An upload link made with `token` (`POST /api/upload-links`, `request` its JSON): its record,
+/// with `url` and `tusEndpoint`.
+pub async fn create_link(
+    running: &Running,
+    token: &str,
+    request: serde_json::Value,
+) -> serde_json::Value {
+    created(
+        &format!("{}/api/upload-links", running.upload),
+        token,
+        request,
+    )
+    .await
+}
+
+/// What a `POST` of `request` to `url` with `token` made, failing unless it is `201`.
+async fn created(url: &str, token: &str, request: serde_json::Value) -> serde_json::Value {
+    let response = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .json(&request)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let record: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(status, 201, "{request}: {record}");
+    record
+}

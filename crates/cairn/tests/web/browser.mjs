@@ -5,13 +5,13 @@
 //
 // Usage: node browser.mjs SCENARIO
 //   SCENARIO: wrong-token | small | big | folder | drop | archive | resume | delete | pin |
-//   isolation
+//   keys | keys-forbidden | isolation
 // Environment: CAIRN_PAGE_URL (the account host), CAIRN_TOKEN, CAIRN_FIXTURES (small.txt,
 // big.bin, folder/, site.tar.gz), CAIRN_SCREENSHOTS (where <scenario>.png goes, or
-// <CAIRN_SCREENSHOT_NAME>.png), CHROMIUM (the browser), CAIRN_PIN_CID (for `pin`),
-// CAIRN_DROP_DIR (for `drop`: the folder to drop, by default CAIRN_FIXTURES/folder; give one
-// with empty folders, which only a drop keeps), CAIRN_UPLOAD_URL, CAIRN_VICTIM_CID and
-// CAIRN_THIEF_CID (for `isolation`).
+// <CAIRN_SCREENSHOT_NAME>.png; `keys` adds keys-secret-shown.png), CHROMIUM (the browser),
+// CAIRN_PIN_CID (for `pin`), CAIRN_DROP_DIR (for `drop`: the folder to drop, by default
+// CAIRN_FIXTURES/folder; give one with empty folders, which only a drop keeps),
+// CAIRN_UPLOAD_URL, CAIRN_VICTIM_CID and CAIRN_THIEF_CID (for `isolation`).
 // On success prints one JSON line, {"scenario": ..., "cid": ...}; on failure a message on
 // stderr and a non-zero exit. Either way a full-page screenshot is saved.
 
@@ -226,6 +226,113 @@ const scenarios = {
       return text.includes('pinned') && text.includes(cid) ? true : undefined
     })
     return { cid }
+  },
+
+  // A key made on the page: upload and read only, expiring in a day, at most 5 uploads of at
+  // most 1 MiB. Its secret is shown once (and copied with the button), works for what its
+  // scopes allow and nothing else, is listed, is nowhere in the page once hidden or after a
+  // reload, and stops working when revoked. Then the page's own key is revoked: signed out. Returns the secret, the record as the API listed it
+  // and the lifetime it gives the key, for the test to check again from outside.
+  async keys (page) {
+    const pageUrl = env('CAIRN_PAGE_URL')
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(pageUrl).origin })
+    await signIn(page)
+    const section = page.getByRole('region', { name: 'API keys' })
+    const keysList = section.getByRole('list', { name: 'Your keys' })
+    // The key the page signed in with is listed, and said to be the page's own.
+    const own = keysList.getByRole('listitem').filter({ hasText: 'This page is signed in with this key.' })
+    await own.waitFor()
+    if (!(await own.innerText()).includes(`${env('CAIRN_TOKEN').slice(0, 14)}…`)) throw new Error('the page marks another key as its own')
+
+    const form = section.getByRole('form', { name: 'Create a key' })
+    // Without a scope, the page asks for one rather than sending the request.
+    await form.getByRole('button', { name: 'Create key' }).click()
+    await form.getByRole('alert').filter({ hasText: 'Choose at least one scope.' }).waitFor()
+
+    const name = `browser key ${Date.now()}`
+    await form.getByLabel('Name', { exact: true }).fill(name)
+    await form.getByRole('checkbox', { name: 'upload', exact: true }).check()
+    await form.getByRole('checkbox', { name: 'read', exact: true }).check()
+    await form.getByLabel('Expires').selectOption({ label: 'In 1 day' })
+    await form.getByText('More limits (optional)').click()
+    await form.getByLabel('Most uploads', { exact: true }).fill('5')
+    await form.getByLabel('Largest upload', { exact: true }).fill('1')
+    await form.getByLabel('Unit of the largest upload').selectOption({ label: 'MiB' })
+    await form.getByRole('button', { name: 'Create key' }).click()
+
+    const shown = section.getByRole('region', { name: `Your new key “${name}”` })
+    await shown.waitFor()
+    const secret = await shown.getByLabel('Secret key').inputValue()
+    if (!/^cairn_[0-9a-f]{64}$/.test(secret)) throw new Error(`the page shows ${JSON.stringify(secret)} as the new key`)
+    await shown.getByText('it will not be shown again').waitFor()
+    await page.screenshot({ path: path.join(env('CAIRN_SCREENSHOTS'), 'keys-secret-shown.png'), fullPage: true })
+    if (await form.getByLabel('Name', { exact: true }).inputValue() !== '') throw new Error('the form was not cleared after making the key')
+    await shown.getByRole('button', { name: 'Copy key' }).click()
+    await until('the clipboard to hold the new key', async () =>
+      (await page.evaluate(() => navigator.clipboard.readText())) === secret ? true : undefined)
+
+    // It works, for its scopes alone: the upload limit (upload or read) but not the keys.
+    const withSecret = url => fetch(`${pageUrl}${url}`, { headers: { Authorization: `Bearer ${secret}` } })
+    const live = await withSecret('/api/upload-limit')
+    if (live.status !== 200) throw new Error(`the new key got ${live.status} for /api/upload-limit: ${await live.text()}`)
+    const keysWithSecret = await withSecret('/api/keys')
+    if (keysWithSecret.status !== 403) throw new Error(`a key without the keys scope got ${keysWithSecret.status} for /api/keys`)
+
+    const row = keysList.getByRole('listitem', { name, exact: true })
+    await row.waitFor()
+    const text = await row.innerText()
+    for (const expected of [`${secret.slice(0, 14)}…`, 'upload, read', 'active', '0 of 5', '1.0 MiB']) {
+      if (!text.includes(expected)) throw new Error(`the key's row does not say ${JSON.stringify(expected)}: ${text}`)
+    }
+    if (/Expires\s+Never/.test(text)) throw new Error(`the key's row says it never expires: ${text}`)
+    const listed = await fetch(`${pageUrl}/api/keys`, { headers: { Authorization: `Bearer ${env('CAIRN_TOKEN')}` } })
+    const record = (await listed.json()).keys.find(key => key.name === name)
+    if (!record) throw new Error('the API does not list the key made on the page')
+
+    // Shown once: hidden, the secret is nowhere in the page; nor after a reload.
+    const secretInPage = () => page.evaluate(secret =>
+      document.documentElement.outerHTML.includes(secret) ||
+      [...document.querySelectorAll('input, textarea')].some(input => input.value.includes(secret)) ||
+      Object.values(sessionStorage).concat(Object.values(localStorage)).some(value => value.includes(secret)), secret)
+    await shown.getByRole('button', { name: /hide the key/ }).click()
+    await shown.waitFor({ state: 'hidden' })
+    if (await secretInPage()) throw new Error('the secret is still in the page once hidden')
+    await page.reload()
+    await row.waitFor()
+    if (await shown.isVisible()) throw new Error('the new key is shown again after a reload')
+    if (await secretInPage()) throw new Error('the secret is in the page after a reload')
+
+    await row.getByRole('button', { name: 'Revoke' }).click()
+    const dialog = page.getByRole('dialog')
+    await dialog.waitFor()
+    await dialog.getByRole('button', { name: 'Revoke' }).click()
+    await row.waitFor({ state: 'detached' })
+    const revoked = await withSecret('/api/upload-limit')
+    if (revoked.status !== 401) throw new Error(`the revoked key got ${revoked.status} for /api/upload-limit`)
+    // The page's own key is untouched: still signed in, still listed. Revoking it too, after a
+    // warning, signs the page out.
+    await page.getByRole('button', { name: 'Sign out' }).waitFor()
+    await own.getByRole('button', { name: 'Revoke' }).click()
+    await dialog.getByText('revoking it signs you out here').waitFor()
+    await dialog.getByRole('button', { name: 'Revoke' }).click()
+    await page.getByLabel('API token').waitFor()
+    if (await page.evaluate(() => sessionStorage.length + localStorage.length) !== 0) throw new Error('the revoked token is still remembered')
+    const lifetimeSeconds = (Date.parse(record.expiresAt) - Date.parse(record.createdAt)) / 1000
+    return { secret, record, lifetimeSeconds }
+  },
+
+  // Signed in with a key that lacks the `keys` scope: the keys section says why, with the
+  // server's message, and offers nothing that would fail; the rest of the page works.
+  async 'keys-forbidden' (page) {
+    await signIn(page)
+    const section = page.getByRole('region', { name: 'API keys' })
+    const notice = section.getByText('cannot manage keys')
+    await notice.waitFor()
+    if (await section.getByRole('form', { name: 'Create a key' }).isVisible()) throw new Error('the form to make a key shows to a key that may not')
+    if (await section.getByRole('list', { name: 'Your keys' }).isVisible()) throw new Error('the list of keys shows to a key that may not read it')
+    await page.getByText('No uploads yet.').waitFor()
+    const cid = await upload(page, path.join(env('CAIRN_FIXTURES'), 'small.txt'))
+    return { message: await notice.textContent(), cid }
   },
 
   // Origin isolation: a website opened from the gateway (as a person would, by a link to the

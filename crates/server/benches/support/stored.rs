@@ -47,6 +47,9 @@ pub async fn store_file(
         mime_type: "application/octet-stream".into(),
         archive_mode: None,
         profile: profile.name.into(),
+        keyvalues: Default::default(),
+        key_id: None,
+        link_id: None,
     };
     store
         .commit_completed_upload(upload, pack.seal().unwrap(), &dag)

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
 
-use crate::auth::Caller;
+use crate::auth::{need, Caller};
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
@@ -13,7 +13,7 @@ use crate::state::AppState;
 /// the bytes stored against the quota.
 pub async fn upload_limit(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    Caller(account, ..): Caller<need::UploadOrRead>,
 ) -> Result<Json<Value>, ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
     // `account` is the account's name; `storedBytes` counts each root the account keeps once,

@@ -2,6 +2,8 @@
 
 pub mod account;
 pub mod ipni;
+pub mod keys;
+pub mod links;
 pub mod node;
 pub mod operations;
 pub mod pins;
@@ -9,7 +11,7 @@ pub mod routing;
 pub mod upload;
 pub mod uploads;
 
-use cairn_store::model::NameMatch;
+use cairn_store::model::{KeyValues, NameMatch};
 
 use crate::error::ApiError;
 
@@ -66,6 +68,27 @@ pub mod query {
         cairn_unixfs::Cid::try_from(text)
             .map(|cid| cid.to_string())
             .map_err(|e| ApiError::BadRequest(format!("{text:?} is not a CID: {e}")))
+    }
+
+    /// The `kv=key:value` parameters (split at the first `:`), each of which must hold.
+    pub fn keyvalues(pairs: &[(String, String)]) -> Result<Vec<(String, String)>, ApiError> {
+        let filters: Vec<(String, String)> = pairs
+            .iter()
+            .filter(|(name, _)| name == "kv")
+            .map(|(_, pair)| {
+                pair.split_once(':')
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .ok_or_else(|| ApiError::BadRequest(format!("kv {pair:?} must be key:value")))
+            })
+            .collect::<Result<_, _>>()?;
+        if filters.len() > KeyValues::MAX_PAIRS {
+            return Err(ApiError::BadRequest(format!(
+                "{} kv filters; an upload has at most {}",
+                filters.len(),
+                KeyValues::MAX_PAIRS
+            )));
+        }
+        Ok(filters)
     }
 
     /// A comma-separated list (`status`, `cid`), each item read by `item`; empty when absent.

@@ -6,13 +6,13 @@ use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
 
-use crate::auth::Caller;
+use crate::auth::{need, Caller};
 use crate::error::ApiError;
 use crate::state::AppState;
 
 pub async fn node(
     State(state): State<AppState>,
-    Caller(_): Caller,
+    _: Caller<need::AnyScope>,
 ) -> Result<Json<Value>, ApiError> {
     let Some(node) = &state.service.node else {
         return Err(ApiError::NotFound(

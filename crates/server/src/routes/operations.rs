@@ -7,10 +7,11 @@ use cairn_store::model::{ArchiveMode, Operation, OperationFilter, OperationRef, 
 use serde::{Deserialize, Serialize};
 
 use super::{query, rfc3339};
-use crate::auth::Caller;
+use crate::auth::{need, Caller};
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
+use cairn_store::access::Scope;
 
 /// The operation record (`docs/contract.md` "Operation record").
 #[derive(Serialize)]
@@ -68,6 +69,10 @@ pub struct UploadResult {
     operation_id: i64,
     status: &'static str,
     created_at: String,
+    /// What it is tagged with (`{}` when nothing).
+    keyvalues: serde_json::Value,
+    /// The upload link it was sent through, if any.
+    link: Option<String>,
 }
 
 impl From<Operation> for UploadResult {
@@ -81,6 +86,8 @@ impl From<Operation> for UploadResult {
             operation_id: op.id,
             status: op.status.as_str(),
             created_at: rfc3339(op.created_at_ms),
+            keyvalues: (&op.keyvalues).into(),
+            link: op.link_id,
         }
     }
 }
@@ -92,9 +99,12 @@ pub fn error_object(op: &Operation) -> Option<serde_json::Value> {
 
 pub async fn get_operation(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    caller: Caller<need::UploadOrRead>,
     Path(id): Path<String>,
 ) -> Result<Json<OperationRecord>, ApiError> {
+    // A key that may only upload reads the operations it began, and no others.
+    let only_key = (!caller.allows(Scope::Read)).then_some(caller.1.id);
+    let account = caller.0;
     state
         .limiter
         .check(account.id, Endpoint::Operations)
@@ -104,6 +114,7 @@ pub async fn get_operation(
         .store
         .operation(account.id, &OperationRef::parse(&id))
         .await?
+        .filter(|op| only_key.is_none() || op.key_id == only_key)
         .ok_or_else(|| ApiError::NotFound(format!("operation {id} not found")))?;
     Ok(Json(op.into()))
 }
@@ -126,9 +137,11 @@ pub struct OperationPage {
 
 pub async fn list_operations(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    caller: Caller<need::UploadOrRead>,
     params: Result<Query<ListParams>, QueryRejection>,
 ) -> Result<Json<OperationPage>, ApiError> {
+    let only_key = (!caller.allows(Scope::Read)).then_some(caller.1.id);
+    let account = caller.0;
     state
         .limiter
         .check(account.id, Endpoint::Operations)
@@ -152,6 +165,7 @@ pub async fn list_operations(
         status,
         cid: params.cid,
         before_id,
+        key_id: only_key,
         limit,
     };
     let operations = state

@@ -18,10 +18,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::{query, rfc3339};
-use crate::auth::Caller;
+use crate::auth::{need, Caller};
 use crate::error::{rewrite_error_body, ApiError};
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
+use cairn_store::model::KeyValues;
 
 /// The spec's bounds.
 const MAX_NAME_CHARS: usize = 255;
@@ -29,8 +30,6 @@ const MAX_ORIGINS: usize = 20;
 const MAX_DELEGATES: usize = 20;
 const MAX_CID_FILTER: usize = 10;
 const DEFAULT_LIMIT: u32 = 10;
-/// Ours: `meta` is the client's to fill, but not without end.
-const MAX_META_BYTES: usize = 16 * 1024;
 const MAX_BODY_BYTES: usize = 64 * 1024;
 
 pub fn routes() -> Router<AppState> {
@@ -93,7 +92,9 @@ fn pin_status(op: Operation, delegates: &[String]) -> PinStatus {
     if let Some(error) = &op.error {
         info.insert("reason".into(), Value::String(error.message.clone()));
     }
-    let meta = serde_json::from_str(&op.meta).unwrap_or_default();
+    let Value::Object(meta) = Value::from(&op.keyvalues) else {
+        unreachable!("key-values are a JSON object")
+    };
     PinStatus {
         requestid: op.upload_id,
         status: spec_status(op.status),
@@ -144,7 +145,7 @@ pub struct PinResults {
 
 async fn list(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    Caller(account, ..): Caller<need::Read>,
     params: Result<Query<ListParams>, QueryRejection>,
 ) -> Result<Json<PinResults>, ApiError> {
     state
@@ -178,15 +179,14 @@ pub fn list_filter(params: ListParams) -> Result<KeptFilter, ApiError> {
         )));
     }
     let statuses = query::list(params.status.as_deref(), operation_status)?;
-    let meta = match params.meta.as_deref() {
+    let keyvalues = match params.meta.as_deref() {
         None => Vec::new(),
-        Some(text) => string_map(
+        Some(text) => meta(
             serde_json::from_str(text)
                 .map_err(|e| ApiError::BadRequest(format!("meta is not JSON: {e}")))?,
-            "meta",
         )?
-        .into_iter()
-        .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_owned()))
+        .iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect(),
     };
     Ok(KeptFilter {
@@ -195,7 +195,7 @@ pub fn list_filter(params: ListParams) -> Result<KeptFilter, ApiError> {
         statuses,
         created_before_ms: query::time("before", params.before.as_deref())?,
         created_after_ms: query::time("after", params.after.as_deref())?,
-        meta,
+        keyvalues,
         with_cid: true,
         limit,
         ..KeptFilter::default()
@@ -204,11 +204,11 @@ pub fn list_filter(params: ListParams) -> Result<KeptFilter, ApiError> {
 
 async fn add(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    Caller(account, key, _): Caller<need::Pins>,
     body: Bytes,
 ) -> Result<(StatusCode, Json<PinStatus>), ApiError> {
     state.limiter.check(account.id, Endpoint::Upload).await?;
-    let (pin, stored) = new_pin(&state, account.id, &body).await?;
+    let (pin, stored) = new_pin(&state, account.id, key.id, &body).await?;
     let op = state.service.store.create_pin(pin, stored.as_ref()).await?;
     queued(&state, &op);
     Ok((
@@ -219,7 +219,7 @@ async fn add(
 
 async fn status(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    Caller(account, ..): Caller<need::Read>,
     Path(request_id): Path<String>,
 ) -> Result<Json<PinStatus>, ApiError> {
     state
@@ -238,12 +238,12 @@ async fn status(
 
 async fn replace(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    Caller(account, key, _): Caller<need::Pins>,
     Path(request_id): Path<String>,
     body: Bytes,
 ) -> Result<(StatusCode, Json<PinStatus>), ApiError> {
     state.limiter.check(account.id, Endpoint::Upload).await?;
-    let (pin, stored) = new_pin(&state, account.id, &body).await?;
+    let (pin, stored) = new_pin(&state, account.id, key.id, &body).await?;
     let op = state
         .service
         .store
@@ -259,7 +259,7 @@ async fn replace(
 
 async fn remove(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    Caller(account, ..): Caller<need::Delete>,
     Path(request_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     state.limiter.check(account.id, Endpoint::Upload).await?;
@@ -285,9 +285,13 @@ fn queued(state: &AppState, op: &Operation) {
 async fn new_pin(
     state: &AppState,
     account_id: i64,
+    key_id: i64,
     body: &[u8],
 ) -> Result<(NewPin, Option<StoredDag>), ApiError> {
-    let pin = parse_pin(account_id, body)?;
+    let pin = NewPin {
+        key_id: Some(key_id),
+        ..parse_pin(account_id, body)?
+    };
     let stored = state
         .service
         .store
@@ -346,35 +350,24 @@ pub fn parse_pin(account_id: i64, body: &[u8]) -> Result<NewPin, ApiError> {
         }
         Some(_) => return Err(ApiError::BadRequest("origins must be an array".into())),
     };
-    let meta = match fields.remove("meta") {
-        None | Some(Value::Null) => Map::new(),
-        Some(meta) => string_map(meta, "meta")?,
+    let keyvalues = match fields.remove("meta") {
+        None | Some(Value::Null) => KeyValues::default(),
+        Some(value) => meta(value)?,
     };
-    let meta = Value::Object(meta).to_string();
-    if meta.len() > MAX_META_BYTES {
-        return Err(ApiError::BadRequest(format!(
-            "meta is {} bytes of JSON; at most {MAX_META_BYTES} are accepted",
-            meta.len()
-        )));
-    }
     Ok(NewPin {
         request_id: cairn_store::random_name(),
         account_id,
         cid,
         name,
         origins,
-        meta,
+        keyvalues,
+        key_id: None,
     })
 }
 
-/// A JSON object whose values are all strings.
-fn string_map(value: Value, what: &str) -> Result<Map<String, Value>, ApiError> {
-    match value {
-        Value::Object(map) if map.values().all(Value::is_string) => Ok(map),
-        _ => Err(ApiError::BadRequest(format!(
-            "{what} must be a JSON object of strings"
-        ))),
-    }
+/// A pin's `meta`: its key-values, within their limits.
+fn meta(value: Value) -> Result<KeyValues, ApiError> {
+    KeyValues::from_value(value).map_err(|e| ApiError::BadRequest(format!("meta: {e}")))
 }
 
 /// Every error under `/pins` in the spec's shape, whoever made it (a handler, the token

@@ -1,4 +1,5 @@
-//! `POST /api/upload`: a multipart upload, streamed into a pack while it is hashed.
+//! `POST /api/upload` (with a key) and `POST /api/upload/link/{secret}` (through an upload
+//! link): a multipart upload, streamed into a pack while it is hashed.
 //!
 //! The body is never buffered whole: chunks go through a bounded channel to a blocking thread
 //! that runs the importer and writes new blocks into a pack file. The pack is made durable,
@@ -10,12 +11,12 @@ use std::sync::Arc;
 
 use axum::extract::multipart::{Field, MultipartError, MultipartRejection};
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Multipart, Query, State};
+use axum::extract::{Multipart, Path, Query, State};
 use axum::http::{header, HeaderMap};
 use axum::Json;
 use bytes::{Bytes, BytesMut};
 use cairn_car::{CarError, CarLimits, CarReader, ImportError};
-use cairn_store::model::{Account, ArchiveMode, NewUpload, OperationKind, Packed, StoredDag};
+use cairn_store::model::{ArchiveMode, KeyValues, NewUpload, OperationKind, Packed, StoredDag};
 use cairn_store::packs;
 use cairn_store::staging::Staging;
 use cairn_store::MetadataStore;
@@ -23,7 +24,7 @@ use cairn_unixfs::{FileImporter, Profile};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use crate::auth::Caller;
+use crate::auth::{need, Caller, Uploader};
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::routes::operations::UploadResult;
@@ -38,6 +39,8 @@ const PIECE_CHUNKS: usize = 4;
 
 /// Largest `name` form field accepted.
 const MAX_NAME_BYTES: usize = 1024;
+/// Largest `keyvalues` form field accepted (16 pairs at their longest, as JSON, fit).
+const MAX_KEYVALUES_BYTES: usize = 8 * 1024;
 
 #[derive(Deserialize)]
 pub struct UploadParams {
@@ -48,17 +51,41 @@ pub struct UploadParams {
 
 pub async fn upload(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    caller: Caller<need::Upload>,
     params: Result<Query<UploadParams>, QueryRejection>,
     headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Json<UploadResult>, ApiError> {
+    receive_upload(state, caller.into(), params, headers, multipart).await
+}
+
+/// The same, sent through an upload link: no other credential.
+pub async fn upload_through_link(
+    State(state): State<AppState>,
+    Path(secret): Path<String>,
+    params: Result<Query<UploadParams>, QueryRejection>,
+    headers: HeaderMap,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<Json<UploadResult>, ApiError> {
+    let uploader = Uploader::link(&state, &secret).await?;
+    receive_upload(state, uploader, params, headers, multipart).await
+}
+
+async fn receive_upload(
+    state: AppState,
+    uploader: Uploader,
+    params: Result<Query<UploadParams>, QueryRejection>,
+    headers: HeaderMap,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<Json<UploadResult>, ApiError> {
+    let account = uploader.account();
     state.limiter.check(account.id, Endpoint::Upload).await?;
+    uploader.check_uses()?;
     let started = std::time::Instant::now();
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let mode = match params.archive_mode.as_deref() {
         Some(mode) => mode.parse().map_err(ApiError::BadRequest)?,
-        None => ArchiveMode::default(),
+        None => uploader.link_archive_mode().unwrap_or_default(),
     };
     // Asking for extraction outright promises an archive; the default only applies to archives.
     let extract_asked = params.archive_mode.is_some() && mode == ArchiveMode::Extract;
@@ -68,7 +95,8 @@ pub async fn upload(
             .map_err(|e| ApiError::BadRequest(e.to_string()))?,
         None => state.service.config.default_profile.clone(),
     };
-    reject_oversized_body(&headers, &account, state.config.multipart_overhead)?;
+    let limit = PostLimit::of(&uploader);
+    reject_oversized_body(&headers, limit, state.config.multipart_overhead)?;
     let mut multipart = multipart.map_err(|e| ApiError::BadRequest(e.body_text()))?;
 
     let intent = Intent {
@@ -77,15 +105,32 @@ pub async fn upload(
         mode,
         extract_asked,
     };
-    let mut name = params.name;
+    let mut form = Form {
+        name: params.name,
+        keyvalues: None,
+    };
     let mut received: Option<Received> = None;
     while let Some(field) = multipart.next_field().await.map_err(bad_multipart)? {
-        if let Some(file) = file_part(field, &mut name, received.is_some()).await? {
-            received = Some(receive_file(&state, &account, &intent, file).await?);
+        if let Some(file) = file_part(field, &mut form, received.is_some()).await? {
+            received = Some(receive_file(&state, &uploader, limit, &intent, file).await?);
         }
     }
     let received = received
         .ok_or_else(|| ApiError::BadRequest("the multipart field `file` is missing".into()))?;
+    // Counted once the bytes are in, so that a try refused on the way (too large, cut off)
+    // uses nothing; two racing for a last use cannot both have it.
+    if let Err(e) = uploader.begin(&state).await {
+        if matches!(received.stored, Stored::Staged) {
+            let kind = OperationKind::Upload;
+            state
+                .service
+                .release_upload_bytes(kind, &intent.upload_id)
+                .await;
+        }
+        return Err(e);
+    }
+    let keyvalues = with_link_keyvalues(&uploader, form.keyvalues.unwrap_or_default())?;
+    let name = uploader.link_name().map(str::to_owned).or(form.name);
     let upload = NewUpload {
         upload_id: intent.upload_id,
         account_id: account.id,
@@ -100,6 +145,9 @@ pub async fn upload(
         mime_type: received.mime_type,
         archive_mode: matches!(received.kind, ContentKind::Archive(_)).then_some(intent.mode),
         profile: intent.profile.name.to_owned(),
+        keyvalues,
+        key_id: uploader.key_id(),
+        link_id: uploader.link_id(),
     };
     let kind = match received.kind {
         ContentKind::Car => UploadKind::Car,
@@ -132,10 +180,53 @@ pub async fn upload(
     Ok(Json(UploadResult::from(operation)))
 }
 
+/// The most a POST's file may hold: the account's limit for POST, or less where the key or
+/// link sets less.
+#[derive(Clone, Copy)]
+pub struct PostLimit {
+    bytes: u64,
+    /// Whose limit it is: the account's can be passed with TUS, a key's or link's cannot.
+    set_by: Option<&'static str>,
+}
+
+impl PostLimit {
+    pub fn of(uploader: &Uploader) -> Self {
+        let account = uploader.account().upload_limit;
+        match uploader.max_bytes() {
+            Some(max) if max < account => Self {
+                bytes: max,
+                set_by: Some(match uploader {
+                    Uploader::Key(..) => "key",
+                    Uploader::Link(..) => "link",
+                }),
+            },
+            _ => Self::account(account),
+        }
+    }
+
+    pub fn account(bytes: u64) -> Self {
+        Self {
+            bytes,
+            set_by: None,
+        }
+    }
+
+    fn too_large(self) -> ApiError {
+        let limit = self.bytes;
+        ApiError::PayloadTooLarge(match self.set_by {
+            None => format!(
+                "the upload exceeds this account's limit of {limit} bytes for POST; \
+                 send it with TUS resumable upload at /api/upload/tus"
+            ),
+            Some(whose) => format!("the upload is larger than this {whose} allows ({limit} bytes)"),
+        })
+    }
+}
+
 /// Refuse from `Content-Length` before reading a byte when the body cannot fit.
 fn reject_oversized_body(
     headers: &HeaderMap,
-    account: &Account,
+    limit: PostLimit,
     overhead: u64,
 ) -> Result<(), ApiError> {
     let length = headers
@@ -143,51 +234,73 @@ fn reject_oversized_body(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     match length {
-        Some(length) if length > account.upload_limit.saturating_add(overhead) => {
-            Err(too_large(account.upload_limit))
-        }
+        Some(length) if length > limit.bytes.saturating_add(overhead) => Err(limit.too_large()),
         _ => Ok(()),
     }
 }
 
-fn too_large(limit: u64) -> ApiError {
-    ApiError::PayloadTooLarge(format!(
-        "the upload exceeds this account's limit of {limit} bytes for POST; \
-         send it with TUS resumable upload at /api/upload/tus"
-    ))
+/// The key-values a request asked for, with its link's over them: the link's creator
+/// decides what its uploads are tagged with.
+pub fn with_link_keyvalues(uploader: &Uploader, asked: KeyValues) -> Result<KeyValues, ApiError> {
+    let Some(link) = uploader.link_keyvalues() else {
+        return Ok(asked);
+    };
+    let changes = link
+        .iter()
+        .map(|(k, v)| (k.to_owned(), Some(v.to_owned())))
+        .collect();
+    asked
+        .merged(changes)
+        .map_err(|e| ApiError::BadRequest(format!("keyvalues: {e}")))
 }
 
 fn bad_multipart(e: MultipartError) -> ApiError {
     ApiError::BadRequest(format!("malformed multipart body: {}", e.body_text()))
 }
 
+/// The form's fields other than the file.
+#[derive(Default)]
+pub struct Form {
+    pub name: Option<String>,
+    pub keyvalues: Option<KeyValues>,
+}
+
 /// A part of the form: the first `file` part is given back to be received; the first `name`
-/// part is read, unless the query named the upload; any other part is ignored (`docs/contract.md`;
-/// multer skips its bytes).
+/// part is read, unless the query named the upload, and the first `keyvalues` (a JSON
+/// object of strings); any other part is ignored (`docs/contract.md`; multer skips its bytes).
 pub async fn file_part<'m>(
     field: Field<'m>,
-    name: &mut Option<String>,
+    form: &mut Form,
     file_received: bool,
 ) -> Result<Option<Field<'m>>, ApiError> {
     match field.name() {
         Some("file") if !file_received => return Ok(Some(field)),
-        Some("name") if name.is_none() => *name = Some(read_name(field).await?),
+        Some("name") if form.name.is_none() => {
+            form.name = Some(read_text(field, "name", MAX_NAME_BYTES).await?)
+        }
+        Some("keyvalues") if form.keyvalues.is_none() => {
+            let text = read_text(field, "keyvalues", MAX_KEYVALUES_BYTES).await?;
+            let keyvalues = KeyValues::from_json(&text)
+                .map_err(|e| ApiError::BadRequest(format!("the keyvalues field: {e}")))?;
+            form.keyvalues = Some(keyvalues);
+        }
         _ => {}
     }
     Ok(None)
 }
 
-async fn read_name(mut field: Field<'_>) -> Result<String, ApiError> {
+async fn read_text(mut field: Field<'_>, what: &str, max: usize) -> Result<String, ApiError> {
     let mut bytes = Vec::new();
     while let Some(chunk) = field.chunk().await.map_err(bad_multipart)? {
         bytes.extend_from_slice(&chunk);
-        if bytes.len() > MAX_NAME_BYTES {
+        if bytes.len() > max {
             return Err(ApiError::BadRequest(format!(
-                "the name field is longer than {MAX_NAME_BYTES} bytes"
+                "the {what} field is longer than {max} bytes"
             )));
         }
     }
-    String::from_utf8(bytes).map_err(|_| ApiError::BadRequest("the name field is not UTF-8".into()))
+    String::from_utf8(bytes)
+        .map_err(|_| ApiError::BadRequest(format!("the {what} field is not UTF-8")))
 }
 
 /// What the request asked for, parsed at the edge.
@@ -236,12 +349,25 @@ impl From<io::Error> for Failure {
     }
 }
 
+/// An upload's name, as any request may set it.
+pub fn check_name(name: &str) -> Result<(), ApiError> {
+    if name.len() > MAX_NAME_BYTES {
+        return Err(ApiError::BadRequest(format!(
+            "the name is longer than {MAX_NAME_BYTES} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// The file part: checked against the key or link (its type), then received.
 async fn receive_file(
     state: &AppState,
-    account: &Account,
+    uploader: &Uploader,
+    limit: PostLimit,
     intent: &Intent,
     field: Field<'_>,
 ) -> Result<Received, ApiError> {
+    uploader.check_type(field.content_type().unwrap_or("application/octet-stream"))?;
     let Intent {
         upload_id,
         profile,
@@ -249,11 +375,7 @@ async fn receive_file(
         extract_asked,
     } = intent;
     let file_name = field.file_name().map(str::to_owned);
-    let mut part = FilePart::new(
-        field,
-        account.upload_limit,
-        PIECE_CHUNKS * profile.chunk_size,
-    );
+    let mut part = FilePart::new(field, limit, PIECE_CHUNKS * profile.chunk_size);
     let head = part.head().await?;
     let kind = ContentKind::of(&head);
     if *extract_asked && kind == ContentKind::Plain {
@@ -324,7 +446,7 @@ async fn receive_file(
 /// head kept to recognise the format, then all of it in pieces of whole import chunks.
 pub struct FilePart<'m> {
     field: Field<'m>,
-    limit: u64,
+    limit: PostLimit,
     received: u64,
     ended: bool,
     /// Chunks read for the head, not handed on yet.
@@ -337,7 +459,7 @@ pub struct FilePart<'m> {
 
 impl<'m> FilePart<'m> {
     /// A part of at most `limit` bytes, handed on in pieces of `piece_bytes`.
-    pub fn new(field: Field<'m>, limit: u64, piece_bytes: usize) -> Self {
+    pub fn new(field: Field<'m>, limit: PostLimit, piece_bytes: usize) -> Self {
         Self {
             field,
             limit,
@@ -365,8 +487,8 @@ impl<'m> FilePart<'m> {
             return Ok(None);
         };
         self.received += chunk.len() as u64;
-        if self.received > self.limit {
-            return Err(too_large(self.limit));
+        if self.received > self.limit.bytes {
+            return Err(self.limit.too_large());
         }
         Ok(Some(chunk))
     }

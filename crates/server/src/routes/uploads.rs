@@ -1,8 +1,11 @@
 //! What an account keeps, as uploads: `GET /api/uploads` (newest first, filtered, paged),
-//! `GET /api/uploads/{id}` and `DELETE /api/uploads/{id}`, on both hosts. Pins by CID are
-//! listed by the Pinning Service API (`pins.rs`); deleting either deletes the same record.
+//! `GET /api/uploads/{id}`, `PATCH /api/uploads/{id}` (its name and key-values) and
+//! `DELETE /api/uploads/{id}`, on both hosts. Pins by CID are listed by the Pinning Service
+//! API (`pins.rs`); deleting either deletes the same record.
 
-use axum::extract::rejection::QueryRejection;
+use std::collections::BTreeMap;
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
@@ -13,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::operations::{error_object, UploadResult};
 use super::query;
-use crate::auth::Caller;
+use crate::auth::{need, Caller};
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
@@ -62,14 +65,16 @@ pub struct UploadPage {
 
 pub async fn list(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    Caller(account, ..): Caller<need::Read>,
     params: Result<Query<ListParams>, QueryRejection>,
+    pairs: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Result<Json<UploadPage>, ApiError> {
     state
         .limiter
         .check(account.id, Endpoint::Operations)
         .await?;
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Query(pairs) = pairs.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let limit = query::limit(params.limit.as_deref(), 50)?;
     let statuses = query::list(params.status.as_deref(), |status| {
         status
@@ -88,6 +93,7 @@ pub async fn list(
         statuses,
         created_before_ms: query::time("before", params.before.as_deref())?,
         created_after_ms: query::time("after", params.after.as_deref())?,
+        keyvalues: query::keyvalues(&pairs)?,
         uploads_only: true,
         cursor: params.cursor.as_deref().map(parse_cursor).transpose()?,
         limit,
@@ -122,7 +128,7 @@ fn parse_cursor(cursor: &str) -> Result<KeptKey, ApiError> {
 
 pub async fn get(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    Caller(account, ..): Caller<need::Read>,
     Path(id): Path<String>,
 ) -> Result<Json<UploadRecord>, ApiError> {
     state
@@ -142,7 +148,7 @@ pub async fn get(
 /// `204` whether it was deleted now or before; `404` for an upload the account never had.
 pub async fn delete(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    Caller(account, ..): Caller<need::Delete>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     state.limiter.check(account.id, Endpoint::Upload).await?;
@@ -150,6 +156,43 @@ pub async fn delete(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("upload {id} not found")))?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// What `PATCH /api/uploads/{id}` may change.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Changes {
+    name: Option<String>,
+    /// Merged into the upload's: a string sets a key, `null` removes it.
+    keyvalues: Option<BTreeMap<String, Option<String>>>,
+}
+
+/// Rename an upload, or change its key-values; answers the upload as it is now.
+pub async fn change(
+    State(state): State<AppState>,
+    Caller(account, ..): Caller<need::Upload>,
+    Path(id): Path<String>,
+    changes: Result<Json<Changes>, JsonRejection>,
+) -> Result<Json<UploadRecord>, ApiError> {
+    state.limiter.check(account.id, Endpoint::Upload).await?;
+    let Json(changes) = changes.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    if let Some(name) = &changes.name {
+        super::upload::check_name(name)?;
+    }
+    let store = &state.service.store;
+    let not_found = || ApiError::NotFound(format!("upload {id} not found"));
+    // Pins are changed through the Pinning Service API, which replaces them.
+    store
+        .operation(account.id, &OperationRef::UploadId(id.clone()))
+        .await?
+        .filter(|op| op.deleted_at_ms.is_none() && op.kind != OperationKind::Pin)
+        .ok_or_else(not_found)?;
+    let keyvalues = changes.keyvalues.unwrap_or_default();
+    let upload = store
+        .change_upload(account.id, &id, changes.name, keyvalues)
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(Json(upload.into()))
 }
 
 /// Delete an upload or pin of the account (the store gives its quota back in the same

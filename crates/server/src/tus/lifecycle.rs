@@ -11,18 +11,8 @@ use crate::state::AppState;
 /// The upload, if it is the caller's and still alive: unknown is `404`, terminated or expired
 /// is `410` (an expiry that the sweep has not reached yet is applied here). An upload whose
 /// bytes are complete is not settled here unless it expired: HEAD and DELETE settle it, and a
-/// PATCH at its length completes it as every last PATCH does.
-pub(super) async fn live_upload(
-    state: &AppState,
-    account: &Account,
-    id: &str,
-) -> Result<TusUpload, ApiError> {
-    let record = state.service.store.tus_upload(id).await?;
-    check_live(state, account, id, record).await
-}
-
-/// What [`live_upload`] makes of the upload's record once it is read (a PATCH reads it
-/// alongside the caller's token).
+/// PATCH at its length completes it as every last PATCH does. The record is read beside the
+/// caller's credentials (see `UploadAccess`).
 pub(super) async fn check_live(
     state: &AppState,
     account: &Account,

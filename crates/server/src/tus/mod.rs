@@ -29,13 +29,15 @@ use cairn_store::{now_ms, tus_bytes};
 use cairn_unixfs::Profile;
 use futures_util::StreamExt;
 
-use crate::auth::{Bearer, Caller};
+use crate::auth::{need, Caller, UploadAccess, Uploader};
 use crate::error::ApiError;
 use crate::origin::RequestOrigin;
 use crate::rate_limit::Endpoint;
+use crate::routes::upload::with_link_keyvalues;
 use crate::state::AppState;
+use cairn_store::model::KeyValues;
 use headers::{Checksum, OFFSET_OCTET_STREAM};
-use lifecycle::{check_live, complete, live_upload, offset_of, settle, settle_at};
+use lifecycle::{check_live, complete, offset_of, settle, settle_at};
 pub use lifecycle::{expire, sweep_expired};
 use receive::receive;
 
@@ -44,6 +46,10 @@ const BASE_PATH: &str = "/api/upload/tus";
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route(BASE_PATH, post(create).options(options))
+        .route(
+            "/api/upload/link/{secret}/tus",
+            post(create_through_link).options(options),
+        )
         .route(
             "/api/upload/tus/{id}",
             post(method_override)
@@ -146,9 +152,14 @@ struct Intent {
     mime_type: String,
     archive_mode: ArchiveMode,
     profile: Profile,
+    keyvalues: KeyValues,
 }
 
-fn intent(state: &AppState, pairs: &[(String, Vec<u8>)]) -> Result<Intent, ApiError> {
+fn intent(
+    state: &AppState,
+    uploader: &Uploader,
+    pairs: &[(String, Vec<u8>)],
+) -> Result<Intent, ApiError> {
     let get = |keys: &[&str]| {
         pairs
             .iter()
@@ -157,7 +168,13 @@ fn intent(state: &AppState, pairs: &[(String, Vec<u8>)]) -> Result<Intent, ApiEr
     };
     let archive_mode = match get(&["archive_mode"]) {
         Some(mode) => mode.parse().map_err(ApiError::BadRequest)?,
-        None => ArchiveMode::default(),
+        None => uploader.link_archive_mode().unwrap_or_default(),
+    };
+    // `keyvalues`: the JSON object, as every metadata value, in base64.
+    let asked = match get(&["keyvalues"]) {
+        Some(json) => KeyValues::from_json(&json)
+            .map_err(|e| ApiError::BadRequest(format!("the keyvalues metadata: {e}")))?,
+        None => KeyValues::default(),
     };
     let profile = match get(&["cid_profile"]) {
         Some(name) => name
@@ -168,7 +185,12 @@ fn intent(state: &AppState, pairs: &[(String, Vec<u8>)]) -> Result<Intent, ApiEr
         None => state.service.config.default_profile.clone(),
     };
     Ok(Intent {
-        name: get(&["filename", "name"]).unwrap_or_else(|| "upload".to_owned()),
+        keyvalues: with_link_keyvalues(uploader, asked)?,
+        name: uploader
+            .link_name()
+            .map(str::to_owned)
+            .or_else(|| get(&["filename", "name"]))
+            .unwrap_or_else(|| "upload".to_owned()),
         mime_type: get(&["filetype", "mimeType"])
             .unwrap_or_else(|| "application/octet-stream".to_owned()),
         archive_mode,
@@ -179,11 +201,39 @@ fn intent(state: &AppState, pairs: &[(String, Vec<u8>)]) -> Result<Intent, ApiEr
 /// POST: create an upload (T7, T8, T10, T14).
 async fn create(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    caller: Caller<need::Upload>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    begin(state, caller.into(), headers, body).await
+}
+
+/// POST at an upload link's TUS endpoint: the same, with no other credential. Its PATCHes
+/// need none either (see [`Access`]).
+async fn create_through_link(
+    State(state): State<AppState>,
+    Path(secret): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let uploader = Uploader::link(&state, &secret).await?;
+    if headers.contains_key("upload-concat") {
+        return Err(ApiError::BadRequest(
+            "an upload link takes whole uploads, not concatenated parts".into(),
+        ));
+    }
+    begin(state, uploader, headers, body).await
+}
+
+async fn begin(
+    state: AppState,
+    uploader: Uploader,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let account = uploader.account();
     state.limiter.check(account.id, Endpoint::Upload).await?;
+    uploader.check_uses()?;
     let length = headers::number(&headers, "upload-length")?;
     let deferred = headers::text(&headers, "upload-defer-length")?;
     let concat = concat(headers::text(&headers, "upload-concat")?)?;
@@ -213,14 +263,26 @@ async fn create(
     if length.is_some_and(|l| l > max) {
         return Err(too_large(max));
     }
+    if let Some(length) = length {
+        uploader.check_size(length)?;
+    } else if deferred.is_some() && uploader.max_bytes().is_some() {
+        // So that an upload over the limit is refused before its bytes are sent.
+        return Err(ApiError::BadRequest(
+            "this key or link limits the size of uploads: send Upload-Length".into(),
+        ));
+    }
     let raw_metadata = headers::text(&headers, "upload-metadata")?
         .unwrap_or_default()
         .to_owned();
-    let intent = intent(&state, &headers::metadata(&raw_metadata)?)?;
+    let intent = intent(&state, &uploader, &headers::metadata(&raw_metadata)?)?;
+    uploader.check_type(&intent.mime_type)?;
+    uploader.begin(&state).await?;
     let id = random_name();
     let mut length = length;
     if let TusConcat::Final(parts) = &concat {
-        length = Some(concatenate(&state, &account, &id, parts).await?);
+        let total = concatenate(&state, account, &id, parts).await?;
+        uploader.check_size(total)?;
+        length = Some(total);
     } else {
         let bytes = state.service.tus_bytes.clone();
         let new_id = id.clone();
@@ -238,6 +300,9 @@ async fn create(
         mime_type: intent.mime_type.clone(),
         archive_mode: Some(intent.archive_mode),
         profile: intent.profile.name.to_owned(),
+        keyvalues: intent.keyvalues.clone(),
+        key_id: uploader.key_id(),
+        link_id: uploader.link_id(),
     });
     let tus = state
         .service
@@ -249,6 +314,7 @@ async fn create(
             metadata: raw_metadata,
             concat: concat.clone(),
             expires_at_ms: now_ms() + state.config.tus_expiry.as_millis() as i64,
+            link_id: uploader.link_id(),
             upload,
         })
         .await?;
@@ -336,14 +402,24 @@ async fn concatenate(
 /// HEAD (T2, T3, T9).
 async fn head_upload(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    access: UploadAccess,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let upload = live_upload(&state, &account, &id).await?;
+    let (account, record) = access.account_and_upload(&state, &id).await?;
+    head_found(&state, &account, &id, record).await
+}
+
+async fn head_found(
+    state: &AppState,
+    account: &Account,
+    id: &str,
+    record: Option<TusUpload>,
+) -> Result<Response, ApiError> {
+    let upload = check_live(state, account, id, record).await?;
     // A stalled PATCH is asked to stop first, so the offset reported is settled.
-    let _lock = state.tus_locks.acquire(&id).await?;
-    let offset = offset_of(&state, &upload).await?;
-    let upload = settle_at(&state, upload, offset).await?;
+    let _lock = state.tus_locks.acquire(id).await?;
+    let offset = offset_of(state, &upload).await?;
+    let upload = settle_at(state, upload, offset).await?;
     let mut response = StatusCode::OK.into_response();
     let headers = response.headers_mut();
     headers.insert("upload-offset", HeaderValue::from(offset));
@@ -379,16 +455,12 @@ async fn head_upload(
 /// PATCH (T4, T9, T11, T12, F1, F3, F4).
 async fn patch(
     State(state): State<AppState>,
-    bearer: Bearer,
+    access: UploadAccess,
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    // The token and the upload are read at once rather than one after the other: each read
-    // is a round trip to the store that every chunk of an upload waits for.
-    let (account, record) =
-        tokio::join!(bearer.account(&state), state.service.store.tus_upload(&id));
-    let account = account?;
+    let (account, record) = access.account_and_upload(&state, &id).await?;
     if headers::text(&headers, "content-type")? != Some(OFFSET_OCTET_STREAM) {
         return Err(ApiError::UnsupportedMediaType(format!(
             "PATCH bodies must be sent as {OFFSET_OCTET_STREAM}"
@@ -399,7 +471,7 @@ async fn patch(
     let checksum = headers::text(&headers, "upload-checksum")?
         .map(Checksum::parse)
         .transpose()?;
-    let mut upload = check_live(&state, &account, &id, record?).await?;
+    let mut upload = check_live(&state, &account, &id, record).await?;
     if matches!(upload.concat, TusConcat::Final(_)) {
         return Err(ApiError::Forbidden(
             "a final upload is made of its parts and takes no PATCH".into(),
@@ -499,16 +571,26 @@ async fn patch_complete(
 /// DELETE: "finish" on a complete upload, termination on an incomplete one (T13, `docs/contract.md`).
 async fn delete(
     State(state): State<AppState>,
-    Caller(account): Caller,
+    access: UploadAccess,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let upload = settle(&state, live_upload(&state, &account, &id).await?).await?;
+    let (account, record) = access.account_and_upload(&state, &id).await?;
+    delete_found(&state, &account, &id, record).await
+}
+
+async fn delete_found(
+    state: &AppState,
+    account: &Account,
+    id: &str,
+    record: Option<TusUpload>,
+) -> Result<Response, ApiError> {
+    let upload = settle(state, check_live(state, account, id, record).await?).await?;
     if upload.state == TusState::Complete {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
-    let _lock = state.tus_locks.acquire(&id).await?;
+    let _lock = state.tus_locks.acquire(id).await?;
     let remove = || {
-        let (bytes, id) = (state.service.tus_bytes.clone(), id.clone());
+        let (bytes, id) = (state.service.tus_bytes.clone(), id.to_owned());
         async move {
             tokio::task::spawn_blocking(move || bytes.remove(&id))
                 .await
@@ -521,7 +603,7 @@ async fn delete(
     match state
         .service
         .store
-        .end_tus_upload(&id, TusState::Terminated)
+        .end_tus_upload(id, TusState::Terminated)
         .await
     {
         Err(e) => match ApiError::from(e) {
@@ -530,7 +612,7 @@ async fn delete(
                 state
                     .service
                     .store
-                    .end_tus_upload(&id, TusState::Terminated)
+                    .end_tus_upload(id, TusState::Terminated)
                     .await?;
             }
             other => return Err(other),
@@ -543,20 +625,20 @@ async fn delete(
 /// T6: `X-HTTP-Method-Override` on POST, for clients that can only send GET and POST.
 async fn method_override(
     state: State<AppState>,
-    bearer: Bearer,
+    access: UploadAccess,
     id: Path<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let method = headers::text(&headers, "x-http-method-override");
     if matches!(method, Ok(Some("PATCH"))) {
-        return patch(state, bearer, id, headers, body).await;
+        return patch(state, access, id, headers, body).await;
     }
-    // The token first, as on every other route: a bad header from a stranger is a 401.
-    let caller = Caller(bearer.account(&state).await?);
+    // The caller first, as on every other route: a bad header from a stranger is a 401.
+    let (account, record) = access.account_and_upload(&state, &id).await?;
     match method? {
-        Some("DELETE") => delete(state, caller, id).await,
-        Some("HEAD") => head_upload(state, caller, id).await,
+        Some("DELETE") => delete_found(&state, &account, &id, record).await,
+        Some("HEAD") => head_found(&state, &account, &id, record).await,
         other => Err(ApiError::MethodNotAllowed(format!(
             "POST on an upload needs X-HTTP-Method-Override: PATCH, DELETE or HEAD (got {other:?})"
         ))),

@@ -8,6 +8,7 @@ use std::time::Duration;
 use cairn_server::rate_limit::{Policy, RateLimits};
 use cairn_server::{account_app, upload_app, AppState, ServerConfig};
 use cairn_service::{Service, ServiceConfig};
+use cairn_store::access::NewKey;
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
@@ -106,7 +107,7 @@ impl TestServer {
         let account = self.store.create_account(name, limits).await.unwrap();
         let token = tokens::generate();
         self.store
-            .add_token(account.id, &token.hash, &token.prefix)
+            .create_key(&NewKey::all(account.id), &token.hash, &token.prefix)
             .await
             .unwrap();
         token.secret

@@ -56,12 +56,13 @@ impl<B: Backend> SqlStore<B> {
         };
         let now = now_ms();
         let terminal = status.is_terminal().then_some(now);
+        let keyvalues = upload.keyvalues.to_json();
         let row = B::query(
             "INSERT INTO operations (upload_id, account_id, kind, status, status_message, progress,
                 error_code, error_message, name, size, mime_type, archive_mode, profile,
-                created_at, updated_at, completed_at, cid, dag_size, ready)
+                created_at, updated_at, completed_at, cid, dag_size, ready, meta, key_id, link_id)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                $18, $19)
+                $18, $19, $20, $21, $22)
              RETURNING *",
         )
         .bind(&upload.upload_id)
@@ -83,6 +84,9 @@ impl<B: Backend> SqlStore<B> {
         .bind(dag.map(|dag| dag.cid.as_str()))
         .bind(dag.map(|dag| dag.size as i64))
         .bind(i64::from(ready))
+        .bind(keyvalues.as_str())
+        .bind(upload.key_id)
+        .bind(upload.link_id.as_deref())
         .fetch_one(tx)
         .await?;
         operation_from(&row)
@@ -283,12 +287,12 @@ impl<B: Backend> SqlStore<B> {
         stored: Option<&StoredDag>,
     ) -> Result<i64, StoreError> {
         let now = now_ms();
-        let origins = pin.origins.join("\n");
+        let (origins, keyvalues) = (pin.origins.join("\n"), pin.keyvalues.to_json());
         let row = B::query(
             "INSERT INTO operations (upload_id, account_id, kind, status, status_message, progress,
-                cid, name, size, mime_type, profile, created_at, updated_at, origins, meta)
+                cid, name, size, mime_type, profile, created_at, updated_at, origins, meta, key_id)
              VALUES ($1, $2, 'pin', 'pending', 'waiting to be fetched', 0, $3, $4, 0, '', '', $5,
-                $6, $7, $8)
+                $6, $7, $8, $9)
              RETURNING id",
         )
         .bind(&pin.request_id)
@@ -298,7 +302,8 @@ impl<B: Backend> SqlStore<B> {
         .bind(now)
         .bind(now)
         .bind(origins.as_str())
-        .bind(&pin.meta)
+        .bind(keyvalues.as_str())
+        .bind(pin.key_id)
         .fetch_one(tx)
         .await?;
         let id = row.int("id");

@@ -16,11 +16,17 @@ impl<B: Backend> SqlStore<B> {
         account_id: i64,
         filter: &KeptFilter,
     ) -> Result<Vec<Operation>, StoreError> {
+        let filter = &self.rarest_keyvalue_first(account_id, filter).await?;
         let (conditions, values) = kept_conditions::<B>(account_id, filter, true);
+        // By key-values, the page is read in the order of their index (see `keyvalues`).
+        let order = if filter.keyvalues.is_empty() {
+            "operations.created_at DESC, operations.id DESC"
+        } else {
+            "kv0.created_at DESC, kv0.operation_id DESC"
+        };
         let sql = format!(
-            "SELECT * FROM {} WHERE {conditions}
-             ORDER BY created_at DESC, id DESC LIMIT ${}",
-            kept_table::<B>(filter),
+            "SELECT operations.* FROM {} WHERE {conditions} ORDER BY {order} LIMIT ${}",
+            kept_from::<B>(filter),
             values.len() + 1
         );
         let rows = bind_all(B::query(&sql), &values)
@@ -36,13 +42,23 @@ impl<B: Backend> SqlStore<B> {
         account_id: i64,
         filter: &KeptFilter,
     ) -> Result<u64, StoreError> {
-        // Only what `kept_counts` counts, by status and time alone; a CID, a name or meta
-        // narrows the rows first (the CID by its index; names and meta are read row by row).
+        let filter = &self.rarest_keyvalue_first(account_id, filter).await?;
+        // Only what `kept_counts` counts, by status and time alone; a CID, a name or key-values
+        // narrow the rows first (the CID and key-values by their index; names row by row).
+        let only_keyvalues = !filter.uploads_only
+            && filter.cids.is_empty()
+            && filter.name.is_none()
+            && filter.statuses.is_empty()
+            && filter.created_before_ms.is_none()
+            && filter.created_after_ms.is_none();
+        if only_keyvalues && !filter.keyvalues.is_empty() {
+            return self.count_keyvalues(account_id, filter).await;
+        }
         let by_counts = filter.with_cid
             && !filter.uploads_only
             && filter.cids.is_empty()
             && filter.name.is_none()
-            && filter.meta.is_empty();
+            && filter.keyvalues.is_empty();
         if !by_counts {
             return self.count_rows(account_id, filter).await;
         }
@@ -86,11 +102,72 @@ impl<B: Backend> SqlStore<B> {
         Ok(total.saturating_sub(outside))
     }
 
+    /// `filter` with its key-values reordered so that the one fewest uploads have comes
+    /// first: the query reads that one's index and checks the others row by row (see
+    /// `kept_from`), and neither database knows which value of a key is rare. Each is counted
+    /// up to a cap, a few index steps at most.
+    async fn rarest_keyvalue_first(
+        &self,
+        account_id: i64,
+        filter: &KeptFilter,
+    ) -> Result<KeptFilter, StoreError> {
+        const CAP: i64 = 1000;
+        let mut filter = filter.clone();
+        if filter.keyvalues.len() < 2 {
+            return Ok(filter);
+        }
+        let mut counted = Vec::with_capacity(filter.keyvalues.len());
+        for (k, v) in filter.keyvalues.drain(..) {
+            let row = B::query(
+                "SELECT COUNT(*) AS n FROM (SELECT 1 FROM keyvalues
+                  WHERE account_id = $1 AND k = $2 AND v = $3 LIMIT $4) AS capped",
+            )
+            .bind(account_id)
+            .bind(k.as_str())
+            .bind(v.as_str())
+            .bind(CAP)
+            .fetch_one(&mut self.conn().await?)
+            .await?;
+            counted.push((row.int("n"), (k, v)));
+        }
+        counted.sort_by_key(|(n, _)| *n);
+        filter.keyvalues = counted.into_iter().map(|(_, pair)| pair).collect();
+        Ok(filter)
+    }
+
+    /// How many live things have every key-value of `filter` (and a root, if it asks), from
+    /// the index of the first alone: no operation is read (`keyvalues_rooted` for pins).
+    async fn count_keyvalues(
+        &self,
+        account_id: i64,
+        filter: &KeptFilter,
+    ) -> Result<u64, StoreError> {
+        let mut sql = "SELECT COUNT(*) AS n FROM keyvalues kv0
+            WHERE kv0.account_id = $1 AND kv0.k = $2 AND kv0.v = $3"
+            .to_owned();
+        if filter.with_cid {
+            sql.push_str(" AND kv0.rooted = 1");
+        }
+        for n in 1..filter.keyvalues.len() {
+            let (k, v) = (2 * n + 2, 2 * n + 3);
+            sql.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM keyvalues kv WHERE kv.operation_id = kv0.operation_id
+                    AND kv.k = ${k} AND kv.v = ${v})"
+            ));
+        }
+        let mut statement = B::query(&sql).bind(account_id);
+        for (k, v) in &filter.keyvalues {
+            statement = statement.bind(k.as_str()).bind(v.as_str());
+        }
+        let row = statement.fetch_one(&mut self.conn().await?).await?;
+        Ok(row.int("n") as u64)
+    }
+
     /// Counts the rows `filter` matches, one by one.
     async fn count_rows(&self, account_id: i64, filter: &KeptFilter) -> Result<u64, StoreError> {
         let (conditions, values) = kept_conditions::<B>(account_id, filter, false);
-        let table = kept_table::<B>(filter);
-        let sql = format!("SELECT COUNT(*) AS n FROM {table} WHERE {conditions}");
+        let from = kept_from::<B>(filter);
+        let sql = format!("SELECT COUNT(*) AS n FROM {from} WHERE {conditions}");
         let row = bind_all(B::query(&sql), &values)
             .fetch_one(&mut self.conn().await?)
             .await?;
@@ -135,11 +212,13 @@ impl<B: Backend> SqlStore<B> {
     }
 }
 
-/// What a query over `filter`'s matches reads from: the table in order when only reading
-/// each row can tell (names, meta) and no CID narrows it first.
-fn kept_table<B: Backend>(filter: &KeptFilter) -> &'static str {
-    let row_by_row = filter.name.is_some() || !filter.meta.is_empty();
-    if row_by_row && filter.cids.is_empty() {
+/// What a query over `filter`'s matches reads from: the index of its first key-value, joined
+/// to the operations it names; else the table in order when only reading each row can tell
+/// (a name) and no CID narrows it first.
+fn kept_from<B: Backend>(filter: &KeptFilter) -> &'static str {
+    if !filter.keyvalues.is_empty() {
+        "keyvalues kv0 JOIN operations ON operations.id = kv0.operation_id"
+    } else if filter.name.is_some() && filter.cids.is_empty() {
         B::DIALECT.operations_read_whole()
     } else {
         "operations"
@@ -168,9 +247,10 @@ fn kept_conditions<'a, B: Backend>(
     filter: &'a KeptFilter,
     paged: bool,
 ) -> (String, Vec<Value<'a>>) {
+    // Columns are named with their table: `keyvalues` may be joined (see `kept_from`).
     let mut conditions = vec![
-        "account_id = $1".to_owned(),
-        "deleted_at IS NULL".to_owned(),
+        "operations.account_id = $1".to_owned(),
+        "operations.deleted_at IS NULL".to_owned(),
     ];
     let mut values = vec![Value::Int(account_id)];
     let param = |values: &mut Vec<Value<'a>>, value: Value<'a>| {
@@ -205,21 +285,32 @@ fn kept_conditions<'a, B: Backend>(
     }
     if let Some(before) = filter.created_before_ms {
         let p = param(&mut values, Value::Int(before));
-        conditions.push(format!("created_at < {p}"));
+        conditions.push(format!("operations.created_at < {p}"));
     }
     if let Some(after) = filter.created_after_ms {
         let p = param(&mut values, Value::Int(after));
-        conditions.push(format!("created_at > {p}"));
+        conditions.push(format!("operations.created_at > {p}"));
     }
-    for (key, value) in &filter.meta {
+    for (n, (key, value)) in filter.keyvalues.iter().enumerate() {
         let k = param(&mut values, Value::Text(key));
         let v = param(&mut values, Value::Text(value));
-        conditions.push(B::DIALECT.meta_has(&k, &v));
+        conditions.push(if n == 0 {
+            format!("kv0.account_id = $1 AND kv0.k = {k} AND kv0.v = {v}")
+        } else {
+            format!(
+                "EXISTS (SELECT 1 FROM keyvalues kv WHERE kv.operation_id = operations.id
+                    AND kv.k = {k} AND kv.v = {v})"
+            )
+        });
     }
     if let (true, Some(cursor)) = (paged, filter.cursor) {
         let c = param(&mut values, Value::Int(cursor.created_at_ms));
         let i = param(&mut values, Value::Int(cursor.id));
-        conditions.push(format!("(created_at, id) < ({c}, {i})"));
+        conditions.push(if filter.keyvalues.is_empty() {
+            format!("(operations.created_at, operations.id) < ({c}, {i})")
+        } else {
+            format!("(kv0.created_at, kv0.operation_id) < ({c}, {i})")
+        });
     }
     (conditions.join(" AND "), values)
 }

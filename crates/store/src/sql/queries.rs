@@ -15,19 +15,20 @@ use super::backend::{Backend, Param};
 use super::commit::Starts;
 use super::ipni_chain::IpniRoots;
 use super::rows::{
-    account_from, node_from, now_ms, operation_from, token_from, tus_from, unique_violation,
-    ModelRow,
+    account_from, key_from, node_from, now_ms, operation_from, tus_from, unique_violation, ModelRow,
 };
 use super::write_queue::Line;
 use super::SqlStore;
+use crate::access::{ApiKey, NewKey, NewLink, UploadLink};
 use crate::model::Packed;
 use crate::model::{
     Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
     KeptFilter, LeaseAttempt, LogPlace, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
     OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, StoredDag,
-    TokenInfo, TusConcat, TusState, TusUpload,
+    TusConcat, TusState, TusUpload,
 };
 use crate::{AccountLimits, CollectorLock, MetadataStore, StoreError};
+use std::collections::BTreeMap;
 
 impl<B: Backend> SqlStore<B> {
     async fn account_where<'q>(
@@ -42,7 +43,7 @@ impl<B: Backend> SqlStore<B> {
         Ok(row.as_ref().map(account_from))
     }
 
-    async fn operation_by_id(&self, id: i64) -> Result<Operation, StoreError> {
+    pub(super) async fn operation_by_id(&self, id: i64) -> Result<Operation, StoreError> {
         let row = B::query("SELECT * FROM operations WHERE id = $1")
             .bind(id)
             .fetch_one(&mut self.conn().await?)
@@ -130,26 +131,16 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .ok_or_else(|| StoreError::NotFound(format!("account {name:?}")))
     }
 
-    async fn add_token(
+    async fn create_key(
         &self,
-        account_id: i64,
+        key: &NewKey,
         hash: &[u8; 32],
         prefix: &str,
-    ) -> Result<TokenInfo, StoreError> {
-        let row = B::query(
-            "INSERT INTO tokens (account_id, prefix, hash, created_at) VALUES ($1, $2, $3, $4)
-             RETURNING *",
-        )
-        .bind(account_id)
-        .bind(prefix)
-        .bind(&hash[..])
-        .bind(now_ms())
-        .fetch_one(&mut self.write_conn(Line::Requests).await?)
-        .await?;
-        Ok(token_from(&row))
+    ) -> Result<ApiKey, StoreError> {
+        self.insert_key(key, hash, prefix).await
     }
 
-    async fn revoke_token(&self, prefix_or_id: &str) -> Result<TokenInfo, StoreError> {
+    async fn revoke_token(&self, prefix_or_id: &str) -> Result<ApiKey, StoreError> {
         let mut conn = self.write_conn(Line::Requests).await?;
         let rows = match prefix_or_id.parse::<i64>() {
             Ok(id) => B::query("SELECT * FROM tokens WHERE id = $1").bind(id),
@@ -164,7 +155,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .fetch_all(&mut conn)
         .await?;
         let token = match rows.as_slice() {
-            [row] => token_from(row),
+            [row] => key_from(row, "")?,
             [] => return Err(StoreError::NotFound(format!("token {prefix_or_id:?}"))),
             _ => {
                 return Err(StoreError::Conflict(format!(
@@ -177,19 +168,72 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .bind(token.id)
             .execute(&mut conn)
             .await?;
-        Ok(TokenInfo {
+        Ok(ApiKey {
             revoked: true,
             ..token
         })
     }
 
-    async fn account_for_token(&self, hash: &[u8; 32]) -> Result<Option<Account>, StoreError> {
-        self.account_where(
-            "SELECT * FROM accounts
-              WHERE id = (SELECT account_id FROM tokens WHERE hash = $1 AND revoked_at IS NULL)",
-            &hash[..],
-        )
-        .await
+    async fn key_for_token(
+        &self,
+        hash: &[u8; 32],
+    ) -> Result<Option<(Account, ApiKey)>, StoreError> {
+        self.key_and_account(hash).await
+    }
+
+    async fn list_keys(&self, account_id: i64) -> Result<Vec<ApiKey>, StoreError> {
+        self.keys_of(account_id).await
+    }
+
+    async fn revoke_key(&self, account_id: i64, id: i64) -> Result<Option<ApiKey>, StoreError> {
+        self.revoke_key_of(account_id, id).await
+    }
+
+    async fn use_key(&self, id: i64, now_ms: i64) -> Result<bool, StoreError> {
+        self.count_key_use(id, now_ms).await
+    }
+
+    async fn key_seen(&self, id: i64, now_ms: i64) -> Result<(), StoreError> {
+        self.note_key_seen(id, now_ms).await
+    }
+
+    async fn create_link(&self, link: &NewLink) -> Result<UploadLink, StoreError> {
+        self.insert_link(link).await
+    }
+
+    async fn link_for_secret(&self, hash: &[u8; 32]) -> Result<Option<UploadLink>, StoreError> {
+        self.live_link_by_hash(hash).await
+    }
+
+    async fn link(&self, id: &str) -> Result<Option<UploadLink>, StoreError> {
+        self.live_link_by_id(id).await
+    }
+
+    async fn list_links(&self, account_id: i64) -> Result<Vec<UploadLink>, StoreError> {
+        self.links_of(account_id).await
+    }
+
+    async fn revoke_link(
+        &self,
+        account_id: i64,
+        id: &str,
+    ) -> Result<Option<UploadLink>, StoreError> {
+        self.revoke_link_of(account_id, id).await
+    }
+
+    async fn use_link(&self, id: &str) -> Result<bool, StoreError> {
+        self.count_link_use(id).await
+    }
+
+    async fn change_upload(
+        &self,
+        account_id: i64,
+        upload_id: &str,
+        name: Option<String>,
+        keyvalues: BTreeMap<String, Option<String>>,
+    ) -> Result<Option<Operation>, StoreError> {
+        self.change_kept(account_id, upload_id, name, keyvalues)
+            .await
     }
 
     async fn has_block(&self, multihash: &[u8]) -> Result<bool, StoreError> {
@@ -420,8 +464,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         };
         let row = B::query(
             "INSERT INTO tus_uploads (id, account_id, operation_id, length, metadata, concat, parts,
-                state, created_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'receiving', $8, $9)
+                state, created_at, expires_at, link_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'receiving', $8, $9, $10)
              RETURNING *",
         )
         .bind(&new.id)
@@ -433,6 +477,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(parts.as_deref())
         .bind(now_ms())
         .bind(new.expires_at_ms)
+        .bind(new.link_id.as_deref())
         .fetch_one(&mut tx)
         .await?;
         tx.commit().await?;
@@ -685,8 +730,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         let rows = B::query(
             "SELECT * FROM operations WHERE account_id = $1
                AND ($2 IS NULL OR status = $3) AND ($4 IS NULL OR cid = $5)
-               AND ($6 IS NULL OR id < $7)
-             ORDER BY id DESC LIMIT $8",
+               AND ($6 IS NULL OR id < $7) AND ($8 IS NULL OR key_id = $9)
+             ORDER BY id DESC LIMIT $10",
         )
         .bind(account_id)
         .bind(status)
@@ -695,6 +740,8 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         .bind(filter.cid.as_deref())
         .bind(filter.before_id)
         .bind(filter.before_id)
+        .bind(filter.key_id)
+        .bind(filter.key_id)
         .bind(i64::from(filter.limit))
         .fetch_all(&mut self.conn().await?)
         .await?;

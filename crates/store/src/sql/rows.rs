@@ -5,8 +5,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use sqlx::Row;
 
+use crate::access::{ApiKey, UploadLink};
 use crate::model::{
-    Account, NodeRecord, Operation, OperationError, OperationStatus, TokenInfo, TusConcat,
+    Account, KeyValues, NodeRecord, Operation, OperationError, OperationStatus, TusConcat,
     TusUpload,
 };
 use crate::StoreError;
@@ -71,14 +72,57 @@ pub(crate) fn account_from(row: &impl ModelRow) -> Account {
     }
 }
 
-pub(crate) fn token_from(row: &impl ModelRow) -> TokenInfo {
-    TokenInfo {
-        id: row.int("id"),
+/// A key from a row of `tokens`, its columns named with `prefix` (`key_` where a query
+/// reads an account's columns beside them).
+pub(crate) fn key_from(row: &impl ModelRow, prefix: &str) -> Result<ApiKey, StoreError> {
+    let column = |name: &str| format!("{prefix}{name}");
+    let corrupt = |e: String| StoreError::Database(sqlx::Error::Decode(e.into()));
+    Ok(ApiKey {
+        id: row.int(&column("id")),
+        account_id: row.int(&column("account_id")),
+        name: row.text(&column("name")),
+        prefix: row.text(&column("prefix")),
+        scopes: row.text(&column("scopes")).parse().map_err(corrupt)?,
+        created_at_ms: row.int(&column("created_at")),
+        expires_at_ms: row.maybe_int(&column("expires_at")),
+        max_uses: row.maybe_int(&column("max_uses")).map(|n| n as u64),
+        uses: row.int(&column("uses")) as u64,
+        last_used_at_ms: row.maybe_int(&column("last_used_at")),
+        origins: lines(&row.text(&column("origins"))),
+        max_upload_bytes: row.maybe_int(&column("max_upload_bytes")).map(|n| n as u64),
+        revoked: row.maybe_int(&column("revoked_at")).is_some(),
+    })
+}
+
+pub(crate) fn link_from(row: &impl ModelRow) -> Result<UploadLink, StoreError> {
+    let corrupt = |e: String| StoreError::Database(sqlx::Error::Decode(e.into()));
+    Ok(UploadLink {
+        id: row.text("id"),
         account_id: row.int("account_id"),
-        prefix: row.text("prefix"),
+        created_by: row.int("created_by"),
         created_at_ms: row.int("created_at"),
+        expires_at_ms: row.int("expires_at"),
+        max_bytes: row.maybe_int("max_bytes").map(|n| n as u64),
+        mime_types: lines(&row.text("mime_types")),
+        name: row.maybe_text("name"),
+        keyvalues: KeyValues::from_json(&row.text("keyvalues")).map_err(corrupt)?,
+        archive_mode: row
+            .maybe_text("archive_mode")
+            .map(|mode| mode.parse())
+            .transpose()
+            .map_err(corrupt)?,
+        uploads: row.int("uploads") as u64,
+        uses: row.int("uses") as u64,
         revoked: row.maybe_int("revoked_at").is_some(),
-    }
+    })
+}
+
+/// A list stored as lines of text (origins, media types, multiaddrs).
+pub(crate) fn lines(text: &str) -> Vec<String> {
+    text.split('\n')
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 pub(crate) fn operation_from(row: &impl ModelRow) -> Result<Operation, StoreError> {
@@ -111,13 +155,10 @@ pub(crate) fn operation_from(row: &impl ModelRow) -> Result<Operation, StoreErro
         completed_at_ms: row.maybe_int("completed_at"),
         dag_size: row.maybe_int("dag_size").map(|size| size as u64),
         deleted_at_ms: row.maybe_int("deleted_at"),
-        origins: row
-            .text("origins")
-            .split('\n')
-            .filter(|addr| !addr.is_empty())
-            .map(str::to_owned)
-            .collect(),
-        meta: row.text("meta"),
+        origins: lines(&row.text("origins")),
+        keyvalues: KeyValues::from_json(&row.text("meta")).map_err(corrupt)?,
+        key_id: row.maybe_int("key_id"),
+        link_id: row.maybe_text("link_id"),
     })
 }
 
@@ -147,6 +188,7 @@ pub(crate) fn tus_from(row: &impl ModelRow) -> Result<TusUpload, StoreError> {
         state: row.text("state").parse().map_err(corrupt)?,
         created_at_ms: row.int("created_at"),
         expires_at_ms: row.int("expires_at"),
+        link_id: row.maybe_text("link_id"),
     })
 }
 

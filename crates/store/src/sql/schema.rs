@@ -210,6 +210,55 @@ INSERT INTO kept_counts (account_id, pending, processing, completed, failed)
 CREATE INDEX operations_pins ON operations(account_id, created_at, id, status)
     WHERE deleted_at IS NULL AND cid IS NOT NULL;
 "#,
+    r#"
+-- Keys limited to what they may do (every token made before is `all`), upload links, and the
+-- key-values uploads and pins are tagged with (kept in `meta`; indexed here to be found).
+ALTER TABLE tokens ADD COLUMN name TEXT NOT NULL DEFAULT '';
+ALTER TABLE tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT 'all';
+ALTER TABLE tokens ADD COLUMN expires_at {int};
+ALTER TABLE tokens ADD COLUMN max_uses {int};
+ALTER TABLE tokens ADD COLUMN uses {int} NOT NULL DEFAULT 0;
+ALTER TABLE tokens ADD COLUMN last_used_at {int};
+ALTER TABLE tokens ADD COLUMN origins TEXT NOT NULL DEFAULT '';
+ALTER TABLE tokens ADD COLUMN max_upload_bytes {int};
+CREATE INDEX tokens_by_account ON tokens(account_id, id);
+CREATE TABLE upload_links (
+    id TEXT PRIMARY KEY,
+    hash {blob} NOT NULL UNIQUE,
+    account_id {int} NOT NULL REFERENCES accounts(id),
+    created_by {int} NOT NULL REFERENCES tokens(id),
+    created_at {int} NOT NULL,
+    expires_at {int} NOT NULL,
+    max_bytes {int},
+    mime_types TEXT NOT NULL,
+    name TEXT,
+    keyvalues TEXT NOT NULL,
+    archive_mode TEXT,
+    uploads {int} NOT NULL,
+    uses {int} NOT NULL DEFAULT 0,
+    revoked_at {int}
+);
+CREATE INDEX upload_links_by_account ON upload_links(account_id, created_at);
+-- Who began an upload: the key (an upload-only key reads the operations it began) or the link.
+ALTER TABLE operations ADD COLUMN key_id {int};
+ALTER TABLE operations ADD COLUMN link_id TEXT;
+ALTER TABLE tus_uploads ADD COLUMN link_id TEXT;
+-- One row per key-value of a live upload or pin, newest first within a pair, so that a filter
+-- reads the matches in the order a page lists them; `rooted` when it has a root CID, so that
+-- `GET /pins` counts a pair's matches in an index of its own.
+CREATE TABLE keyvalues (
+    account_id {int} NOT NULL,
+    k TEXT NOT NULL,
+    v TEXT NOT NULL,
+    created_at {int} NOT NULL,
+    operation_id {int} NOT NULL,
+    rooted {int} NOT NULL,
+    PRIMARY KEY (account_id, k, v, created_at, operation_id)
+){keyed_by_primary_key};
+CREATE INDEX keyvalues_by_operation ON keyvalues(operation_id);
+CREATE INDEX keyvalues_rooted ON keyvalues(account_id, k, v) WHERE rooted = 1;
+{keyvalues_from_meta}
+"#,
 ];
 
 /// Every step, in order, in one database's words.
@@ -224,6 +273,7 @@ pub fn steps(dialect: Dialect) -> Vec<String> {
             dialect.column(Column::KeyedByPrimaryKey).to_owned(),
         ),
         ("{kept_counts_triggers}", dialect.kept_counts_triggers()),
+        ("{keyvalues_from_meta}", dialect.keyvalues_triggers()),
     ];
     STEPS
         .iter()

@@ -7,6 +7,7 @@
 // Each test binary uses one database's half.
 #![allow(dead_code)]
 
+use cairn_store::access::Scopes;
 use cairn_store::model::{KeptFilter, LogPlace, OperationFilter, OperationStatus};
 use cairn_store::MetadataStore;
 
@@ -39,8 +40,13 @@ pub async fn check_rows(store: &dyn MetadataStore) {
         (account.upload_limit, account.quota, account.stored_bytes),
         (1000, Some(5000), 5)
     );
-    let by_token = store.account_for_token(&[0x11; 32]).await.unwrap();
-    assert_eq!(by_token.map(|a| a.id), Some(account.id));
+    // A token made before keys had scopes can do everything it could.
+    let (owner, key) = store.key_for_token(&[0x11; 32]).await.unwrap().unwrap();
+    assert_eq!((owner.id, key.scopes), (account.id, Scopes::ALL));
+    assert_eq!(
+        (key.expires_at_ms, key.max_uses, key.origins.len()),
+        (None, None, 0)
+    );
     let mut multihash = vec![0x12, 0x20];
     multihash.extend([0x22; 32]);
     let location = store.block_location(&multihash).await.unwrap().unwrap();
