@@ -8,7 +8,7 @@
 
 mod server;
 
-use cairn_test_support::node;
+use cairn_test_support::{debian, node};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,28 +17,8 @@ use std::sync::OnceLock;
 use serde_json::Value;
 use server::{cairn, content, create_account, create_key, post_upload, start, Running};
 
-const CHROMIUM: &str = "/usr/bin/chromium";
-
 /// The account the page signs in with may POST 8 MiB: a 64 MiB file goes over TUS.
 const UPLOAD_LIMIT: u64 = 8 << 20;
-
-/// Chromium, installed from Debian when missing; `None` (with a message) where it cannot be.
-fn chromium() -> Option<&'static Path> {
-    static INSTALLED: OnceLock<bool> = OnceLock::new();
-    let installed = *INSTALLED.get_or_init(|| {
-        if Path::new(CHROMIUM).exists() {
-            return true;
-        }
-        match cairn_test_support::debian::install(&["chromium"]) {
-            Ok(()) => Path::new(CHROMIUM).exists(),
-            Err(why) => {
-                eprintln!("SKIPPED: Chromium is not installed: {why}");
-                false
-            }
-        }
-    });
-    installed.then_some(Path::new(CHROMIUM))
-}
 
 /// playwright-core and the scripts, installed once per test binary.
 fn scripts() -> &'static node::Installed {
@@ -124,7 +104,7 @@ fn run_script(
     fixtures: &Fixtures,
     env: &[(&str, &str)],
 ) -> Option<Value> {
-    let chromium = chromium()?;
+    let chromium = debian::chromium()?;
     let scripts = scripts();
     // Chromium leaves files of its own in the temporary directory: one per run, removed with it.
     let tmp = tempfile::tempdir().unwrap();

@@ -46,3 +46,24 @@ pub fn install(packages: &[&str]) -> Result<(), String> {
         Err(e) => Err(format!("apt-get install {named}: {e}")),
     }
 }
+
+/// Where Debian's `chromium` puts the browser.
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Chromium, installed from Debian when missing (once per test binary); `None`, having said
+/// `SKIPPED` and why, where it cannot be: nothing else on such a machine drives a browser.
+pub fn chromium() -> Option<&'static std::path::Path> {
+    use std::path::Path;
+    static INSTALLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let installed = *INSTALLED.get_or_init(|| {
+        Path::new(CHROMIUM).exists()
+            || match install(&["chromium"]) {
+                Ok(()) => Path::new(CHROMIUM).exists(),
+                Err(why) => {
+                    eprintln!("SKIPPED: Chromium is not installed: {why}");
+                    false
+                }
+            }
+    });
+    installed.then_some(Path::new(CHROMIUM))
+}
