@@ -15,7 +15,7 @@ use axum::http::{header, HeaderMap};
 use cairn_store::access::{ApiKey, UploadLink};
 use cairn_store::access::{Scope, KEY_USE_RESOLUTION_MS};
 use cairn_store::model::{Account, ArchiveMode, KeyValues, TusUpload};
-use cairn_store::{now_ms, tokens};
+use cairn_store::{now_ms, tokens, StoreError};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -238,7 +238,9 @@ impl Uploader {
         }
     }
 
-    /// Refuse at once a key or link whose uses are spent, as last read (see [`Self::begin`]).
+    /// Refuse at once a key or link whose uses are spent, as last read. The use itself is
+    /// counted by the store with the upload's record, so that a try refused on the way (too
+    /// large, cut off) uses nothing and two racing for a last use cannot both have it.
     pub fn check_uses(&self) -> Result<(), ApiError> {
         match self {
             Self::Key(_, key) if key.max_uses.is_some_and(|max| key.uses >= max) => {
@@ -249,23 +251,14 @@ impl Uploader {
         }
     }
 
-    /// Count the upload as begun: the key's or link's uses, which are refused once spent.
-    /// Called once every check of the request has passed, so a refused try uses nothing.
-    pub async fn begin(&self, state: &AppState) -> Result<(), ApiError> {
-        let store = &state.service.store;
-        match self {
-            Self::Key(_, key) => {
-                if !store.use_key(key.id, now_ms()).await? {
-                    return Err(uses_exhausted(key));
-                }
-            }
-            Self::Link(_, link) => {
-                if !store.use_link(&link.id).await? {
-                    return Err(link_used(link));
-                }
-            }
+    /// What recording its upload failed with, as the caller should hear it: the key's or
+    /// link's uses spent meanwhile, or the store's error.
+    pub fn refusal(&self, e: StoreError) -> ApiError {
+        match (e, self) {
+            (StoreError::Spent(_), Self::Key(_, key)) => uses_exhausted(key),
+            (StoreError::Spent(_), Self::Link(_, link)) => link_used(link),
+            (e, _) => e.into(),
         }
-        Ok(())
     }
 
     pub fn key_id(&self) -> Option<i64> {

@@ -5,7 +5,7 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use cairn_store::StoreError;
+use cairn_store::{Spent, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -215,6 +215,8 @@ impl From<StoreError> for ApiError {
             StoreError::QuotaExceeded { .. } => Self::QuotaExceeded(e.to_string()),
             StoreError::Conflict(what) => Self::Conflict(format!("{what} is already set")),
             StoreError::Invalid(why) => Self::BadRequest(why),
+            StoreError::Spent(Spent::Key) => Self::UsesExhausted(e.to_string()),
+            StoreError::Spent(Spent::Link) => Self::LinkUsed(e.to_string()),
             // The garbage collector won a race for blocks the upload reused: nothing was
             // recorded, and sending it again stores it whole.
             StoreError::BlocksCollected(_) => {

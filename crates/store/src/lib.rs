@@ -64,6 +64,9 @@ pub enum StoreError {
     /// A change the request asked for breaks a limit: the message says which.
     #[error("{0}")]
     Invalid(String),
+    /// The key or upload link that sent an upload has begun all it may.
+    #[error("the {0} has begun every upload it may")]
+    Spent(Spent),
     #[error("the stored-bytes quota would be exceeded ({needed} bytes needed, {remaining} left)")]
     QuotaExceeded { needed: u64, remaining: u64 },
     /// Blocks an upload found stored, and so did not write, were collected before it
@@ -74,6 +77,22 @@ pub enum StoreError {
     Database(#[from] sqlx::Error),
     #[error("storage I/O: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// Whose uses an upload found spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spent {
+    Key,
+    Link,
+}
+
+impl std::fmt::Display for Spent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Key => "key",
+            Self::Link => "upload link",
+        })
+    }
 }
 
 /// A store that cannot be reached right now: the bucket kept answering errors, resetting or
@@ -203,9 +222,6 @@ pub trait MetadataStore: Send + Sync {
     async fn list_keys(&self, account_id: i64) -> Result<Vec<ApiKey>, StoreError>;
     /// Revoke one of the account's keys; `None` when it has no such live key.
     async fn revoke_key(&self, account_id: i64, id: i64) -> Result<Option<ApiKey>, StoreError>;
-    /// Count an upload begun with the key, unless its uses are spent (`false`, nothing
-    /// counted). Two nodes racing for the last use cannot both have it.
-    async fn use_key(&self, id: i64, now_ms: i64) -> Result<bool, StoreError>;
     /// Record that the key was accepted (see [`access::KEY_USE_RESOLUTION_MS`]).
     async fn key_seen(&self, id: i64, now_ms: i64) -> Result<(), StoreError>;
 
@@ -221,8 +237,6 @@ pub trait MetadataStore: Send + Sync {
         account_id: i64,
         id: &str,
     ) -> Result<Option<UploadLink>, StoreError>;
-    /// Count an upload begun through the link, unless it is used up (`false`).
-    async fn use_link(&self, id: &str) -> Result<bool, StoreError>;
 
     /// Rename an upload or pin, and change its key-values (a `None` value removes a key),
     /// in one transaction; `None` when the account keeps no such thing.

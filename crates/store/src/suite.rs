@@ -16,7 +16,7 @@ use crate::model::{
     OperationRef, OperationStatus, StoredDag,
 };
 use crate::packs::Packs;
-use crate::{tokens, AccountLimits, MetadataStore, StoreError};
+use crate::{tokens, AccountLimits, MetadataStore, Spent, StoreError};
 
 /// A root as a test names it, for records whose blocks the test does not need.
 fn root(cid: &str, size: u64) -> StoredDag {
@@ -395,20 +395,34 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         [admin.id, key.id]
     );
 
-    // Uses are counted up to the most allowed, never past it.
-    assert!(store.use_key(key.id, 1_000).await.unwrap());
-    assert!(store.use_key(key.id, 2_000).await.unwrap());
-    assert!(!store.use_key(key.id, 3_000).await.unwrap());
-    let (_, used) = store.key_for_token(&secret.hash).await.unwrap().unwrap();
-    assert_eq!((used.uses, used.last_used_at_ms), (2, Some(2_000)));
     // Being seen is written at most once a minute.
-    store.key_seen(key.id, 2_000 + 30_000).await.unwrap();
-    store.key_seen(admin.id, 5_000).await.unwrap();
-    let (_, seen) = store.key_for_token(&secret.hash).await.unwrap().unwrap();
-    assert_eq!(seen.last_used_at_ms, Some(2_000));
-    store.key_seen(key.id, 2_000 + 61_000).await.unwrap();
-    let (_, seen) = store.key_for_token(&secret.hash).await.unwrap().unwrap();
-    assert_eq!(seen.last_used_at_ms, Some(63_000));
+    let last_seen = || async {
+        let (_, seen) = store.key_for_token(&secret.hash).await.unwrap().unwrap();
+        seen.last_used_at_ms
+    };
+    store.key_seen(key.id, 5_000).await.unwrap();
+    store.key_seen(key.id, 5_000 + 30_000).await.unwrap();
+    assert_eq!(last_seen().await, Some(5_000));
+    store.key_seen(key.id, 5_000 + 61_000).await.unwrap();
+    assert_eq!(last_seen().await, Some(66_000));
+
+    // An upload sent with a key is one of its uses, counted with the upload; past the most
+    // allowed, nothing is recorded.
+    let with_key = |id: &str| NewUpload {
+        key_id: Some(key.id),
+        ..upload(id, ivy.id)
+    };
+    store.record_upload(with_key("use-1"), None).await.unwrap();
+    store.record_upload(with_key("use-2"), None).await.unwrap();
+    assert!(matches!(
+        store.record_upload(with_key("use-3"), None).await,
+        Err(StoreError::Spent(Spent::Key))
+    ));
+    let (_, used) = store.key_for_token(&secret.hash).await.unwrap().unwrap();
+    assert_eq!(used.uses, 2);
+    assert!(used.last_used_at_ms > Some(66_000));
+    let spent = OperationRef::UploadId("use-3".into());
+    assert!(store.operation(ivy.id, &spent).await.unwrap().is_none());
 
     // A link lives while neither it nor the key that made it is revoked.
     let link_secret = tokens::generate();
@@ -435,8 +449,18 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         (made.uploads, made.uses, made.max_bytes),
         (1, 0, Some(9 << 20))
     );
-    assert!(store.use_link("link-1").await.unwrap());
-    assert!(!store.use_link("link-1").await.unwrap());
+    let through_link = |id: &str| NewUpload {
+        link_id: Some("link-1".into()),
+        ..upload(id, ivy.id)
+    };
+    store
+        .record_upload(through_link("linked-1"), None)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.record_upload(through_link("linked-2"), None).await,
+        Err(StoreError::Spent(Spent::Link))
+    ));
     let listed = store.list_links(ivy.id).await.unwrap();
     assert_eq!(
         listed
@@ -589,15 +613,18 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
             .collect::<Vec<_>>(),
         ["kv3", "kv2", "kv1"]
     );
-    let none = OperationFilter {
+    let by_key = OperationFilter {
         key_id: Some(key.id),
         ..mine
     };
-    assert!(store
-        .list_operations(ivy.id, &none)
-        .await
-        .unwrap()
-        .is_empty());
+    let began = store.list_operations(ivy.id, &by_key).await.unwrap();
+    assert_eq!(
+        began
+            .iter()
+            .map(|op| op.upload_id.as_str())
+            .collect::<Vec<_>>(),
+        ["use-2", "use-1"]
+    );
 }
 
 async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {

@@ -19,7 +19,7 @@ use cairn_car::{CarError, CarLimits, CarReader, ImportError};
 use cairn_store::model::{ArchiveMode, KeyValues, NewUpload, OperationKind, Packed, StoredDag};
 use cairn_store::packs;
 use cairn_store::staging::Staging;
-use cairn_store::MetadataStore;
+use cairn_store::{MetadataStore, StoreError};
 use cairn_unixfs::{FileImporter, Profile};
 use serde::Deserialize;
 use tokio::sync::mpsc;
@@ -117,18 +117,6 @@ async fn receive_upload(
     }
     let received = received
         .ok_or_else(|| ApiError::BadRequest("the multipart field `file` is missing".into()))?;
-    // Counted once the bytes are in, so that a try refused on the way (too large, cut off)
-    // uses nothing; two racing for a last use cannot both have it.
-    if let Err(e) = uploader.begin(&state).await {
-        if matches!(received.stored, Stored::Staged) {
-            let kind = OperationKind::Upload;
-            state
-                .service
-                .release_upload_bytes(kind, &intent.upload_id)
-                .await;
-        }
-        return Err(e);
-    }
     let keyvalues = with_link_keyvalues(&uploader, form.keyvalues.unwrap_or_default())?;
     let name = uploader.link_name().map(str::to_owned).or(form.name);
     let upload = NewUpload {
@@ -160,7 +148,8 @@ async fn receive_upload(
                 .service
                 .store
                 .commit_completed_upload(upload, packed, &dag)
-                .await?;
+                .await
+                .map_err(|e| uploader.refusal(e))?;
             let cid = dag.cid;
             state
                 .service
@@ -171,7 +160,13 @@ async fn receive_upload(
         }
         // The archive's bytes are durable in staging; a worker takes it from the queue.
         Stored::Staged => {
-            let operation = state.service.store.record_upload(upload, None).await?;
+            let upload_id = upload.upload_id.clone();
+            let recorded = state.service.store.record_upload(upload, None).await;
+            if let Err(StoreError::Spent(_)) = recorded {
+                let kind = OperationKind::Upload;
+                state.service.release_upload_bytes(kind, &upload_id).await;
+            }
+            let operation = recorded.map_err(|e| uploader.refusal(e))?;
             state.service.queue.notify_one();
             tracing::info!(upload = %operation.upload_id, operation = operation.id, size = operation.size, "archive queued");
             operation

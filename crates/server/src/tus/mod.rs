@@ -25,7 +25,7 @@ use cairn_store::model::{
     Account, ArchiveMode, NewTusUpload, NewUpload, OperationKind, TusConcat, TusState, TusUpload,
 };
 use cairn_store::random_name;
-use cairn_store::{now_ms, tus_bytes};
+use cairn_store::{now_ms, tus_bytes, StoreError};
 use cairn_unixfs::Profile;
 use futures_util::StreamExt;
 
@@ -276,7 +276,6 @@ async fn begin(
         .to_owned();
     let intent = intent(&state, &uploader, &headers::metadata(&raw_metadata)?)?;
     uploader.check_type(&intent.mime_type)?;
-    uploader.begin(&state).await?;
     let id = random_name();
     let mut length = length;
     if let TusConcat::Final(parts) = &concat {
@@ -304,7 +303,7 @@ async fn begin(
         key_id: uploader.key_id(),
         link_id: uploader.link_id(),
     });
-    let tus = state
+    let created = state
         .service
         .store
         .create_tus_upload(NewTusUpload {
@@ -317,7 +316,13 @@ async fn begin(
             link_id: uploader.link_id(),
             upload,
         })
-        .await?;
+        .await;
+    if let Err(StoreError::Spent(_)) = created {
+        // Its uses went to others meanwhile: the bytes made for it are no one's.
+        let kind = OperationKind::TusUpload;
+        state.service.release_upload_bytes(kind, &id).await;
+    }
+    let tus = created.map_err(|e| uploader.refusal(e))?;
 
     let mut response = StatusCode::CREATED.into_response();
     response

@@ -96,18 +96,6 @@ impl<B: Backend> SqlStore<B> {
         row.map(|row| key_from(&row, "")).transpose()
     }
 
-    pub(super) async fn count_key_use(&self, id: i64, now_ms: i64) -> Result<bool, StoreError> {
-        let done = B::query(
-            "UPDATE tokens SET uses = uses + 1, last_used_at = $1
-              WHERE id = $2 AND (max_uses IS NULL OR uses < max_uses)",
-        )
-        .bind(now_ms)
-        .bind(id)
-        .execute(&mut self.write_conn(Line::Requests).await?)
-        .await?;
-        Ok(done == 1)
-    }
-
     pub(super) async fn note_key_seen(&self, id: i64, now_ms: i64) -> Result<(), StoreError> {
         B::query(
             "UPDATE tokens SET last_used_at = $1
@@ -192,15 +180,6 @@ impl<B: Backend> SqlStore<B> {
         .fetch_optional(&mut self.write_conn(Line::Requests).await?)
         .await?;
         row.as_ref().map(link_from).transpose()
-    }
-
-    pub(super) async fn count_link_use(&self, id: &str) -> Result<bool, StoreError> {
-        let done =
-            B::query("UPDATE upload_links SET uses = uses + 1 WHERE id = $1 AND uses < uploads")
-                .bind(id)
-                .execute(&mut self.write_conn(Line::Requests).await?)
-                .await?;
-        Ok(done == 1)
     }
 
     pub(super) async fn change_kept(

@@ -10,7 +10,7 @@ use crate::model::{
     Account, NewPin, NewUpload, Operation, OperationError, OperationStatus, StoredDag,
 };
 use crate::model::{ArchiveMode, Packed, PackedBlock};
-use crate::StoreError;
+use crate::{Spent, StoreError};
 
 /// Block index rows one `INSERT` writes, five parameters each.
 const INDEX_ROWS_PER_STATEMENT: usize = ROW_PARAMETERS / 5;
@@ -28,13 +28,16 @@ pub(super) enum Starts<'a> {
 }
 
 impl<B: Backend> SqlStore<B> {
-    /// An upload's operation, as it `starts`; the row is returned as written, so no read
-    /// follows the commit.
+    /// An upload's operation, as it `starts`, and a use of the link or key that sent it, in
+    /// the caller's transaction: [`StoreError::Spent`] when its uses are spent, so two nodes
+    /// racing for a last use cannot both record an upload. The row is returned as written, so
+    /// no read follows the commit.
     pub(super) async fn insert_operation(
         tx: &mut WriteTx<B>,
         upload: &NewUpload,
         starts: Starts<'_>,
     ) -> Result<Operation, StoreError> {
+        Self::count_use(tx, upload).await?;
         // A worker may claim it once `ready`.
         let (status, message, failure, dag, ready) = match starts {
             Starts::Pending(message) => (OperationStatus::Pending, message, None, None, true),
@@ -90,6 +93,36 @@ impl<B: Backend> SqlStore<B> {
         .fetch_one(tx)
         .await?;
         operation_from(&row)
+    }
+
+    /// One more upload begun by the upload's link, or else its key.
+    async fn count_use(tx: &mut WriteTx<B>, upload: &NewUpload) -> Result<(), StoreError> {
+        let counted = match (&upload.link_id, upload.key_id) {
+            (Some(link), _) => {
+                B::query("UPDATE upload_links SET uses = uses + 1 WHERE id = $1 AND uses < uploads")
+                    .bind(link.as_str())
+                    .execute(&mut *tx)
+                    .await?
+            }
+            (None, Some(key)) => {
+                B::query(
+                    "UPDATE tokens SET uses = uses + 1, last_used_at = $1
+                  WHERE id = $2 AND (max_uses IS NULL OR uses < max_uses)",
+                )
+                .bind(now_ms())
+                .bind(key)
+                .execute(&mut *tx)
+                .await?
+            }
+            (None, None) => return Ok(()),
+        };
+        if counted == 0 {
+            return Err(StoreError::Spent(match upload.link_id {
+                Some(_) => Spent::Link,
+                None => Spent::Key,
+            }));
+        }
+        Ok(())
     }
 
     /// Wait for a collection being applied, and keep the next from starting until this

@@ -189,10 +189,6 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         self.revoke_key_of(account_id, id).await
     }
 
-    async fn use_key(&self, id: i64, now_ms: i64) -> Result<bool, StoreError> {
-        self.count_key_use(id, now_ms).await
-    }
-
     async fn key_seen(&self, id: i64, now_ms: i64) -> Result<(), StoreError> {
         self.note_key_seen(id, now_ms).await
     }
@@ -219,10 +215,6 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         id: &str,
     ) -> Result<Option<UploadLink>, StoreError> {
         self.revoke_link_of(account_id, id).await
-    }
-
-    async fn use_link(&self, id: &str) -> Result<bool, StoreError> {
-        self.count_link_use(id).await
     }
 
     async fn change_upload(
