@@ -10,7 +10,8 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use server::{
-    admin, cairn, content, create_account, finished_operation, post_upload, start, Running,
+    admin, cairn, content, create_account, finished_operation, post_upload, start, terminate,
+    Running,
 };
 
 /// Bytes of every pack file in the data directory.
@@ -245,10 +246,14 @@ async fn gc_killed_at_any_moment_loses_no_live_block() {
          {reclaimed_some} had freed bytes"
     );
     assert!(interrupted > 0, "no collection was interrupted");
-    // A collection left to finish after all that removes every dead byte.
+    // A collection left to finish after all that removes every dead byte; the compacted
+    // packs that killed collections wrote and never referenced go with the orphan sweep of
+    // the next start (`serve.rs`), as they would on a node.
     std::thread::sleep(Duration::from_millis(100));
     let before = pack_bytes(&data);
     gc(&data);
+    assert!(terminate(running).0.success());
+    let running = start(&data, &["--gc-interval", "0s"]);
     let kept: u64 = live.iter().map(|(_, _, b)| b.len() as u64).sum();
     let after = pack_bytes(&data);
     assert!(after <= before);
