@@ -582,6 +582,26 @@ impl KeyValues {
         Ok(Self(pairs))
     }
 
+    /// Key-values as stored, whatever limits applied when they were written: an earlier
+    /// release let a pin's `meta` hold up to 16 KiB, and an upgrade must not make its record
+    /// unreadable. (Changing them applies today's limits to the result.)
+    pub fn from_stored(text: &str) -> Result<Self, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("key-values are not JSON: {e}"))?;
+        let serde_json::Value::Object(object) = value else {
+            return Err("key-values are not a JSON object".into());
+        };
+        Ok(Self(
+            object
+                .into_iter()
+                .filter_map(|(key, value)| match value {
+                    serde_json::Value::String(value) => Some((key, value)),
+                    _ => None,
+                })
+                .collect(),
+        ))
+    }
+
     /// A JSON object of strings, as the API and the stored column write them.
     pub fn from_json(text: &str) -> Result<Self, String> {
         let value: serde_json::Value =
@@ -665,6 +685,9 @@ mod tests {
             .contains("256"));
         assert!(KeyValues::from_json(r#"{"n": 1}"#).is_err());
         assert!(KeyValues::from_json("[]").is_err());
+        let big = format!(r#"{{"note": "{}"}}"#, "x".repeat(1000));
+        assert!(KeyValues::from_json(&big).is_err());
+        assert_eq!(KeyValues::from_stored(&big).unwrap().iter().count(), 1);
         let changes = [
             ("kind".to_owned(), None),
             ("size".into(), Some("xl".into())),

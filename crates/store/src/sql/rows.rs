@@ -105,7 +105,7 @@ pub(crate) fn link_from(row: &impl ModelRow) -> Result<UploadLink, StoreError> {
         max_bytes: row.maybe_int("max_bytes").map(|n| n as u64),
         mime_types: lines(&row.text("mime_types")),
         name: row.maybe_text("name"),
-        keyvalues: KeyValues::from_json(&row.text("keyvalues")).map_err(corrupt)?,
+        keyvalues: KeyValues::from_stored(&row.text("keyvalues")).map_err(corrupt)?,
         archive_mode: row
             .maybe_text("archive_mode")
             .map(|mode| mode.parse())
@@ -156,7 +156,7 @@ pub(crate) fn operation_from(row: &impl ModelRow) -> Result<Operation, StoreErro
         dag_size: row.maybe_int("dag_size").map(|size| size as u64),
         deleted_at_ms: row.maybe_int("deleted_at"),
         origins: lines(&row.text("origins")),
-        keyvalues: KeyValues::from_json(&row.text("meta")).map_err(corrupt)?,
+        keyvalues: KeyValues::from_stored(&row.text("meta")).map_err(corrupt)?,
         key_id: row.maybe_int("key_id"),
         link_id: row.maybe_text("link_id"),
     })
