@@ -394,6 +394,18 @@ struct Report {
 }
 
 impl Report {
+    /// Check that `response` to `what` has `status` and a body naming `code` (an error's code,
+    /// or a field a success must have).
+    async fn answer(&mut self, what: &str, response: Response, status: u16, code: &str) {
+        self.checks += 1;
+        let got = response.status().as_u16();
+        let body = response.text().await.unwrap_or_default();
+        if got != status || !body.contains(&format!("\"{code}\"")) {
+            self.mismatches
+                .push(format!("{what}: {got} {body}, expected {status} {code}"));
+        }
+    }
+
     /// Check `response` to `what` against `expect`. `pins`: the error body has the Pinning
     /// Service API's shape; `head`: there is no body to check.
     async fn check(
@@ -847,14 +859,6 @@ async fn links_refuse_what_they_should(world: &World, report: &mut Report) {
         client.post(url).multipart(form).send().await.unwrap()
     };
     let url = |link: &Value| link["url"].as_str().unwrap().to_owned();
-    let mut expect = |what: &str, response_status: u16, body: String, status: u16, code: &str| {
-        report.checks += 1;
-        if response_status != status || !body.contains(&format!("\"{code}\"")) {
-            report.mismatches.push(format!(
-                "{what}: {response_status} {body}, expected {status} {code}"
-            ));
-        }
-    };
 
     let brief = create_link(running, owner, json!({"expiresIn": 1})).await;
     let once = create_link(running, owner, json!({"uploads": 1, "maxBytes": 100})).await;
@@ -865,57 +869,37 @@ async fn links_refuse_what_they_should(world: &World, report: &mut Report) {
         .send()
         .await
         .unwrap();
-    let status = response.status().as_u16();
-    expect(
-        "a link's upload over its maxBytes",
-        status,
-        response.text().await.unwrap(),
-        413,
-        "payload_too_large",
-    );
+    report
+        .answer(
+            "a link's upload over its maxBytes",
+            response,
+            413,
+            "payload_too_large",
+        )
+        .await;
     let first = post(url(&once)).await;
-    let status = first.status().as_u16();
-    expect(
-        "a link's one upload",
-        status,
-        first.text().await.unwrap(),
-        200,
-        "cid",
-    );
+    report
+        .answer("a link's one upload", first, 200, "cid")
+        .await;
     let again = post(url(&once)).await;
-    let status = again.status().as_u16();
-    expect(
-        "a link used twice",
-        status,
-        again.text().await.unwrap(),
-        403,
-        "link_used",
-    );
+    report
+        .answer("a link used twice", again, 403, "link_used")
+        .await;
     let tus = (client.post(once["tusEndpoint"].as_str().unwrap()))
         .header("Tus-Resumable", "1.0.0")
         .header("Upload-Length", "5")
         .send()
         .await
         .unwrap();
-    let status = tus.status().as_u16();
-    expect(
-        "a used link's TUS endpoint",
-        status,
-        tus.text().await.unwrap(),
-        403,
-        "link_used",
-    );
+    report
+        .answer("a used link's TUS endpoint", tus, 403, "link_used")
+        .await;
 
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let late = post(url(&brief)).await;
-    let status = late.status().as_u16();
-    expect(
-        "a link used after its expiry",
-        status,
-        late.text().await.unwrap(),
-        401,
-        "link_expired",
-    );
+    report
+        .answer("a link used after its expiry", late, 401, "link_expired")
+        .await;
 
     let revoked = create_link(running, owner, json!({})).await;
     let gone = (client.delete(format!(
@@ -929,14 +913,9 @@ async fn links_refuse_what_they_should(world: &World, report: &mut Report) {
     .unwrap();
     assert_eq!(gone.status(), 204);
     let response = post(url(&revoked)).await;
-    let status = response.status().as_u16();
-    expect(
-        "a revoked link",
-        status,
-        response.text().await.unwrap(),
-        401,
-        "invalid_link",
-    );
+    report
+        .answer("a revoked link", response, 401, "invalid_link")
+        .await;
 
     let (maker, record) = create_key(running, owner, json!({"scopes": ["upload"]})).await;
     let orphan = create_link(running, &maker, json!({})).await;
@@ -947,14 +926,14 @@ async fn links_refuse_what_they_should(world: &World, report: &mut Report) {
         .unwrap();
     assert_eq!(gone.status(), 204);
     let response = post(url(&orphan)).await;
-    let status = response.status().as_u16();
-    expect(
-        "a link whose key was revoked",
-        status,
-        response.text().await.unwrap(),
-        401,
-        "invalid_link",
-    );
+    report
+        .answer(
+            "a link whose key was revoked",
+            response,
+            401,
+            "invalid_link",
+        )
+        .await;
 }
 
 /// `docs/contract.md` "Authentication": authentication happens before any request body is read. Each

@@ -14,8 +14,8 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use cairn_store::access::{ApiKey, UploadLink};
 use cairn_store::access::{Scope, KEY_USE_RESOLUTION_MS};
-use cairn_store::model::{Account, ArchiveMode, KeyValues, TusUpload};
-use cairn_store::{now_ms, tokens, StoreError};
+use cairn_store::model::{Account, TusUpload};
+use cairn_store::{now_ms, tokens};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -181,7 +181,7 @@ impl From<Caller<need::Upload>> for Uploader {
 
 impl Uploader {
     /// The link whose URL carries `secret`, if it may still begin an upload.
-    pub async fn link(state: &AppState, secret: &str) -> Result<Self, ApiError> {
+    pub async fn through_link(state: &AppState, secret: &str) -> Result<Self, ApiError> {
         if !tokens::well_formed_link(secret) {
             return Err(ApiError::InvalidLink);
         }
@@ -219,7 +219,7 @@ impl Uploader {
         match self.max_bytes() {
             Some(max) if length > max => Err(ApiError::PayloadTooLarge(format!(
                 "the upload is larger than this {} allows ({max} bytes)",
-                self.what()
+                self.kind()
             ))),
             _ => Ok(()),
         }
@@ -251,16 +251,6 @@ impl Uploader {
         }
     }
 
-    /// What recording its upload failed with, as the caller should hear it: the key's or
-    /// link's uses spent meanwhile, or the store's error.
-    pub fn refusal(&self, e: StoreError) -> ApiError {
-        match (e, self) {
-            (StoreError::Spent(_), Self::Key(_, key)) => uses_exhausted(key),
-            (StoreError::Spent(_), Self::Link(_, link)) => link_used(link),
-            (e, _) => e.into(),
-        }
-    }
-
     pub fn key_id(&self) -> Option<i64> {
         match self {
             Self::Key(_, key) => Some(key.id),
@@ -275,30 +265,17 @@ impl Uploader {
         }
     }
 
-    /// What a link names its uploads, tags them with and how it stores archives; nothing for
-    /// a key, whose requests say.
-    pub fn link_name(&self) -> Option<&str> {
+    /// The link, whose name, key-values and archive mode its uploads take; `None` for a key,
+    /// whose requests say.
+    pub fn link(&self) -> Option<&UploadLink> {
         match self {
-            Self::Link(_, link) => link.name.as_deref(),
+            Self::Link(_, link) => Some(link),
             Self::Key(..) => None,
         }
     }
 
-    pub fn link_keyvalues(&self) -> Option<&KeyValues> {
-        match self {
-            Self::Link(_, link) => Some(&link.keyvalues),
-            Self::Key(..) => None,
-        }
-    }
-
-    pub fn link_archive_mode(&self) -> Option<ArchiveMode> {
-        match self {
-            Self::Link(_, link) => link.archive_mode,
-            Self::Key(..) => None,
-        }
-    }
-
-    fn what(&self) -> &'static str {
+    /// Whose limits these are, as messages name it.
+    pub fn kind(&self) -> &'static str {
         match self {
             Self::Key(..) => "key",
             Self::Link(..) => "link",

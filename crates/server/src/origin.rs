@@ -14,6 +14,15 @@ pub struct RequestOrigin {
     pub host: String,
 }
 
+/// A host name or address with its port (`example.net`, `127.0.0.1:8080`, `[::1]:8080`), in
+/// the characters those take and no others: safe to reflect into a header or a URL.
+pub fn is_plain_host(host: &str) -> bool {
+    !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+}
+
 impl RequestOrigin {
     pub fn of(config: &ServerConfig, headers: &HeaderMap) -> Result<Self, ApiError> {
         let forwarded = |name| {
@@ -29,11 +38,7 @@ impl RequestOrigin {
         let host = forwarded("x-forwarded-host")
             .or_else(|| headers.get(header::HOST).and_then(|v| v.to_str().ok()))
             .unwrap_or("localhost");
-        let plain = !host.is_empty()
-            && host
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b));
-        if !plain {
+        if !is_plain_host(host) {
             return Err(ApiError::BadRequest(
                 "the Host header is not a host name".into(),
             ));

@@ -65,7 +65,10 @@ pub enum StoreError {
     #[error("{0}")]
     Invalid(String),
     /// The key or upload link that sent an upload has begun all it may.
-    #[error("the {0} has begun every upload it may")]
+    #[error("{}", match .0 {
+        Spent::Key => "this key has begun the uploads its maxUses allows",
+        Spent::Link => "this upload link has taken the uploads it allows",
+    })]
     Spent(Spent),
     #[error("the stored-bytes quota would be exceeded ({needed} bytes needed, {remaining} left)")]
     QuotaExceeded { needed: u64, remaining: u64 },
@@ -84,15 +87,6 @@ pub enum StoreError {
 pub enum Spent {
     Key,
     Link,
-}
-
-impl std::fmt::Display for Spent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Key => "key",
-            Self::Link => "upload link",
-        })
-    }
 }
 
 /// A store that cannot be reached right now: the bucket kept answering errors, resetting or
@@ -238,8 +232,9 @@ pub trait MetadataStore: Send + Sync {
         id: &str,
     ) -> Result<Option<UploadLink>, StoreError>;
 
-    /// Rename an upload or pin, and change its key-values (a `None` value removes a key),
-    /// in one transaction; `None` when the account keeps no such thing.
+    /// Rename an upload, and change its key-values (a `None` value removes a key), in one
+    /// transaction; `None` when the account keeps no such upload (a pin is changed through
+    /// the Pinning Service API, which replaces it).
     /// [`StoreError::Invalid`] when the result would break the key-values' limits.
     async fn change_upload(
         &self,

@@ -180,11 +180,7 @@ fn is_origin(text: &str) -> bool {
     let Some((scheme, rest)) = text.split_once("://") else {
         return false;
     };
-    matches!(scheme, "http" | "https")
-        && !rest.is_empty()
-        && rest
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+    matches!(scheme, "http" | "https") && crate::origin::is_plain_host(rest)
 }
 
 #[derive(Serialize)]

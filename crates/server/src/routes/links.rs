@@ -26,7 +26,6 @@ const DEFAULT_EXPIRY_SECS: u64 = 3600;
 const MAX_EXPIRY_SECS: u64 = 7 * 24 * 3600;
 const MAX_UPLOADS: u64 = 10_000;
 const MAX_MIME_TYPES: usize = 32;
-const MAX_NAME_BYTES: usize = 1024;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -89,7 +88,7 @@ pub async fn create(
     state.limiter.check(account.id, Endpoint::Upload).await?;
     let Json(request) = request.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let secret = tokens::generate_link();
-    let mut link = new_link(request, now_ms())?;
+    let mut link = new_link(request, now_ms(), account.id, key.id, secret.hash)?;
     // A link can send no more than the key that makes it.
     match (key.max_upload_bytes, link.max_bytes) {
         (Some(max), Some(asked)) if asked > max => {
@@ -100,12 +99,6 @@ pub async fn create(
         (Some(max), None) => link.max_bytes = Some(max),
         _ => {}
     }
-    let link = NewLink {
-        hash: secret.hash,
-        account_id: account.id,
-        created_by: key.id,
-        ..link
-    };
     let origin = RequestOrigin::of(&state.config, &headers)?;
     let url = format!(
         "{}://{}/api/upload/link/{}",
@@ -121,9 +114,15 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(record)))
 }
 
-/// A request read into a link (its secret, account and maker still to fill in), each field
-/// checked, naming what is wrong.
-pub fn new_link(request: LinkRequest, now_ms: i64) -> Result<NewLink, ApiError> {
+/// A request read into the link `created_by` makes for its account, its secret's `hash`
+/// given; each field checked, naming what is wrong.
+pub fn new_link(
+    request: LinkRequest,
+    now_ms: i64,
+    account_id: i64,
+    created_by: i64,
+    hash: [u8; 32],
+) -> Result<NewLink, ApiError> {
     let bad = |message: String| Err(ApiError::BadRequest(message));
     let expires_in = request.expires_in.unwrap_or(DEFAULT_EXPIRY_SECS);
     if !(1..=MAX_EXPIRY_SECS).contains(&expires_in) {
@@ -151,12 +150,8 @@ pub fn new_link(request: LinkRequest, now_ms: i64) -> Result<NewLink, ApiError> 
             ));
         }
     }
-    if request
-        .name
-        .as_ref()
-        .is_some_and(|n| n.len() > MAX_NAME_BYTES)
-    {
-        return bad(format!("name is longer than {MAX_NAME_BYTES} bytes"));
+    if let Some(name) = &request.name {
+        super::upload::check_name(name)?;
     }
     let keyvalues = KeyValues::new(request.keyvalues.unwrap_or_default())
         .map_err(|e| ApiError::BadRequest(format!("keyvalues: {e}")))?;
@@ -168,9 +163,9 @@ pub fn new_link(request: LinkRequest, now_ms: i64) -> Result<NewLink, ApiError> 
         .map_err(ApiError::BadRequest)?;
     Ok(NewLink {
         id: random_name(),
-        hash: [0; 32],
-        account_id: 0,
-        created_by: 0,
+        hash,
+        account_id,
+        created_by,
         expires_at_ms: now_ms + expires_in as i64 * 1000,
         max_bytes: request.max_bytes,
         mime_types: request.mime_types,
@@ -231,7 +226,7 @@ mod tests {
 
     fn request(json: serde_json::Value) -> Result<NewLink, String> {
         let request: LinkRequest = serde_json::from_value(json).map_err(|e| e.to_string())?;
-        new_link(request, 1_000_000).map_err(|e| e.to_string())
+        new_link(request, 1_000_000, 1, 1, [0; 32]).map_err(|e| e.to_string())
     }
 
     #[test]

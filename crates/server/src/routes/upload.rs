@@ -67,7 +67,7 @@ pub async fn upload_through_link(
     headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Json<UploadResult>, ApiError> {
-    let uploader = Uploader::link(&state, &secret).await?;
+    let uploader = Uploader::through_link(&state, &secret).await?;
     receive_upload(state, uploader, params, headers, multipart).await
 }
 
@@ -85,7 +85,9 @@ async fn receive_upload(
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let mode = match params.archive_mode.as_deref() {
         Some(mode) => mode.parse().map_err(ApiError::BadRequest)?,
-        None => uploader.link_archive_mode().unwrap_or_default(),
+        None => (uploader.link())
+            .and_then(|link| link.archive_mode)
+            .unwrap_or_default(),
     };
     // Asking for extraction outright promises an archive; the default only applies to archives.
     let extract_asked = params.archive_mode.is_some() && mode == ArchiveMode::Extract;
@@ -118,7 +120,9 @@ async fn receive_upload(
     let received = received
         .ok_or_else(|| ApiError::BadRequest("the multipart field `file` is missing".into()))?;
     let keyvalues = with_link_keyvalues(&uploader, form.keyvalues.unwrap_or_default())?;
-    let name = uploader.link_name().map(str::to_owned).or(form.name);
+    let name = (uploader.link())
+        .and_then(|link| link.name.clone())
+        .or(form.name);
     let upload = NewUpload {
         upload_id: intent.upload_id,
         account_id: account.id,
@@ -148,8 +152,7 @@ async fn receive_upload(
                 .service
                 .store
                 .commit_completed_upload(upload, packed, &dag)
-                .await
-                .map_err(|e| uploader.refusal(e))?;
+                .await?;
             let cid = dag.cid;
             state
                 .service
@@ -166,7 +169,7 @@ async fn receive_upload(
                 let kind = OperationKind::Upload;
                 state.service.release_upload_bytes(kind, &upload_id).await;
             }
-            let operation = recorded.map_err(|e| uploader.refusal(e))?;
+            let operation = recorded?;
             state.service.queue.notify_one();
             tracing::info!(upload = %operation.upload_id, operation = operation.id, size = operation.size, "archive queued");
             operation
@@ -190,10 +193,7 @@ impl PostLimit {
         match uploader.max_bytes() {
             Some(max) if max < account => Self {
                 bytes: max,
-                set_by: Some(match uploader {
-                    Uploader::Key(..) => "key",
-                    Uploader::Link(..) => "link",
-                }),
+                set_by: Some(uploader.kind()),
             },
             _ => Self::account(account),
         }
@@ -237,11 +237,10 @@ fn reject_oversized_body(
 /// The key-values a request asked for, with its link's over them: the link's creator
 /// decides what its uploads are tagged with.
 pub fn with_link_keyvalues(uploader: &Uploader, asked: KeyValues) -> Result<KeyValues, ApiError> {
-    let Some(link) = uploader.link_keyvalues() else {
+    let Some(link) = uploader.link() else {
         return Ok(asked);
     };
-    let changes = link
-        .iter()
+    let changes = (link.keyvalues.iter())
         .map(|(k, v)| (k.to_owned(), Some(v.to_owned())))
         .collect();
     asked

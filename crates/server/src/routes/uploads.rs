@@ -179,19 +179,11 @@ pub async fn change(
     if let Some(name) = &changes.name {
         super::upload::check_name(name)?;
     }
-    let store = &state.service.store;
-    let not_found = || ApiError::NotFound(format!("upload {id} not found"));
-    // Pins are changed through the Pinning Service API, which replaces them.
-    store
-        .operation(account.id, &OperationRef::UploadId(id.clone()))
-        .await?
-        .filter(|op| op.deleted_at_ms.is_none() && op.kind != OperationKind::Pin)
-        .ok_or_else(not_found)?;
     let keyvalues = changes.keyvalues.unwrap_or_default();
-    let upload = store
+    let upload = (state.service.store)
         .change_upload(account.id, &id, changes.name, keyvalues)
         .await?
-        .ok_or_else(not_found)?;
+        .ok_or_else(|| ApiError::NotFound(format!("upload {id} not found")))?;
     Ok(Json(upload.into()))
 }
 

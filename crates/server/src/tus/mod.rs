@@ -168,7 +168,9 @@ fn intent(
     };
     let archive_mode = match get(&["archive_mode"]) {
         Some(mode) => mode.parse().map_err(ApiError::BadRequest)?,
-        None => uploader.link_archive_mode().unwrap_or_default(),
+        None => (uploader.link())
+            .and_then(|link| link.archive_mode)
+            .unwrap_or_default(),
     };
     // `keyvalues`: the JSON object, as every metadata value, in base64.
     let asked = match get(&["keyvalues"]) {
@@ -186,9 +188,8 @@ fn intent(
     };
     Ok(Intent {
         keyvalues: with_link_keyvalues(uploader, asked)?,
-        name: uploader
-            .link_name()
-            .map(str::to_owned)
+        name: (uploader.link())
+            .and_then(|link| link.name.clone())
             .or_else(|| get(&["filename", "name"]))
             .unwrap_or_else(|| "upload".to_owned()),
         mime_type: get(&["filetype", "mimeType"])
@@ -216,7 +217,7 @@ async fn create_through_link(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let uploader = Uploader::link(&state, &secret).await?;
+    let uploader = Uploader::through_link(&state, &secret).await?;
     if headers.contains_key("upload-concat") {
         return Err(ApiError::BadRequest(
             "an upload link takes whole uploads, not concatenated parts".into(),
@@ -322,7 +323,7 @@ async fn begin(
         let kind = OperationKind::TusUpload;
         state.service.release_upload_bytes(kind, &id).await;
     }
-    let tus = created.map_err(|e| uploader.refusal(e))?;
+    let tus = created?;
 
     let mut response = StatusCode::CREATED.into_response();
     response

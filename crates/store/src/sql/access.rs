@@ -192,7 +192,8 @@ impl<B: Backend> SqlStore<B> {
         let mut tx = self.write(Line::Requests).await?;
         let row = B::query(&format!(
             "SELECT * FROM operations
-              WHERE account_id = $1 AND upload_id = $2 AND deleted_at IS NULL{}",
+              WHERE account_id = $1 AND upload_id = $2 AND deleted_at IS NULL
+                AND kind <> 'pin'{}",
             B::DIALECT.for_update()
         ))
         .bind(account_id)
