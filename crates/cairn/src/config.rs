@@ -117,6 +117,10 @@ pub struct Settings {
     /// on every request (for working on the page).
     #[arg(long, env = "CAIRN_WEB_DIR")]
     pub web_dir: Option<PathBuf>,
+    /// Let webhook endpoints be loopback, private or link-local addresses (receivers on this
+    /// machine or its network) [default: false: public addresses only].
+    #[arg(long, env = "CAIRN_WEBHOOK_ALLOW_PRIVATE")]
+    pub webhook_allow_private: Option<bool>,
 }
 
 /// A TOML value parsed as its flag is: by the type's `FromStr`, so both say the same thing of
@@ -171,6 +175,7 @@ pub struct ServeConfig {
     pub gateway_domain: Option<String>,
     pub path_gateway_sandbox: bool,
     pub web_dir: Option<PathBuf>,
+    pub webhook_allow_private: bool,
 }
 
 /// Where the IPFS node listens, what it announces, and whom it joins.
@@ -289,6 +294,8 @@ impl ServeConfig {
             path_gateway_sandbox: (flags.path_gateway_sandbox.or(file.path_gateway_sandbox))
                 .unwrap_or(true),
             web_dir: flags.web_dir.or(file.web_dir),
+            webhook_allow_private: (flags.webhook_allow_private.or(file.webhook_allow_private))
+                .unwrap_or(false),
             read_limits: {
                 let default = ReadLimits::default();
                 ReadLimits {

@@ -105,6 +105,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         gateway_domain: config.gateway_domain.clone(),
         path_gateway_sandbox: config.path_gateway_sandbox,
         web_dir: config.web_dir.clone(),
+        webhook_allow_private: config.webhook_allow_private,
         ..ServerConfig::default()
     };
     server_config.rate_limits.upload.quota = config.uploads_per_minute;
@@ -204,6 +205,13 @@ pub async fn run(config: ServeConfig) -> Result<()> {
             stop_rx.clone(),
         ));
     }
+    tokio::spawn(cairn_service::events::follow_events(service.clone()));
+    let recording_served = tokio::spawn(cairn_service::served::record_served(service.clone()));
+    tokio::spawn(cairn_service::webhooks::deliver_webhooks(
+        service.clone(),
+        Arc::new(cairn_server::routes::events::event_body),
+        server_config.webhook_allow_private,
+    ));
     let state = AppState::new(service, server_config);
     tokio::spawn(sweep_expired_uploads(state.clone(), stop_rx.clone()));
     let header_timeout = state.config.header_timeout;
@@ -229,6 +237,8 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     }
     // Withdrawn before it stops answering, so the others stop naming it.
     let _ = announcing.await;
+    // What the gateway served until the end is credited.
+    let _ = recording_served.await;
     if let Some(node) = node {
         node.shutdown().await;
     }

@@ -20,7 +20,10 @@ use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 use crate::auth::KeyOrigins;
 use crate::error::{rewrite_error_body, ApiError};
 use crate::gateway;
-use crate::routes::{account, ipni, keys, links, node, operations, pins, routing, upload, uploads};
+use crate::routes::{
+    account, events, ipni, keys, links, node, operations, pins, routing, upload, uploads, usage,
+    webhooks,
+};
 use crate::state::AppState;
 use crate::tus;
 
@@ -161,6 +164,14 @@ pub fn account_app(state: AppState) -> Router {
         .route("/api/upload-limit", get(account::upload_limit))
         .route("/api/keys", get(keys::list).post(keys::create))
         .route("/api/keys/{id}", delete(keys::revoke))
+        .route("/api/webhooks", get(webhooks::list).post(webhooks::create))
+        .route("/api/webhooks/{id}", delete(webhooks::delete))
+        .route("/api/webhooks/{id}/deliveries", get(webhooks::deliveries))
+        .route(
+            "/api/webhooks/{id}/deliveries/{delivery}/retry",
+            post(webhooks::retry),
+        )
+        .route("/api/usage", get(usage::usage))
         .merge(operation_routes())
         .merge(crate::web::routes())
         .with_state(state.clone())
@@ -175,6 +186,8 @@ fn operation_routes() -> Router<AppState> {
     Router::new()
         .route("/api/operations", get(operations::list_operations))
         .route("/api/operations/{id}", get(operations::get_operation))
+        .route("/api/operations/{id}/events", get(events::operation_events))
+        .route("/api/events", get(events::account_events))
         .route("/api/uploads", get(uploads::list))
         .route(
             "/api/uploads/{id}",

@@ -14,11 +14,15 @@
 //!   and removals), and announcing it to indexers.
 //! - [`nodes`]: the service's live IPFS nodes, announced to each other through the metadata
 //!   store, which delegated routing names as providers.
+//! - [`events`]: the event log followed for this node's streams.
+//! - [`webhooks`]: webhook deliveries, signed and sent from the durable queue.
+//! - [`served`]: bytes served of each account's content, for its usage.
 //! - [`content_kind`]: what an upload is, from its first bytes.
 //! - [`metrics`]: the process's counters and their Prometheus text.
 
 pub mod config;
 pub mod content_kind;
+pub mod events;
 pub mod gc;
 pub mod ipni_publisher;
 pub mod metrics;
@@ -27,7 +31,9 @@ mod outcome;
 pub mod pin;
 pub mod progress;
 pub mod provide;
+pub mod served;
 mod stop;
+pub mod webhooks;
 pub mod worker;
 
 pub use config::{ProvideStrategy, ServiceConfig};
@@ -43,9 +49,11 @@ use cairn_store::tus_bytes::TusBytes;
 use cairn_store::MetadataStore;
 use tokio::sync::{watch, Notify};
 
+use crate::events::EventBus;
 use crate::metrics::Metrics;
 use crate::nodes::NodeDirectory;
 use crate::progress::{IpniStats, ProvideStats};
+use crate::served::ServedBytes;
 
 /// The stores, the node and what the background tasks share. Cheap to clone.
 #[derive(Clone)]
@@ -66,6 +74,10 @@ pub struct Service {
     pub provides: Arc<ProvideStats>,
     /// What this node has published to IPNI.
     pub ipni: Arc<IpniStats>,
+    /// New events, for this node's streams (`events::follow_events` fills it).
+    pub events: Arc<EventBus>,
+    /// Bytes the gateway served, not yet credited to accounts (`served::record_served`).
+    pub served: Arc<ServedBytes>,
     /// Set once the process is asked to stop: background tasks end at a safe point, and a
     /// TUS body still arriving ends early with its bytes kept.
     pub stop: Arc<watch::Sender<bool>>,
@@ -91,6 +103,8 @@ impl Service {
             nodes: Arc::default(),
             provides: Arc::default(),
             ipni: Arc::default(),
+            events: Arc::default(),
+            served: Arc::default(),
             stop: Arc::new(watch::channel(false).0),
         }
     }

@@ -265,6 +265,11 @@ fn process_bytes(
         Ok(pack) => pack,
         Err(e) => return Outcome::Failed(e),
     };
+    // The stage a stream shows (`progress` events), the message's first word.
+    let stage = match kind {
+        ContentKind::Archive(_) if op.archive_mode != Some(ArchiveMode::Preserve) => "extracting",
+        _ => "importing",
+    };
     let lost = AtomicBool::new(false);
     let mut last_report = Instant::now();
     let mut progress = |consumed: u64| -> io::Result<()> {
@@ -274,7 +279,7 @@ fn process_bytes(
         if last_report.elapsed() >= REPORT_EVERY {
             last_report = Instant::now();
             let percent = consumed as f64 * 100.0 / total as f64;
-            let message = format!("processing: {consumed} of {total} bytes read");
+            let message = format!("{stage}: {consumed} of {total} bytes read");
             let held = runtime
                 .block_on(service.store.report_progress(
                     op.id,

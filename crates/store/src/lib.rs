@@ -3,6 +3,7 @@
 //!
 //! - [`model`]: the records (accounts, uploads and operations, block locations).
 //! - [`access`]: API keys (their scopes and limits) and upload links.
+//! - [`events`]: what happened to uploads and pins, webhook endpoints and their deliveries.
 //! - [`MetadataStore`]: the metadata trait; [`sql::SqlStore`] implements it once for both
 //!   databases ([`sqlite::SqliteStore`], [`postgres::PostgresStore`]).
 //! - [`blobs`]: the `BlobStore` trait (named, write-once objects; the one place a write becomes
@@ -25,6 +26,7 @@
 pub mod access;
 pub mod blobs;
 pub mod blocks;
+pub mod events;
 pub mod model;
 pub mod packs;
 mod random;
@@ -45,6 +47,9 @@ pub use sql::{postgres, sqlite};
 use async_trait::async_trait;
 
 use access::{ApiKey, NewKey, NewLink, UploadLink};
+use events::{
+    Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, Usage, Webhook,
+};
 use model::Packed;
 use model::{
     Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
@@ -416,6 +421,78 @@ pub trait MetadataStore: Send + Sync {
     ) -> Result<Vec<Operation>, StoreError>;
     /// How many things the filter matches, over all pages.
     async fn count_kept(&self, account_id: i64, filter: &KeptFilter) -> Result<u64, StoreError>;
+
+    // Events, webhooks and usage (`events`).
+
+    /// The account's events after `after`, of `types` (every type when empty), oldest first.
+    async fn events_after(
+        &self,
+        account_id: i64,
+        after: i64,
+        types: &[EventType],
+        limit: u32,
+    ) -> Result<Vec<Event>, StoreError>;
+    /// Every account's events after `after`, oldest first: what a node hands its streams.
+    async fn all_events_after(&self, after: i64, limit: u32) -> Result<Vec<Event>, StoreError>;
+    /// The newest event's id (0 when there is none).
+    async fn last_event_id(&self) -> Result<i64, StoreError>;
+    /// One operation's events, oldest first.
+    async fn operation_events(&self, operation_id: i64) -> Result<Vec<Event>, StoreError>;
+    /// `Invalid` when the account has `MAX_WEBHOOKS` endpoints already.
+    async fn create_webhook(&self, webhook: &Webhook) -> Result<Webhook, StoreError>;
+    async fn list_webhooks(&self, account_id: i64) -> Result<Vec<Webhook>, StoreError>;
+    /// Its pending deliveries fail; `None` when the account has no such endpoint.
+    async fn delete_webhook(
+        &self,
+        account_id: i64,
+        id: &str,
+    ) -> Result<Option<Webhook>, StoreError>;
+    /// The endpoint's deliveries with their attempts, newest first, those before the delivery
+    /// `before` when given; `None` when the account has no such endpoint.
+    async fn webhook_deliveries(
+        &self,
+        account_id: i64,
+        webhook_id: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Option<Vec<Delivery>>, StoreError>;
+    /// Queue a delivery again now (for another 24 hours); `None` when there is no such
+    /// delivery of a live endpoint of the account.
+    async fn retry_delivery(
+        &self,
+        account_id: i64,
+        webhook_id: &str,
+        delivery_id: i64,
+    ) -> Result<Option<Delivery>, StoreError>;
+    /// Claim up to `limit` due deliveries for `worker`, for `lease`.
+    async fn claim_deliveries(
+        &self,
+        worker: &str,
+        lease: std::time::Duration,
+        limit: u32,
+    ) -> Result<Vec<ClaimedDelivery>, StoreError>;
+    /// Record an attempt; returns where the delivery now stands.
+    async fn record_attempt(
+        &self,
+        delivery: &ClaimedDelivery,
+        worker: &str,
+        attempt: &Attempt,
+    ) -> Result<DeliveryStatus, StoreError>;
+    /// Forget events and finished deliveries older than `before_ms` (pending ones stay).
+    async fn forget_events(&self, before_ms: i64) -> Result<u64, StoreError>;
+    /// The account's counts, and its uploaded bytes in [`start_ms`, `end_ms`) and served
+    /// bytes in `month` (`YYYY-MM`).
+    async fn usage(
+        &self,
+        account_id: i64,
+        start_ms: i64,
+        end_ms: i64,
+        month: &str,
+    ) -> Result<Usage, StoreError>;
+    /// Add bytes served of each account's content in `month`.
+    async fn add_served_bytes(&self, month: &str, served: &[(i64, u64)]) -> Result<(), StoreError>;
+    /// The accounts that keep `cid` as a root.
+    async fn accounts_keeping(&self, cid: &str) -> Result<Vec<i64>, StoreError>;
 
     /// The garbage collector's lock, one collector at a time over every node and `cairn gc`:
     /// `None` while another holds it. An advisory lock that its holder's end releases, even a

@@ -108,6 +108,172 @@ pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     uploads_and_pins_are_listed_filtered_and_deleted(store, packs).await;
     // After every count of operations: it leaves uploads queued and deleted.
     keys_links_and_keyvalues(store).await;
+    events_follow_operations_and_deliveries_follow_events(store).await;
+}
+
+async fn events_follow_operations_and_deliveries_follow_events(store: &dyn MetadataStore) {
+    use crate::events::{Attempt, DeliveryStatus, EventType, Webhook, MAX_WEBHOOKS};
+    use crate::model::OperationError;
+    let wren = store
+        .create_account("wren", AccountLimits::default())
+        .await
+        .unwrap();
+    let hook = |id: &str, events: Vec<EventType>| Webhook {
+        id: id.to_owned(),
+        account_id: wren.id,
+        url: "https://example.com/hook".to_owned(),
+        events,
+        description: String::new(),
+        secret: "whsec_c2VjcmV0".to_owned(),
+        created_at_ms: 0,
+    };
+    let made = store
+        .create_webhook(&hook(
+            "wh_1",
+            vec![EventType::UploadFailed, EventType::UploadDeleted],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        made.events,
+        [EventType::UploadFailed, EventType::UploadDeleted]
+    );
+    let newest_before = store.last_event_id().await.unwrap();
+
+    // A failure and a deletion are events, in commit order; a pending upload is none.
+    let failure = OperationError {
+        code: "invalid_archive".into(),
+        message: "truncated".into(),
+    };
+    let failed = store
+        .record_upload(upload("ev-1", wren.id), Some(failure))
+        .await
+        .unwrap();
+    store
+        .record_upload(upload("ev-2", wren.id), None)
+        .await
+        .unwrap();
+    store.delete_kept(wren.id, "ev-1").await.unwrap().unwrap();
+    let events = store.events_after(wren.id, 0, &[], 10).await.unwrap();
+    let kinds: Vec<EventType> = events.iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, [EventType::UploadFailed, EventType::UploadDeleted]);
+    assert!(events
+        .iter()
+        .all(|e| e.operation_id == failed.id && e.id > newest_before));
+    assert!(events[0].id < events[1].id);
+    let only = store
+        .events_after(wren.id, 0, &[EventType::UploadDeleted], 10)
+        .await
+        .unwrap();
+    assert_eq!(only, events[1..]);
+    assert_eq!(store.operation_events(failed.id).await.unwrap(), events);
+    let all = store.all_events_after(newest_before, 10).await.unwrap();
+    assert_eq!(all, events, "nobody else's events came meanwhile");
+
+    // One delivery per event for the endpoint subscribed; claimed by one worker at a time.
+    let lease = std::time::Duration::from_secs(30);
+    let claimed = store.claim_deliveries("w1", lease, 10).await.unwrap();
+    assert_eq!(claimed.len(), 2);
+    assert_eq!(claimed[0].event, events[0]);
+    assert_eq!(claimed[0].url, "https://example.com/hook");
+    assert!(store
+        .claim_deliveries("w2", lease, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let now = crate::now_ms();
+    let answered = |status: u16| Attempt {
+        at_ms: now,
+        duration_ms: 12,
+        response_status: Some(status),
+        error: (status >= 300).then(|| format!("the endpoint answered {status}")),
+    };
+    let delivered = store
+        .record_attempt(&claimed[0], "w1", &answered(204))
+        .await
+        .unwrap();
+    assert_eq!(delivered, DeliveryStatus::Delivered);
+    let retried = store
+        .record_attempt(&claimed[1], "w1", &answered(500))
+        .await
+        .unwrap();
+    assert_eq!(retried, DeliveryStatus::Pending);
+    // Not due for another 5 s.
+    assert!(store
+        .claim_deliveries("w1", lease, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let listed = store
+        .webhook_deliveries(wren.id, "wh_1", None, 10)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(listed.len(), 2);
+    assert_eq!(listed[0].id, claimed[1].id, "newest first");
+    assert_eq!(listed[0].attempts, [answered(500)]);
+    assert!(listed[0].next_attempt_at_ms.unwrap() >= now + 5_000);
+    assert_eq!(listed[1].status, DeliveryStatus::Delivered);
+    assert!(store
+        .webhook_deliveries(wren.id + 1, "wh_1", None, 10)
+        .await
+        .unwrap()
+        .is_none());
+    // Retried by hand: due at once.
+    store
+        .retry_delivery(wren.id, "wh_1", claimed[1].id)
+        .await
+        .unwrap()
+        .unwrap();
+    let again = store.claim_deliveries("w2", lease, 10).await.unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].attempts, 1);
+
+    // At most MAX_WEBHOOKS endpoints; a deleted one fails what it had pending.
+    for n in 2..=MAX_WEBHOOKS {
+        store
+            .create_webhook(&hook(&format!("wh_{n}"), vec![EventType::PinPinned]))
+            .await
+            .unwrap();
+    }
+    let refused = store
+        .create_webhook(&hook("wh_extra", vec![EventType::PinPinned]))
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Invalid(_))),
+        "{refused:?}"
+    );
+    assert_eq!(
+        store.list_webhooks(wren.id).await.unwrap().len(),
+        MAX_WEBHOOKS
+    );
+    store
+        .delete_webhook(wren.id, "wh_1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store
+        .delete_webhook(wren.id, "wh_1")
+        .await
+        .unwrap()
+        .is_none());
+    let listed = store
+        .webhook_deliveries(wren.id, "wh_1", None, 10)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(listed.iter().all(|d| d.status != DeliveryStatus::Pending));
+
+    // Usage: live uploads, and the bytes uploaded in a window of time.
+    let usage = store.usage(wren.id, 0, i64::MAX, "2026-11").await.unwrap();
+    assert_eq!((usage.uploads, usage.pins), (1, 0));
+    assert_eq!(usage.uploaded_bytes, 6000);
+    store
+        .add_served_bytes("2026-11", &[(wren.id, 10), (wren.id, 5)])
+        .await
+        .unwrap();
+    let usage = store.usage(wren.id, 0, 1, "2026-11").await.unwrap();
+    assert_eq!((usage.uploaded_bytes, usage.served_bytes), (0, 15));
 }
 
 async fn tus_uploads_become_claimable_only_when_complete(store: &dyn MetadataStore) {
@@ -349,20 +515,20 @@ async fn accounts_and_tokens(store: &dyn MetadataStore) {
 }
 
 async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
-    let ivy = store
-        .create_account("ivy", AccountLimits::default())
+    let wren = store
+        .create_account("wren", AccountLimits::default())
         .await
         .unwrap();
     let other = store
-        .create_account("ivy-neighbour", AccountLimits::default())
+        .create_account("wren-neighbour", AccountLimits::default())
         .await
         .unwrap();
-    let admin = add_token(store, ivy.id, &tokens::generate()).await;
+    let admin = add_token(store, wren.id, &tokens::generate()).await;
 
     // A key keeps what it was made with, and is found by its secret with its account.
     let secret = tokens::generate();
     let new = NewKey {
-        account_id: ivy.id,
+        account_id: wren.id,
         name: "browser".into(),
         scopes: "upload,read".parse().unwrap(),
         expires_at_ms: Some(4_000_000_000_000),
@@ -375,7 +541,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         .await
         .unwrap();
     let (account, found) = store.key_for_token(&secret.hash).await.unwrap().unwrap();
-    assert_eq!((account.id, &found), (ivy.id, &key));
+    assert_eq!((account.id, &found), (wren.id, &key));
     assert_eq!(
         (
             found.name.as_str(),
@@ -391,7 +557,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     );
     let ids = |keys: Vec<ApiKey>| keys.into_iter().map(|k| k.id).collect::<Vec<_>>();
     assert_eq!(
-        ids(store.list_keys(ivy.id).await.unwrap()),
+        ids(store.list_keys(wren.id).await.unwrap()),
         [admin.id, key.id]
     );
 
@@ -410,7 +576,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     // allowed, nothing is recorded.
     let with_key = |id: &str| NewUpload {
         key_id: Some(key.id),
-        ..upload(id, ivy.id)
+        ..upload(id, wren.id)
     };
     store.record_upload(with_key("use-1"), None).await.unwrap();
     store.record_upload(with_key("use-2"), None).await.unwrap();
@@ -422,14 +588,14 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     assert_eq!(used.uses, 2);
     assert!(used.last_used_at_ms > Some(66_000));
     let spent = OperationRef::UploadId("use-3".into());
-    assert!(store.operation(ivy.id, &spent).await.unwrap().is_none());
+    assert!(store.operation(wren.id, &spent).await.unwrap().is_none());
 
     // A link lives while neither it nor the key that made it is revoked.
     let link_secret = tokens::generate();
     let link = NewLink {
         id: "link-1".into(),
         hash: link_secret.hash,
-        account_id: ivy.id,
+        account_id: wren.id,
         created_by: key.id,
         expires_at_ms: 4_000_000_000_000,
         max_bytes: Some(9 << 20),
@@ -451,7 +617,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     );
     let through_link = |id: &str| NewUpload {
         link_id: Some("link-1".into()),
-        ..upload(id, ivy.id)
+        ..upload(id, wren.id)
     };
     store
         .record_upload(through_link("linked-1"), None)
@@ -461,7 +627,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         store.record_upload(through_link("linked-2"), None).await,
         Err(StoreError::Spent(Spent::Link))
     ));
-    let listed = store.list_links(ivy.id).await.unwrap();
+    let listed = store.list_links(wren.id).await.unwrap();
     assert_eq!(
         listed
             .iter()
@@ -470,9 +636,9 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         [("link-1", 1)]
     );
     assert_eq!(store.revoke_key(other.id, key.id).await.unwrap(), None);
-    let revoked = store.revoke_key(ivy.id, key.id).await.unwrap().unwrap();
+    let revoked = store.revoke_key(wren.id, key.id).await.unwrap().unwrap();
     assert!(revoked.revoked);
-    assert_eq!(store.revoke_key(ivy.id, key.id).await.unwrap(), None);
+    assert_eq!(store.revoke_key(wren.id, key.id).await.unwrap(), None);
     assert!(store.key_for_token(&secret.hash).await.unwrap().is_none());
     assert_eq!(
         store.link_for_secret(&link_secret.hash).await.unwrap(),
@@ -489,20 +655,20 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     assert_eq!(store.revoke_link(other.id, "link-2").await.unwrap(), None);
     assert!(
         store
-            .revoke_link(ivy.id, "link-2")
+            .revoke_link(wren.id, "link-2")
             .await
             .unwrap()
             .unwrap()
             .revoked
     );
     assert_eq!(store.link("link-2").await.unwrap(), None);
-    assert!(store.list_links(ivy.id).await.unwrap().is_empty());
+    assert!(store.list_links(wren.id).await.unwrap().is_empty());
 
     // Key-values find uploads, change with them, and leave with a deletion.
     let tagged = |id: &str, json: &str| NewUpload {
         keyvalues: KeyValues::from_json(json).unwrap(),
         key_id: Some(admin.id),
-        ..upload(id, ivy.id)
+        ..upload(id, wren.id)
     };
     store
         .record_upload(tagged("kv1", r#"{"user":"7","kind":"avatar"}"#), None)
@@ -525,8 +691,8 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         ..KeptFilter::default()
     };
     let found = |filter: KeptFilter| async move {
-        let page = store.list_kept(ivy.id, &filter).await.unwrap();
-        let count = store.count_kept(ivy.id, &filter).await.unwrap();
+        let page = store.list_kept(wren.id, &filter).await.unwrap();
+        let count = store.count_kept(wren.id, &filter).await.unwrap();
         (
             page.into_iter().map(|op| op.upload_id).collect::<Vec<_>>(),
             count,
@@ -545,7 +711,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         limit: 1,
         ..by(&[("user", "7")])
     };
-    let first = store.list_kept(ivy.id, &next_page).await.unwrap();
+    let first = store.list_kept(wren.id, &next_page).await.unwrap();
     let after = KeptFilter {
         cursor: Some(KeptKey {
             created_at_ms: first[0].created_at_ms,
@@ -567,7 +733,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     ];
     let changed = store
         .change_upload(
-            ivy.id,
+            wren.id,
             "kv1",
             Some("renamed".into()),
             changes.into_iter().collect(),
@@ -586,7 +752,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         .map(|i| (format!("k{i}"), Some("v".to_owned())))
         .collect();
     assert!(matches!(
-        store.change_upload(ivy.id, "kv1", None, too_many).await,
+        store.change_upload(wren.id, "kv1", None, too_many).await,
         Err(StoreError::Invalid(message)) if message.contains("16")
     ));
     assert!(store
@@ -594,7 +760,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         .await
         .unwrap()
         .is_none());
-    store.delete_kept(ivy.id, "kv3").await.unwrap();
+    store.delete_kept(wren.id, "kv3").await.unwrap();
     assert_eq!(found(by(&[("user", "8")])).await, (vec!["kv1".into()], 1));
 
     // An upload-only key reads the operations it began, and no others.
@@ -605,7 +771,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         key_id: Some(admin.id),
         limit: 10,
     };
-    let began = store.list_operations(ivy.id, &mine).await.unwrap();
+    let began = store.list_operations(wren.id, &mine).await.unwrap();
     assert_eq!(
         began
             .iter()
@@ -617,7 +783,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         key_id: Some(key.id),
         ..mine
     };
-    let began = store.list_operations(ivy.id, &by_key).await.unwrap();
+    let began = store.list_operations(wren.id, &by_key).await.unwrap();
     assert_eq!(
         began
             .iter()

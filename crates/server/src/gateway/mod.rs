@@ -192,6 +192,15 @@ pub async fn get(
     )) {
         out.insert("x-ipfs-path", value);
     }
+    // What goes out is credited to the accounts keeping the root (their usage).
+    let (parts, body) = response.into_parts();
+    let metered = Metered {
+        body,
+        bytes: 0,
+        root: request.root.to_string(),
+        served: state.service.served.clone(),
+    };
+    let response = Response::from_parts(parts, Body::new(metered));
     // Conditional requests: the content behind an ETag never changes.
     let etag = response.headers().get(header::ETAG).cloned();
     if let (Some(etag), Some(asked)) = (etag, request.headers.get(header::IF_NONE_MATCH)) {
@@ -205,6 +214,47 @@ pub async fn get(
         }
     }
     Ok(response)
+}
+
+/// A response body that counts the bytes it hands the connection, and credits them to the
+/// root when it is dropped (sent whole, or cut short).
+struct Metered {
+    body: Body,
+    bytes: u64,
+    root: String,
+    served: std::sync::Arc<cairn_service::served::ServedBytes>,
+}
+
+impl axum::body::HttpBody for Metered {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        let polled = std::pin::Pin::new(&mut self.body).poll_frame(cx);
+        if let std::task::Poll::Ready(Some(Ok(frame))) = &polled {
+            if let Some(data) = frame.data_ref() {
+                self.bytes += data.len() as u64;
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for Metered {
+    fn drop(&mut self) {
+        self.served.add(&self.root, self.bytes);
+    }
 }
 
 fn etag(value: String) -> HeaderValue {

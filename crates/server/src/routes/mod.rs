@@ -1,6 +1,7 @@
 //! One module per resource; `app.rs` merges their routers.
 
 pub mod account;
+pub mod events;
 pub mod ipni;
 pub mod keys;
 pub mod links;
@@ -10,6 +11,8 @@ pub mod pins;
 pub mod routing;
 pub mod upload;
 pub mod uploads;
+pub mod usage;
+pub mod webhooks;
 
 use cairn_store::model::{KeyValues, NameMatch};
 

@@ -87,7 +87,7 @@ fn operation_status(status: &str) -> Result<OperationStatus, ApiError> {
     })
 }
 
-fn pin_status(op: Operation, delegates: &[String]) -> PinStatus {
+pub fn pin_status(op: Operation, delegates: &[String]) -> PinStatus {
     let mut info = Map::new();
     if let Some(error) = &op.error {
         info.insert("reason".into(), Value::String(error.message.clone()));

@@ -265,6 +265,82 @@ impl Dialect {
         }
     }
 
+    /// The triggers that write `events` when an operation reaches `completed` or `failed`
+    /// (inserted so or changed to it) or is deleted, and one webhook delivery per endpoint of
+    /// the account subscribed to the event's type, all in the transaction that made the
+    /// change. PostgreSQL assigns ids before commit, so two transactions could commit their
+    /// events out of id order and a reader following ids would skip the later-committed lower
+    /// one: a transaction-scoped advisory lock makes events commit in id order (SQLite has one
+    /// writer, so they do already).
+    pub fn events_triggers(self) -> String {
+        // Beside `postgres.rs`'s migration and collector locks (0x6361_6972_6e00 and 01).
+        const EVENTS_LOCK: i64 = 0x6361_6972_6e02;
+        use crate::events::DELIVERY_WINDOW_MS;
+        let kind_type = |row: &str| {
+            format!(
+                "CASE WHEN {row}.kind = 'pin'
+                      THEN CASE {row}.status WHEN 'completed' THEN 'pin.pinned' ELSE 'pin.failed' END
+                      ELSE 'upload.' || {row}.status END"
+            )
+        };
+        let finished = kind_type("NEW");
+        let removed = "CASE WHEN NEW.kind = 'pin' THEN 'pin.removed' ELSE 'upload.deleted' END";
+        let event = |kind: &str, at: &str| {
+            format!(
+                "INSERT INTO events (account_id, type, operation_id, created_at)
+                 VALUES (NEW.account_id, {kind}, NEW.id, {at});"
+            )
+        };
+        let (finished, removed) = (
+            event(&finished, "NEW.updated_at"),
+            event(removed, "NEW.deleted_at"),
+        );
+        let now_finished = "NEW.status IN ('completed', 'failed')";
+        let became_finished = "NEW.status <> OLD.status AND NEW.status IN ('completed', 'failed')";
+        let became_deleted = "OLD.deleted_at IS NULL AND NEW.deleted_at IS NOT NULL";
+        let deliveries = format!(
+            "INSERT INTO webhook_deliveries
+                (webhook_id, event_id, status, next_attempt_at, expires_at, created_at, updated_at)
+             SELECT w.id, NEW.id, 'pending', NEW.created_at, NEW.created_at + {DELIVERY_WINDOW_MS},
+                    NEW.created_at, NEW.created_at
+               FROM webhooks w
+              WHERE w.account_id = NEW.account_id AND w.deleted_at IS NULL
+                AND w.events LIKE '%,' || NEW.type || ',%';"
+        );
+        match self {
+            Self::Sqlite => format!(
+                "CREATE TRIGGER events_finished_insert AFTER INSERT ON operations
+                 WHEN {now_finished} BEGIN {finished} END;
+                 CREATE TRIGGER events_finished_update AFTER UPDATE OF status ON operations
+                 WHEN {became_finished} BEGIN {finished} END;
+                 CREATE TRIGGER events_deleted AFTER UPDATE OF deleted_at ON operations
+                 WHEN {became_deleted} BEGIN {removed} END;
+                 CREATE TRIGGER events_to_webhooks AFTER INSERT ON events
+                 BEGIN {deliveries} END;"
+            ),
+            Self::Postgres => format!(
+                "CREATE FUNCTION events_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN
+                     PERFORM pg_advisory_xact_lock({EVENTS_LOCK});
+                     IF TG_OP = 'INSERT' OR ({became_finished}) THEN {finished}
+                     END IF;
+                     IF TG_OP = 'UPDATE' AND {became_deleted} THEN {removed}
+                     END IF;
+                     RETURN NULL;
+                 END $$;
+                 CREATE TRIGGER events_finished_insert AFTER INSERT ON operations
+                 FOR EACH ROW WHEN ({now_finished}) EXECUTE FUNCTION events_follow();
+                 CREATE TRIGGER events_changed AFTER UPDATE OF status, deleted_at ON operations
+                 FOR EACH ROW WHEN (({became_finished}) OR ({became_deleted}))
+                 EXECUTE FUNCTION events_follow();
+                 CREATE FUNCTION events_to_webhooks() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN {deliveries} RETURN NULL; END $$;
+                 CREATE TRIGGER events_to_webhooks AFTER INSERT ON events
+                 FOR EACH ROW EXECUTE FUNCTION events_to_webhooks();"
+            ),
+        }
+    }
+
     /// Where a query over what an account keeps reads, when it filters by name, which is read
     /// row by row. SQLite: `NOT INDEXED` reads the table in order; left to
     /// itself it walks an index of the account's rows and reads each row at random, 3.7 times

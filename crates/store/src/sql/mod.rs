@@ -23,6 +23,7 @@ mod access;
 pub mod backend;
 mod commit;
 pub mod dialect;
+mod events;
 mod group_commit;
 mod ipni_chain;
 mod kept;

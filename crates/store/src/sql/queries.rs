@@ -20,6 +20,9 @@ use super::rows::{
 use super::write_queue::Line;
 use super::SqlStore;
 use crate::access::{ApiKey, NewKey, NewLink, UploadLink};
+use crate::events::{
+    Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, Usage, Webhook,
+};
 use crate::model::Packed;
 use crate::model::{
     Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
@@ -805,6 +808,106 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
 
     async fn count_kept(&self, account_id: i64, filter: &KeptFilter) -> Result<u64, StoreError> {
         self.kept_matches(account_id, filter).await
+    }
+
+    async fn events_after(
+        &self,
+        account_id: i64,
+        after: i64,
+        types: &[EventType],
+        limit: u32,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.events_of(account_id, after, types, limit).await
+    }
+
+    async fn all_events_after(&self, after: i64, limit: u32) -> Result<Vec<Event>, StoreError> {
+        self.events_of_all(after, limit).await
+    }
+
+    async fn last_event_id(&self) -> Result<i64, StoreError> {
+        self.newest_event_id().await
+    }
+
+    async fn operation_events(&self, operation_id: i64) -> Result<Vec<Event>, StoreError> {
+        self.events_of_operation(operation_id).await
+    }
+
+    async fn create_webhook(&self, webhook: &Webhook) -> Result<Webhook, StoreError> {
+        self.insert_webhook(webhook).await
+    }
+
+    async fn list_webhooks(&self, account_id: i64) -> Result<Vec<Webhook>, StoreError> {
+        self.webhooks_of(account_id).await
+    }
+
+    async fn delete_webhook(
+        &self,
+        account_id: i64,
+        id: &str,
+    ) -> Result<Option<Webhook>, StoreError> {
+        self.remove_webhook(account_id, id).await
+    }
+
+    async fn webhook_deliveries(
+        &self,
+        account_id: i64,
+        webhook_id: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Option<Vec<Delivery>>, StoreError> {
+        self.deliveries_of(account_id, webhook_id, before, limit)
+            .await
+    }
+
+    async fn retry_delivery(
+        &self,
+        account_id: i64,
+        webhook_id: &str,
+        delivery_id: i64,
+    ) -> Result<Option<Delivery>, StoreError> {
+        self.retry_delivery_of(account_id, webhook_id, delivery_id)
+            .await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        worker: &str,
+        lease: Duration,
+        limit: u32,
+    ) -> Result<Vec<ClaimedDelivery>, StoreError> {
+        self.claim_due_deliveries(worker, lease, limit).await
+    }
+
+    async fn record_attempt(
+        &self,
+        delivery: &ClaimedDelivery,
+        worker: &str,
+        attempt: &Attempt,
+    ) -> Result<DeliveryStatus, StoreError> {
+        self.record_delivery_attempt(delivery, worker, attempt)
+            .await
+    }
+
+    async fn forget_events(&self, before_ms: i64) -> Result<u64, StoreError> {
+        self.forget_events_before(before_ms).await
+    }
+
+    async fn usage(
+        &self,
+        account_id: i64,
+        start_ms: i64,
+        end_ms: i64,
+        month: &str,
+    ) -> Result<Usage, StoreError> {
+        self.usage_of(account_id, start_ms, end_ms, month).await
+    }
+
+    async fn add_served_bytes(&self, month: &str, served: &[(i64, u64)]) -> Result<(), StoreError> {
+        self.add_served(month, served).await
+    }
+
+    async fn accounts_keeping(&self, cid: &str) -> Result<Vec<i64>, StoreError> {
+        self.accounts_keeping_root(cid).await
     }
 
     async fn lock_collector(&self) -> Result<Option<CollectorLock>, StoreError> {

@@ -259,6 +259,68 @@ CREATE INDEX keyvalues_by_operation ON keyvalues(operation_id);
 CREATE INDEX keyvalues_rooted ON keyvalues(account_id, k, v) WHERE rooted = 1;
 {keyvalues_from_meta}
 "#,
+    r#"
+-- What happened to an account's uploads and pins, in the order it committed: written by
+-- triggers on `operations` (no write path can forget one), read by the event streams and
+-- fanned out into webhook deliveries by a trigger of its own, in the same transaction.
+CREATE TABLE events (
+    id {id},
+    account_id {int} NOT NULL,
+    type TEXT NOT NULL,
+    operation_id {int} NOT NULL,
+    created_at {int} NOT NULL
+);
+CREATE INDEX events_by_account ON events(account_id, id);
+CREATE INDEX events_by_time ON events(created_at);
+-- `events` holds the types subscribed to between commas (`,upload.completed,pin.pinned,`);
+-- the secret signs every delivery, so it is kept as it is (like the node's key).
+CREATE TABLE webhooks (
+    id TEXT PRIMARY KEY,
+    account_id {int} NOT NULL REFERENCES accounts(id),
+    url TEXT NOT NULL,
+    events TEXT NOT NULL,
+    description TEXT NOT NULL,
+    secret TEXT NOT NULL,
+    created_at {int} NOT NULL,
+    deleted_at {int}
+);
+CREATE INDEX webhooks_by_account ON webhooks(account_id, created_at);
+-- One event for one endpoint: the durable queue of sends, claimed with a lease as operations
+-- are, so a node that dies holding one leaves it to another.
+CREATE TABLE webhook_deliveries (
+    id {id},
+    webhook_id TEXT NOT NULL,
+    event_id {int} NOT NULL,
+    status TEXT NOT NULL,
+    attempts {int} NOT NULL DEFAULT 0,
+    next_attempt_at {int} NOT NULL,
+    -- Retried until then (24 hours after it was queued, or retried by hand).
+    expires_at {int} NOT NULL,
+    claimed_by TEXT,
+    claimed_until {int},
+    created_at {int} NOT NULL,
+    updated_at {int} NOT NULL
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at, id) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_by_webhook ON webhook_deliveries(webhook_id, id);
+CREATE TABLE webhook_attempts (
+    delivery_id {int} NOT NULL,
+    attempt {int} NOT NULL,
+    at {int} NOT NULL,
+    duration_ms {int} NOT NULL,
+    response_status {int},
+    error TEXT,
+    PRIMARY KEY (delivery_id, attempt)
+);
+-- Bytes the gateway and Bitswap sent of an account's content, per calendar month (YYYY-MM).
+CREATE TABLE served_bytes (
+    account_id {int} NOT NULL,
+    month TEXT NOT NULL,
+    bytes {int} NOT NULL,
+    PRIMARY KEY (account_id, month)
+);
+{events_triggers}
+"#,
 ];
 
 /// Every step, in order, in one database's words.
@@ -274,6 +336,7 @@ pub fn steps(dialect: Dialect) -> Vec<String> {
         ),
         ("{kept_counts_triggers}", dialect.kept_counts_triggers()),
         ("{keyvalues_from_meta}", dialect.keyvalues_triggers()),
+        ("{events_triggers}", dialect.events_triggers()),
     ];
     STEPS
         .iter()

@@ -1,0 +1,508 @@
+//! Events, webhook endpoints, their deliveries, and usage (see [`crate::events`]). Events and
+//! deliveries are written by triggers (`dialect.rs`, `events_triggers`); this reads them, and
+//! moves deliveries through their attempts.
+
+use std::time::Duration;
+
+use super::rows::{now_ms, ModelRow};
+use super::write_queue::Line;
+use super::{Backend, SqlStore};
+use crate::events::{
+    retry_after_ms, Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, Usage,
+    Webhook, DELIVERY_WINDOW_MS, MAX_WEBHOOKS,
+};
+use crate::StoreError;
+
+fn corrupt(e: String) -> StoreError {
+    StoreError::Database(sqlx::Error::Decode(e.into()))
+}
+
+/// An event from a row of `events`, its columns named with `prefix`.
+fn event_from(row: &impl ModelRow, prefix: &str) -> Result<Event, StoreError> {
+    let column = |name: &str| format!("{prefix}{name}");
+    Ok(Event {
+        id: row.int(&column("id")),
+        account_id: row.int(&column("account_id")),
+        kind: row.text(&column("type")).parse().map_err(corrupt)?,
+        operation_id: row.int(&column("operation_id")),
+        created_at_ms: row.int(&column("created_at")),
+    })
+}
+
+fn webhook_from(row: &impl ModelRow) -> Result<Webhook, StoreError> {
+    let events = row.text("events");
+    Ok(Webhook {
+        id: row.text("id"),
+        account_id: row.int("account_id"),
+        url: row.text("url"),
+        events: crate::events::parse_types(&events).map_err(corrupt)?,
+        description: row.text("description"),
+        secret: row.text("secret"),
+        created_at_ms: row.int("created_at"),
+    })
+}
+
+/// An event's columns beside a delivery's, renamed `event_*` (see [`event_from`]).
+/// (`event_id` is the delivery's own column.)
+const DELIVERY_AND_EVENT: &str = "SELECT d.*, e.account_id AS event_account_id,
+        e.type AS event_type, e.operation_id AS event_operation_id,
+        e.created_at AS event_created_at
+    FROM webhook_deliveries d JOIN events e ON e.id = d.event_id";
+
+/// `$first, $first+1, ...`: `count` parameters for an `IN` list.
+fn parameters(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|n| format!("${n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl<B: Backend> SqlStore<B> {
+    pub(super) async fn events_of(
+        &self,
+        account_id: i64,
+        after: i64,
+        types: &[EventType],
+        limit: u32,
+    ) -> Result<Vec<Event>, StoreError> {
+        let only = if types.is_empty() {
+            String::new()
+        } else {
+            format!(" AND type IN ({})", parameters(4, types.len()))
+        };
+        let sql = format!(
+            "SELECT * FROM events WHERE account_id = $1 AND id > $2{only} ORDER BY id LIMIT $3"
+        );
+        let mut query = B::query(&sql)
+            .bind(account_id)
+            .bind(after)
+            .bind(limit as i64);
+        for t in types {
+            query = query.bind(t.as_str());
+        }
+        let rows = query.fetch_all(&mut self.conn().await?).await?;
+        rows.iter().map(|row| event_from(row, "")).collect()
+    }
+
+    pub(super) async fn events_of_all(
+        &self,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<Event>, StoreError> {
+        let rows = B::query("SELECT * FROM events WHERE id > $1 ORDER BY id LIMIT $2")
+            .bind(after)
+            .bind(limit as i64)
+            .fetch_all(&mut self.conn().await?)
+            .await?;
+        rows.iter().map(|row| event_from(row, "")).collect()
+    }
+
+    pub(super) async fn newest_event_id(&self) -> Result<i64, StoreError> {
+        let row = B::query("SELECT COALESCE(MAX(id), 0) AS newest FROM events")
+            .fetch_one(&mut self.conn().await?)
+            .await?;
+        Ok(row.int("newest"))
+    }
+
+    pub(super) async fn events_of_operation(
+        &self,
+        operation_id: i64,
+    ) -> Result<Vec<Event>, StoreError> {
+        let rows = B::query("SELECT * FROM events WHERE operation_id = $1 ORDER BY id")
+            .bind(operation_id)
+            .fetch_all(&mut self.conn().await?)
+            .await?;
+        rows.iter().map(|row| event_from(row, "")).collect()
+    }
+
+    /// Refused (`Invalid`) when the account has [`MAX_WEBHOOKS`] already; the count and the
+    /// insert are one statement, so two requests cannot both take the last place.
+    pub(super) async fn insert_webhook(&self, webhook: &Webhook) -> Result<Webhook, StoreError> {
+        let events = Webhook::events_text(&webhook.events);
+        let row = B::query(
+            "INSERT INTO webhooks (id, account_id, url, events, description, secret, created_at)
+             SELECT $1, $2, $3, $4, $5, $6, $7
+              WHERE (SELECT COUNT(*) FROM webhooks
+                      WHERE account_id = $8 AND deleted_at IS NULL) < $9
+             RETURNING *",
+        )
+        .bind(&webhook.id)
+        .bind(webhook.account_id)
+        .bind(&webhook.url)
+        .bind(&events)
+        .bind(&webhook.description)
+        .bind(&webhook.secret)
+        .bind(now_ms())
+        .bind(webhook.account_id)
+        .bind(MAX_WEBHOOKS as i64)
+        .fetch_optional(&mut self.write_conn(Line::Requests).await?)
+        .await?;
+        match row {
+            Some(row) => webhook_from(&row),
+            None => Err(StoreError::Invalid(format!(
+                "an account has at most {MAX_WEBHOOKS} webhook endpoints; delete one first"
+            ))),
+        }
+    }
+
+    pub(super) async fn webhooks_of(&self, account_id: i64) -> Result<Vec<Webhook>, StoreError> {
+        let rows = B::query(
+            "SELECT * FROM webhooks WHERE account_id = $1 AND deleted_at IS NULL
+              ORDER BY created_at, id",
+        )
+        .bind(account_id)
+        .fetch_all(&mut self.conn().await?)
+        .await?;
+        rows.iter().map(webhook_from).collect()
+    }
+
+    /// Its pending deliveries fail with it: nobody is left to send them to.
+    pub(super) async fn remove_webhook(
+        &self,
+        account_id: i64,
+        id: &str,
+    ) -> Result<Option<Webhook>, StoreError> {
+        let now = now_ms();
+        let mut tx = self.write(Line::Requests).await?;
+        let row = B::query(
+            "UPDATE webhooks SET deleted_at = $1
+              WHERE id = $2 AND account_id = $3 AND deleted_at IS NULL RETURNING *",
+        )
+        .bind(now)
+        .bind(id)
+        .bind(account_id)
+        .fetch_optional(&mut tx)
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        B::query(
+            "UPDATE webhook_deliveries SET status = 'failed', updated_at = $1
+              WHERE webhook_id = $2 AND status = 'pending'",
+        )
+        .bind(now)
+        .bind(id)
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        webhook_from(&row).map(Some)
+    }
+
+    /// The endpoint's deliveries, newest first, each with its attempts; `None` when the
+    /// account has no such endpoint.
+    pub(super) async fn deliveries_of(
+        &self,
+        account_id: i64,
+        webhook_id: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Option<Vec<Delivery>>, StoreError> {
+        let mut conn = self.conn().await?;
+        let owned = B::query("SELECT id FROM webhooks WHERE id = $1 AND account_id = $2")
+            .bind(webhook_id)
+            .bind(account_id)
+            .fetch_optional(&mut conn)
+            .await?;
+        if owned.is_none() {
+            return Ok(None);
+        }
+        let sql = format!(
+            "{DELIVERY_AND_EVENT} WHERE d.webhook_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3"
+        );
+        let rows = B::query(&sql)
+            .bind(webhook_id)
+            .bind(before.unwrap_or(i64::MAX))
+            .bind(limit as i64)
+            .fetch_all(&mut conn)
+            .await?;
+        let mut deliveries = rows
+            .iter()
+            .map(delivery_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        if deliveries.is_empty() {
+            return Ok(Some(deliveries));
+        }
+        let sql = format!(
+            "SELECT * FROM webhook_attempts WHERE delivery_id IN ({}) ORDER BY delivery_id, attempt",
+            parameters(1, deliveries.len())
+        );
+        let mut query = B::query(&sql);
+        for delivery in &deliveries {
+            query = query.bind(delivery.id);
+        }
+        for row in query.fetch_all(&mut conn).await? {
+            let id = row.int("delivery_id");
+            if let Some(delivery) = deliveries.iter_mut().find(|d| d.id == id) {
+                delivery.attempts.push(attempt_from(&row));
+            }
+        }
+        Ok(Some(deliveries))
+    }
+
+    /// Send it again now, and for another 24 hours if that fails too.
+    pub(super) async fn retry_delivery_of(
+        &self,
+        account_id: i64,
+        webhook_id: &str,
+        delivery_id: i64,
+    ) -> Result<Option<Delivery>, StoreError> {
+        let now = now_ms();
+        let updated = B::query(
+            "UPDATE webhook_deliveries
+                SET status = 'pending', next_attempt_at = $1, expires_at = $2, updated_at = $3,
+                    claimed_by = NULL, claimed_until = NULL
+              WHERE id = $4 AND webhook_id = $5
+                AND webhook_id IN (SELECT id FROM webhooks
+                                    WHERE account_id = $6 AND deleted_at IS NULL)",
+        )
+        .bind(now)
+        .bind(now + DELIVERY_WINDOW_MS)
+        .bind(now)
+        .bind(delivery_id)
+        .bind(webhook_id)
+        .bind(account_id)
+        .execute(&mut self.write_conn(Line::Requests).await?)
+        .await?;
+        if updated == 0 {
+            return Ok(None);
+        }
+        let sql = format!("{DELIVERY_AND_EVENT} WHERE d.id = $1");
+        let row = B::query(&sql)
+            .bind(delivery_id)
+            .fetch_one(&mut self.conn().await?)
+            .await?;
+        delivery_from(&row).map(Some)
+    }
+
+    /// Take up to `limit` deliveries that are due (or whose claimer's lease ran out) for
+    /// `worker`, with the endpoint and event each is for.
+    pub(super) async fn claim_due_deliveries(
+        &self,
+        worker: &str,
+        lease: Duration,
+        limit: u32,
+    ) -> Result<Vec<ClaimedDelivery>, StoreError> {
+        let now = now_ms();
+        let sql = format!(
+            "UPDATE webhook_deliveries SET claimed_by = $1, claimed_until = $2
+              WHERE id IN (SELECT id FROM webhook_deliveries
+                            WHERE status = 'pending' AND next_attempt_at <= $3
+                              AND (claimed_until IS NULL OR claimed_until < $4)
+                            ORDER BY next_attempt_at, id LIMIT $5{})
+              RETURNING id",
+            B::DIALECT.skip_locked()
+        );
+        let ids: Vec<i64> = B::query(&sql)
+            .bind(worker)
+            .bind(now + lease.as_millis() as i64)
+            .bind(now)
+            .bind(now)
+            .bind(limit as i64)
+            .fetch_all(&mut self.write_conn(Line::Operations).await?)
+            .await?
+            .iter()
+            .map(|row| row.int("id"))
+            .collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT d.id, d.attempts, d.expires_at, w.url, w.secret, e.id AS event_id,
+                    e.account_id AS event_account_id, e.type AS event_type,
+                    e.operation_id AS event_operation_id, e.created_at AS event_created_at
+               FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+               JOIN webhooks w ON w.id = d.webhook_id
+              WHERE d.id IN ({}) ORDER BY d.id",
+            parameters(1, ids.len())
+        );
+        let mut query = B::query(&sql);
+        for id in &ids {
+            query = query.bind(*id);
+        }
+        let rows = query.fetch_all(&mut self.conn().await?).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ClaimedDelivery {
+                    id: row.int("id"),
+                    attempts: row.int("attempts") as u32,
+                    expires_at_ms: row.int("expires_at"),
+                    url: row.text("url"),
+                    secret: row.text("secret"),
+                    event: event_from(row, "event_")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Record an attempt and what follows from it: delivered, due again later, or failed once
+    /// its 24 hours are over. Nothing changes but the attempt's record when `worker` lost the
+    /// claim meanwhile (the one that took it decides).
+    pub(super) async fn record_delivery_attempt(
+        &self,
+        delivery: &ClaimedDelivery,
+        worker: &str,
+        attempt: &Attempt,
+    ) -> Result<DeliveryStatus, StoreError> {
+        let number = delivery.attempts + 1;
+        let next = attempt.at_ms + attempt.duration_ms + retry_after_ms(number);
+        let status = if attempt.succeeded() {
+            DeliveryStatus::Delivered
+        } else if next > delivery.expires_at_ms {
+            DeliveryStatus::Failed
+        } else {
+            DeliveryStatus::Pending
+        };
+        let mut tx = self.write(Line::Operations).await?;
+        B::query(
+            "INSERT INTO webhook_attempts
+                (delivery_id, attempt, at, duration_ms, response_status, error)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (delivery_id, attempt) DO NOTHING",
+        )
+        .bind(delivery.id)
+        .bind(number as i64)
+        .bind(attempt.at_ms)
+        .bind(attempt.duration_ms)
+        .bind(attempt.response_status.map(i64::from))
+        .bind(attempt.error.as_deref())
+        .execute(&mut tx)
+        .await?;
+        B::query(
+            "UPDATE webhook_deliveries
+                SET attempts = $1, status = $2, next_attempt_at = $3, updated_at = $4,
+                    claimed_by = NULL, claimed_until = NULL
+              WHERE id = $5 AND claimed_by = $6 AND status = 'pending'",
+        )
+        .bind(number as i64)
+        .bind(status.as_str())
+        .bind(next)
+        .bind(now_ms())
+        .bind(delivery.id)
+        .bind(worker)
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        Ok(status)
+    }
+
+    /// Events older than `before_ms`, and deliveries finished that long ago with their
+    /// attempts.
+    pub(super) async fn forget_events_before(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let mut tx = self.write(Line::Requests).await?;
+        B::query(
+            "DELETE FROM webhook_attempts WHERE delivery_id IN
+                (SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND updated_at < $1)",
+        )
+        .bind(before_ms)
+        .execute(&mut tx)
+        .await?;
+        B::query("DELETE FROM webhook_deliveries WHERE status <> 'pending' AND updated_at < $1")
+            .bind(before_ms)
+            .execute(&mut tx)
+            .await?;
+        // An event a pending delivery still needs stays.
+        let gone = B::query(
+            "DELETE FROM events WHERE created_at < $1
+                AND id NOT IN (SELECT event_id FROM webhook_deliveries)",
+        )
+        .bind(before_ms)
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        Ok(gone)
+    }
+
+    pub(super) async fn usage_of(
+        &self,
+        account_id: i64,
+        start_ms: i64,
+        end_ms: i64,
+        month: &str,
+    ) -> Result<Usage, StoreError> {
+        let mut conn = self.conn().await?;
+        let row = B::query(
+            // PostgreSQL sums BIGINTs into NUMERIC: cast back.
+            "SELECT
+                CAST(COALESCE(SUM(CASE WHEN kind <> 'pin' AND deleted_at IS NULL
+                                       THEN 1 ELSE 0 END), 0) AS BIGINT) AS uploads,
+                CAST(COALESCE(SUM(CASE WHEN kind = 'pin' AND deleted_at IS NULL
+                                       THEN 1 ELSE 0 END), 0) AS BIGINT) AS pins,
+                CAST(COALESCE(SUM(CASE WHEN kind <> 'pin' AND created_at >= $1 AND created_at < $2
+                                       THEN size ELSE 0 END), 0) AS BIGINT) AS uploaded
+               FROM operations WHERE account_id = $3",
+        )
+        .bind(start_ms)
+        .bind(end_ms)
+        .bind(account_id)
+        .fetch_one(&mut conn)
+        .await?;
+        let served =
+            B::query("SELECT bytes FROM served_bytes WHERE account_id = $1 AND month = $2")
+                .bind(account_id)
+                .bind(month)
+                .fetch_optional(&mut conn)
+                .await?
+                .map(|row| row.int("bytes"));
+        Ok(Usage {
+            uploads: row.int("uploads") as u64,
+            pins: row.int("pins") as u64,
+            uploaded_bytes: row.int("uploaded") as u64,
+            served_bytes: served.unwrap_or(0) as u64,
+        })
+    }
+
+    pub(super) async fn add_served(
+        &self,
+        month: &str,
+        served: &[(i64, u64)],
+    ) -> Result<(), StoreError> {
+        if served.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.write(Line::Requests).await?;
+        for (account_id, bytes) in served {
+            B::query(
+                "INSERT INTO served_bytes (account_id, month, bytes) VALUES ($1, $2, $3)
+                 ON CONFLICT (account_id, month)
+                 DO UPDATE SET bytes = served_bytes.bytes + excluded.bytes",
+            )
+            .bind(*account_id)
+            .bind(month)
+            .bind(*bytes as i64)
+            .execute(&mut tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub(super) async fn accounts_keeping_root(&self, cid: &str) -> Result<Vec<i64>, StoreError> {
+        let rows = B::query("SELECT account_id FROM account_roots WHERE cid = $1 AND refs > 0")
+            .bind(cid)
+            .fetch_all(&mut self.conn().await?)
+            .await?;
+        Ok(rows.iter().map(|row| row.int("account_id")).collect())
+    }
+}
+
+fn delivery_from(row: &impl ModelRow) -> Result<Delivery, StoreError> {
+    let status: DeliveryStatus = row.text("status").parse().map_err(corrupt)?;
+    Ok(Delivery {
+        id: row.int("id"),
+        webhook_id: row.text("webhook_id"),
+        event: event_from(row, "event_")?,
+        status,
+        next_attempt_at_ms: (status == DeliveryStatus::Pending).then(|| row.int("next_attempt_at")),
+        created_at_ms: row.int("created_at"),
+        attempts: Vec::new(),
+    })
+}
+
+fn attempt_from(row: &impl ModelRow) -> Attempt {
+    Attempt {
+        at_ms: row.int("at"),
+        duration_ms: row.int("duration_ms"),
+        response_status: row.maybe_int("response_status").map(|s| s as u16),
+        error: row.maybe_text("error"),
+    }
+}
