@@ -82,6 +82,8 @@ enum Resource {
     Key,
     /// An upload link's id.
     Link,
+    /// A webhook endpoint's id.
+    Webhook,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -117,7 +119,7 @@ const fn route(method: &'static str, host: Host, path: &'static str, access: Acc
 
 use Access::{Owned, Public, Token};
 use Host::{Account, Upload};
-use Resource::{Key, Link, Pin, PostOperation, PostUpload, TusUpload};
+use Resource::{Key, Link, Pin, PostOperation, PostUpload, TusUpload, Webhook};
 
 /// What an operation id may be: an operation's integer id, or the upload id of its upload
 /// (`docs/contract.md` "Operation record"); a pin is an operation too.
@@ -145,6 +147,16 @@ const ROUTES: &[Route] = &[
     route("HEAD", Upload, "/api/operations/{id}", Owned(OPERATION_IDS, UPLOAD_OR_READ)),
     route("GET", Account, "/api/operations/{id}", Owned(OPERATION_IDS, UPLOAD_OR_READ)),
     route("HEAD", Account, "/api/operations/{id}", Owned(OPERATION_IDS, UPLOAD_OR_READ)),
+    // Live events (`routes::events`): an operation's, as its record is read; the account's,
+    // with `read`.
+    route("GET", Upload, "/api/operations/{id}/events", Owned(OPERATION_IDS, UPLOAD_OR_READ)),
+    route("HEAD", Upload, "/api/operations/{id}/events", Owned(OPERATION_IDS, UPLOAD_OR_READ)),
+    route("GET", Account, "/api/operations/{id}/events", Owned(OPERATION_IDS, UPLOAD_OR_READ)),
+    route("HEAD", Account, "/api/operations/{id}/events", Owned(OPERATION_IDS, UPLOAD_OR_READ)),
+    route("GET", Upload, "/api/events", Token(READ)),
+    route("HEAD", Upload, "/api/events", Token(READ)),
+    route("GET", Account, "/api/events", Token(READ)),
+    route("HEAD", Account, "/api/events", Token(READ)),
     route("GET", Upload, "/api/uploads", Token(READ)),
     route("HEAD", Upload, "/api/uploads", Token(READ)),
     route("GET", Account, "/api/uploads", Token(READ)),
@@ -218,6 +230,16 @@ const ROUTES: &[Route] = &[
     route("GET", Account, "/api/keys", Token(KEYS)),
     route("HEAD", Account, "/api/keys", Token(KEYS)),
     route("DELETE", Account, "/api/keys/{id}", Owned(&[Key], KEYS)),
+    // Webhooks send what the account's uploads become, to where its key says: `keys`.
+    route("POST", Account, "/api/webhooks", Token(KEYS)),
+    route("GET", Account, "/api/webhooks", Token(KEYS)),
+    route("HEAD", Account, "/api/webhooks", Token(KEYS)),
+    route("DELETE", Account, "/api/webhooks/{id}", Owned(&[Webhook], KEYS)),
+    route("GET", Account, "/api/webhooks/{id}/deliveries", Owned(&[Webhook], KEYS)),
+    route("HEAD", Account, "/api/webhooks/{id}/deliveries", Owned(&[Webhook], KEYS)),
+    route("POST", Account, "/api/webhooks/{id}/deliveries/{delivery}/retry", Owned(&[Webhook], KEYS)),
+    route("GET", Account, "/api/usage", Token(READ)),
+    route("HEAD", Account, "/api/usage", Token(READ)),
     // `web::routes`: the page and its files load before anyone signs in; `/api/web-config`
     // tells the page where the upload host is (`web.rs`: nothing the page's URL does not).
     route("GET", Account, "/", Public(Some(200))),
@@ -272,6 +294,8 @@ struct World {
     /// A spare key of the owner's, and a link of the owner's.
     key_id: String,
     link_id: String,
+    /// A webhook endpoint of the owner's.
+    webhook_id: String,
     /// An upload link's secret with its last digit changed.
     tampered_link: String,
     file_cid: String,
@@ -301,6 +325,7 @@ impl World {
             Resource::Pin => &self.pin,
             Resource::Key => &self.key_id,
             Resource::Link => &self.link_id,
+            Resource::Webhook => &self.webhook_id,
         }
     }
 
@@ -326,6 +351,7 @@ impl World {
             .replace("{file}", "app.js")
             .replace("{id}", id)
             .replace("{requestid}", id)
+            .replace("{delivery}", "1")
             .replace("{secret}", &self.tampered_link);
         assert!(
             !path.contains('{'),
@@ -360,6 +386,10 @@ impl World {
             // A key that a key with `keys` alone may give.
             ("POST", "/api/keys") => request.json(&json!({"name": "probe", "scopes": ["keys"]})),
             ("POST", "/api/upload-links") => request.json(&json!({})),
+            // A public address (the server allows no other), which nothing is sent to.
+            ("POST", "/api/webhooks") => {
+                request.json(&json!({"url": "https://1.1.1.1/probe", "events": ["pin.removed"]}))
+            }
             ("PATCH", "/api/uploads/{id}") => request.json(&json!({"keyvalues": {"probe": "1"}})),
             // The upload's missing bytes, at the right offset.
             ("PATCH", "/api/upload/tus/{id}") => request
@@ -738,6 +768,17 @@ async fn world() -> World {
     let secret = link["url"].as_str().unwrap().rsplit('/').next().unwrap();
     let last = if secret.ends_with('0') { "1" } else { "0" };
     let tampered_link = format!("{}{last}", &secret[..secret.len() - 1]);
+    let webhook: Value = client
+        .post(format!("{}/api/webhooks", running.account))
+        .bearer_auth(&owner)
+        .json(&json!({"url": "https://1.1.1.1/hook", "events": ["pin.removed"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let webhook_id = webhook["id"].as_str().expect("a webhook").to_owned();
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
 
     let world = World {
@@ -757,6 +798,7 @@ async fn world() -> World {
         scoped,
         key_id,
         link_id,
+        webhook_id,
         tampered_link,
         _data: data,
     };
@@ -972,7 +1014,9 @@ async fn authentication_before_the_body(world: &World, report: &mut Report) {
                 "/api/upload" | "/api/upload/link/{secret}" => {
                     "multipart/form-data; boundary=cairn"
                 }
-                "/api/keys" | "/api/upload-links" | "/api/uploads/{id}" => "application/json",
+                "/api/keys" | "/api/upload-links" | "/api/uploads/{id}" | "/api/webhooks" => {
+                    "application/json"
+                }
                 path if path.starts_with("/pins") => "application/json",
                 _ => "application/offset+octet-stream",
             };

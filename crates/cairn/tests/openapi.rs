@@ -154,6 +154,10 @@ async fn schemathesis_finds_no_server_error_and_no_response_the_document_does_no
             .args(["--exclude-tag", "routing"])
             .args(["--exclude-tag", "web"])
             .args(["--exclude-tag", "pins"])
+            // Streams stay open (`tests/events_and_webhooks.rs` follows them); a made endpoint's
+            // host is resolved, and this machine resolves no name but its own.
+            .args(["--exclude-tag", "events"])
+            .args(["--exclude-operation-id", "createWebhook"])
             .args(["--exclude-operation-id", "tusPatch"])
             .args([
                 "--checks",
