@@ -205,8 +205,16 @@ pub async fn run(config: ServeConfig) -> Result<()> {
             stop_rx.clone(),
         ));
     }
-    tokio::spawn(cairn_service::events::follow_events(service.clone()));
-    let recording_served = tokio::spawn(cairn_service::served::record_served(service.clone()));
+    tokio::spawn(cairn_service::events::follow_events(
+        service.store.clone(),
+        service.events.clone(),
+        stop_rx.clone(),
+    ));
+    let recording_served = tokio::spawn(cairn_service::served::record_served(
+        service.store.clone(),
+        service.served.clone(),
+        stop_rx.clone(),
+    ));
     tokio::spawn(cairn_service::webhooks::deliver_webhooks(
         service.clone(),
         Arc::new(cairn_server::routes::events::event_body),

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_store::events::Event;
-use tokio::sync::broadcast;
+use cairn_store::MetadataStore;
+use tokio::sync::{broadcast, watch};
 
-use crate::{sleep_unless_stopped, Service};
+use crate::stop::sleep_unless_stopped;
 
 /// How often the log is read: an event reaches a stream on any node within this (and the
 /// round's query).
@@ -40,10 +41,13 @@ impl EventBus {
 }
 
 /// Follow the event log until the service stops, from its newest event at the start.
-pub async fn follow_events(service: Service) {
-    let stop = service.stop.subscribe();
+pub async fn follow_events(
+    store: Arc<dyn MetadataStore>,
+    bus: Arc<EventBus>,
+    stop: watch::Receiver<bool>,
+) {
     let mut after = loop {
-        match service.store.last_event_id().await {
+        match store.last_event_id().await {
             Ok(id) => break id,
             Err(e) => {
                 tracing::warn!(error = %e, "reading the event log failed; retrying");
@@ -54,13 +58,13 @@ pub async fn follow_events(service: Service) {
         }
     };
     loop {
-        match service.store.all_events_after(after, PAGE).await {
+        match store.all_events_after(after, PAGE).await {
             Ok(events) => {
                 let full = events.len() == PAGE as usize;
                 for event in events {
                     after = event.id;
                     // No stream listening is not an error.
-                    let _ = service.events.sender.send(Arc::new(event));
+                    let _ = bus.sender.send(Arc::new(event));
                 }
                 if full {
                     continue;

@@ -4,12 +4,13 @@
 //! A node killed without stopping loses what it had not written yet (at most that interval).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cairn_store::now_ms;
+use cairn_store::{now_ms, MetadataStore};
+use tokio::sync::watch;
 
-use crate::{sleep_unless_stopped, Service};
+use crate::stop::sleep_unless_stopped;
 
 const FLUSH_EVERY: Duration = Duration::from_secs(10);
 /// Roots counted between flushes; bytes for roots past this wait for nothing and are not
@@ -41,11 +42,14 @@ impl ServedBytes {
 }
 
 /// Credit what was served until the service stops, and once more then.
-pub async fn record_served(service: Service) {
-    let stop = service.stop.subscribe();
+pub async fn record_served(
+    store: Arc<dyn MetadataStore>,
+    served: Arc<ServedBytes>,
+    stop: watch::Receiver<bool>,
+) {
     loop {
         let stopping = sleep_unless_stopped(&stop, FLUSH_EVERY).await;
-        if let Err(e) = flush(&service).await {
+        if let Err(e) = flush(store.as_ref(), &served).await {
             tracing::warn!(error = %e, "recording served bytes failed");
         }
         if stopping {
@@ -54,17 +58,19 @@ pub async fn record_served(service: Service) {
     }
 }
 
-async fn flush(service: &Service) -> Result<(), cairn_store::StoreError> {
-    let served = service.served.take();
+async fn flush(
+    store: &dyn MetadataStore,
+    served: &ServedBytes,
+) -> Result<(), cairn_store::StoreError> {
+    let served = served.take();
     let mut by_account: HashMap<i64, u64> = HashMap::new();
     for (root, bytes) in served {
-        for account in service.store.accounts_keeping(&root).await? {
+        for account in store.accounts_keeping(&root).await? {
             *by_account.entry(account).or_default() += bytes;
         }
     }
     let by_account: Vec<(i64, u64)> = by_account.into_iter().collect();
-    service
-        .store
+    store
         .add_served_bytes(&month_of(now_ms()), &by_account)
         .await
 }
