@@ -119,6 +119,20 @@ async fn upload(running: &Running, bytes: Vec<u8>, name: &str) -> Value {
     response.json().await.unwrap()
 }
 
+/// A GET with `token`: the status and the body as JSON.
+async fn get(url: &str, token: &str) -> (u16, Value) {
+    let response = Client::new()
+        .get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    (
+        response.status().as_u16(),
+        response.json().await.unwrap_or(Value::Null),
+    )
+}
+
 async fn make_webhook(running: &Running, url: &str, events: &[&str]) -> (u16, Value) {
     let response = Client::new()
         .post(format!("{}/api/webhooks", running.account))
@@ -176,15 +190,7 @@ async fn webhooks_arrive_signed_once_each_and_none_is_lost_to_kill_9() {
     let secret = hook["secret"].as_str().unwrap();
     assert!(secret.starts_with("whsec_"), "{hook}");
     std::fs::write(&receiver.secret, secret).unwrap();
-    let listed: Value = Client::new()
-        .get(format!("{}/api/webhooks", running.account))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, listed) = get(&format!("{}/api/webhooks", running.account), &token).await;
     assert_eq!(listed["webhooks"][0]["id"], hook["id"]);
     assert!(
         listed["webhooks"][0].get("secret").is_none(),
@@ -232,19 +238,9 @@ async fn webhooks_arrive_signed_once_each_and_none_is_lost_to_kill_9() {
         .unwrap()
         .ends_with('Z'));
 
-    let deliveries: Value = Client::new()
-        .get(format!(
-            "{}/api/webhooks/{}/deliveries",
-            running.account,
-            hook["id"].as_str().unwrap()
-        ))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let hook_id = hook["id"].as_str().unwrap();
+    let deliveries = format!("{}/api/webhooks/{hook_id}/deliveries", running.account);
+    let (_, deliveries) = get(&deliveries, &token).await;
     let deliveries = deliveries["deliveries"].as_array().unwrap().clone();
     assert_eq!(deliveries.len(), 6);
     for delivery in &deliveries {
@@ -315,6 +311,7 @@ async fn uploads_are_followed_live_and_a_cut_stream_resumes_without_loss_or_repe
 
     // An archive: processed after the POST is answered; its stream ends with `completed`.
     let tar = tar_of(&[("a.txt", b"alpha"), ("b/c.txt", b"gamma")]);
+    let tar_len = tar.len();
     let made = upload(&running, tar, "site.tar").await;
     let operation = made["operationId"].as_i64().unwrap();
     let url = format!("{}/api/operations/{operation}/events", running.upload);
@@ -415,27 +412,17 @@ async fn uploads_are_followed_live_and_a_cut_stream_resumes_without_loss_or_repe
     assert!(filtered.is_empty(), "{filtered:#?}");
 
     // Usage: what the account keeps and uploaded this month.
-    let usage: Value = Client::new()
-        .get(format!("{}/api/usage", running.account))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (status, usage) = get(&format!("{}/api/usage", running.account), &token).await;
+    assert_eq!(status, 200, "{usage}");
     assert_eq!(usage["uploads"], 2, "{usage}");
     assert_eq!(usage["pins"], 0, "{usage}");
-    assert!(
-        usage["uploadedBytes"].as_u64().unwrap() >= 300_000,
-        "{usage}"
-    );
+    assert_eq!(usage["uploadedBytes"], tar_len + 300_000, "{usage}");
     assert!(usage["storedBytes"].as_u64().unwrap() >= 300_000, "{usage}");
-    let bad = Client::new()
-        .get(format!("{}/api/usage?period=2026-13", running.account))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad.status(), 400);
+    let bad = format!("{}/api/usage?period=2026-13", running.account);
+    let (status, bad) = get(&bad, &token).await;
+    assert_eq!(status, 400, "{bad}");
+    assert!(
+        bad["message"].as_str().unwrap().contains("2026-13"),
+        "{bad}"
+    );
 }

@@ -1,12 +1,13 @@
 //! The node's view of the event log: one task follows every account's events in the metadata
 //! store (written there by triggers, on whichever node made the change) and hands each to the
-//! streams subscribed on this node. One query per round for the node, not one per stream.
+//! streams subscribed on this node. One query per round for the node, not one per stream. It
+//! also forgets, hourly, what is older than the log keeps.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use cairn_store::events::Event;
-use cairn_store::MetadataStore;
+use cairn_store::events::{Event, EVENTS_KEPT_MS};
+use cairn_store::{now_ms, MetadataStore};
 use tokio::sync::{broadcast, watch};
 
 use crate::stop::sleep_unless_stopped;
@@ -16,6 +17,9 @@ use crate::stop::sleep_unless_stopped;
 const FOLLOW_EVERY: Duration = Duration::from_millis(200);
 /// Events read per query; a longer backlog takes several rounds back to back.
 const PAGE: u32 = 500;
+/// How often events older than `EVENTS_KEPT_MS`, and deliveries finished that long ago, are
+/// forgotten.
+const FORGET_EVERY: Duration = Duration::from_secs(3600);
 /// Events held for streams that have not read them yet. A stream that falls further behind
 /// is told so and reads its backlog from the store instead (`Lagged`).
 const BUFFERED: usize = 4096;
@@ -57,7 +61,14 @@ pub async fn follow_events(
             }
         }
     };
+    let mut forgotten = Instant::now() - FORGET_EVERY;
     loop {
+        if forgotten.elapsed() >= FORGET_EVERY {
+            forgotten = Instant::now();
+            if let Err(e) = store.forget_events(now_ms() - EVENTS_KEPT_MS).await {
+                tracing::warn!(error = %e, "forgetting old events failed");
+            }
+        }
         match store.all_events_after(after, PAGE).await {
             Ok(events) => {
                 let full = events.len() == PAGE as usize;

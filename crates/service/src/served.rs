@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use cairn_store::events::Month;
 use cairn_store::{now_ms, MetadataStore};
 use tokio::sync::watch;
 
@@ -71,12 +72,6 @@ async fn flush(
     }
     let by_account: Vec<(i64, u64)> = by_account.into_iter().collect();
     store
-        .add_served_bytes(&month_of(now_ms()), &by_account)
+        .add_served_bytes(&Month::of(now_ms()).to_string(), &by_account)
         .await
-}
-
-/// `YYYY-MM` of a time in milliseconds since the epoch, UTC.
-pub fn month_of(ms: i64) -> String {
-    let at = std::time::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339(at).to_string()[..7].to_owned()
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use cairn_store::events::{Attempt, ClaimedDelivery, Event, EVENTS_KEPT_MS};
+use cairn_store::events::{Attempt, ClaimedDelivery, Event};
 use cairn_store::model::{Operation, OperationRef};
 use cairn_store::{now_ms, random_name};
 use futures_util::future::join_all;
@@ -38,8 +38,6 @@ const LEASE: Duration = Duration::from_secs(20);
 const IDLE: Duration = Duration::from_millis(500);
 /// The bytes of an endpoint's answer read (the rest is not waited for).
 const RESPONSE_READ: usize = 4096;
-/// How often old events and finished deliveries are forgotten.
-const FORGET_EVERY: Duration = Duration::from_secs(3600);
 
 /// A new endpoint's signing secret: `whsec_` and 24 random bytes in base64, the form every
 /// Standard Webhooks library takes.
@@ -86,6 +84,12 @@ pub fn is_public(ip: IpAddr) -> bool {
     }
 }
 
+/// A URL's host as a resolver takes it: an IPv6 literal without its brackets.
+fn host_of(url: &Url) -> Option<&str> {
+    let host = url.host_str()?;
+    Some(host.trim_start_matches('[').trim_end_matches(']'))
+}
+
 /// An endpoint's URL, checked: http or https, a host, and (unless `allow_private`) only
 /// public addresses for it. The error says which rule it broke.
 pub async fn check_url(url: &str, allow_private: bool) -> Result<Url, String> {
@@ -99,12 +103,7 @@ pub async fn check_url(url: &str, allow_private: bool) -> Result<Url, String> {
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err("url: credentials in the URL are not allowed".into());
     }
-    let host = parsed
-        .host_str()
-        .ok_or("url: it names no host")?
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
+    let host = host_of(&parsed).ok_or("url: it names no host")?.to_owned();
     if allow_private {
         return Ok(parsed);
     }
@@ -165,15 +164,7 @@ pub async fn deliver_webhooks(service: Service, render: RenderEvent, allow_priva
     };
     let worker = format!("webhooks-{}", random_name());
     let stop = service.stop.subscribe();
-    let mut forgotten = Instant::now() - FORGET_EVERY;
     loop {
-        if forgotten.elapsed() >= FORGET_EVERY {
-            forgotten = Instant::now();
-            let before = now_ms() - EVENTS_KEPT_MS;
-            if let Err(e) = service.store.forget_events(before).await {
-                tracing::warn!(error = %e, "forgetting old events failed");
-            }
-        }
         let claimed = match service.store.claim_deliveries(&worker, LEASE, CLAIM).await {
             Ok(claimed) => claimed,
             Err(e) => {
@@ -253,12 +244,7 @@ async fn send(
     let outcome = async {
         let url = Url::parse(&delivery.url).map_err(|e| format!("url: {e}"))?;
         // A literal address never reaches the resolver.
-        if let Some(ip) = url.host_str().and_then(|h| {
-            h.trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<IpAddr>()
-                .ok()
-        }) {
+        if let Some(ip) = host_of(&url).and_then(|host| host.parse::<IpAddr>().ok()) {
             if !allow_private && !is_public(ip) {
                 return Err(format!("{ip} is not a public address"));
             }

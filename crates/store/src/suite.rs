@@ -125,7 +125,7 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
         events,
         description: String::new(),
         secret: "whsec_c2VjcmV0".to_owned(),
-        created_at_ms: 0,
+        created_at_ms: crate::now_ms(),
     };
     let made = store
         .create_webhook(&hook(
@@ -515,20 +515,20 @@ async fn accounts_and_tokens(store: &dyn MetadataStore) {
 }
 
 async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
-    let wren = store
-        .create_account("wren", AccountLimits::default())
+    let ivy = store
+        .create_account("ivy", AccountLimits::default())
         .await
         .unwrap();
     let other = store
-        .create_account("wren-neighbour", AccountLimits::default())
+        .create_account("ivy-neighbour", AccountLimits::default())
         .await
         .unwrap();
-    let admin = add_token(store, wren.id, &tokens::generate()).await;
+    let admin = add_token(store, ivy.id, &tokens::generate()).await;
 
     // A key keeps what it was made with, and is found by its secret with its account.
     let secret = tokens::generate();
     let new = NewKey {
-        account_id: wren.id,
+        account_id: ivy.id,
         name: "browser".into(),
         scopes: "upload,read".parse().unwrap(),
         expires_at_ms: Some(4_000_000_000_000),
@@ -541,7 +541,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         .await
         .unwrap();
     let (account, found) = store.key_for_token(&secret.hash).await.unwrap().unwrap();
-    assert_eq!((account.id, &found), (wren.id, &key));
+    assert_eq!((account.id, &found), (ivy.id, &key));
     assert_eq!(
         (
             found.name.as_str(),
@@ -557,7 +557,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     );
     let ids = |keys: Vec<ApiKey>| keys.into_iter().map(|k| k.id).collect::<Vec<_>>();
     assert_eq!(
-        ids(store.list_keys(wren.id).await.unwrap()),
+        ids(store.list_keys(ivy.id).await.unwrap()),
         [admin.id, key.id]
     );
 
@@ -576,7 +576,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     // allowed, nothing is recorded.
     let with_key = |id: &str| NewUpload {
         key_id: Some(key.id),
-        ..upload(id, wren.id)
+        ..upload(id, ivy.id)
     };
     store.record_upload(with_key("use-1"), None).await.unwrap();
     store.record_upload(with_key("use-2"), None).await.unwrap();
@@ -588,14 +588,14 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     assert_eq!(used.uses, 2);
     assert!(used.last_used_at_ms > Some(66_000));
     let spent = OperationRef::UploadId("use-3".into());
-    assert!(store.operation(wren.id, &spent).await.unwrap().is_none());
+    assert!(store.operation(ivy.id, &spent).await.unwrap().is_none());
 
     // A link lives while neither it nor the key that made it is revoked.
     let link_secret = tokens::generate();
     let link = NewLink {
         id: "link-1".into(),
         hash: link_secret.hash,
-        account_id: wren.id,
+        account_id: ivy.id,
         created_by: key.id,
         expires_at_ms: 4_000_000_000_000,
         max_bytes: Some(9 << 20),
@@ -617,7 +617,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     );
     let through_link = |id: &str| NewUpload {
         link_id: Some("link-1".into()),
-        ..upload(id, wren.id)
+        ..upload(id, ivy.id)
     };
     store
         .record_upload(through_link("linked-1"), None)
@@ -627,7 +627,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         store.record_upload(through_link("linked-2"), None).await,
         Err(StoreError::Spent(Spent::Link))
     ));
-    let listed = store.list_links(wren.id).await.unwrap();
+    let listed = store.list_links(ivy.id).await.unwrap();
     assert_eq!(
         listed
             .iter()
@@ -636,9 +636,9 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         [("link-1", 1)]
     );
     assert_eq!(store.revoke_key(other.id, key.id).await.unwrap(), None);
-    let revoked = store.revoke_key(wren.id, key.id).await.unwrap().unwrap();
+    let revoked = store.revoke_key(ivy.id, key.id).await.unwrap().unwrap();
     assert!(revoked.revoked);
-    assert_eq!(store.revoke_key(wren.id, key.id).await.unwrap(), None);
+    assert_eq!(store.revoke_key(ivy.id, key.id).await.unwrap(), None);
     assert!(store.key_for_token(&secret.hash).await.unwrap().is_none());
     assert_eq!(
         store.link_for_secret(&link_secret.hash).await.unwrap(),
@@ -655,20 +655,20 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     assert_eq!(store.revoke_link(other.id, "link-2").await.unwrap(), None);
     assert!(
         store
-            .revoke_link(wren.id, "link-2")
+            .revoke_link(ivy.id, "link-2")
             .await
             .unwrap()
             .unwrap()
             .revoked
     );
     assert_eq!(store.link("link-2").await.unwrap(), None);
-    assert!(store.list_links(wren.id).await.unwrap().is_empty());
+    assert!(store.list_links(ivy.id).await.unwrap().is_empty());
 
     // Key-values find uploads, change with them, and leave with a deletion.
     let tagged = |id: &str, json: &str| NewUpload {
         keyvalues: KeyValues::from_json(json).unwrap(),
         key_id: Some(admin.id),
-        ..upload(id, wren.id)
+        ..upload(id, ivy.id)
     };
     store
         .record_upload(tagged("kv1", r#"{"user":"7","kind":"avatar"}"#), None)
@@ -691,8 +691,8 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         ..KeptFilter::default()
     };
     let found = |filter: KeptFilter| async move {
-        let page = store.list_kept(wren.id, &filter).await.unwrap();
-        let count = store.count_kept(wren.id, &filter).await.unwrap();
+        let page = store.list_kept(ivy.id, &filter).await.unwrap();
+        let count = store.count_kept(ivy.id, &filter).await.unwrap();
         (
             page.into_iter().map(|op| op.upload_id).collect::<Vec<_>>(),
             count,
@@ -711,7 +711,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         limit: 1,
         ..by(&[("user", "7")])
     };
-    let first = store.list_kept(wren.id, &next_page).await.unwrap();
+    let first = store.list_kept(ivy.id, &next_page).await.unwrap();
     let after = KeptFilter {
         cursor: Some(KeptKey {
             created_at_ms: first[0].created_at_ms,
@@ -733,7 +733,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     ];
     let changed = store
         .change_upload(
-            wren.id,
+            ivy.id,
             "kv1",
             Some("renamed".into()),
             changes.into_iter().collect(),
@@ -752,7 +752,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         .map(|i| (format!("k{i}"), Some("v".to_owned())))
         .collect();
     assert!(matches!(
-        store.change_upload(wren.id, "kv1", None, too_many).await,
+        store.change_upload(ivy.id, "kv1", None, too_many).await,
         Err(StoreError::Invalid(message)) if message.contains("16")
     ));
     assert!(store
@@ -760,7 +760,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         .await
         .unwrap()
         .is_none());
-    store.delete_kept(wren.id, "kv3").await.unwrap();
+    store.delete_kept(ivy.id, "kv3").await.unwrap();
     assert_eq!(found(by(&[("user", "8")])).await, (vec!["kv1".into()], 1));
 
     // An upload-only key reads the operations it began, and no others.
@@ -771,7 +771,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         key_id: Some(admin.id),
         limit: 10,
     };
-    let began = store.list_operations(wren.id, &mine).await.unwrap();
+    let began = store.list_operations(ivy.id, &mine).await.unwrap();
     assert_eq!(
         began
             .iter()
@@ -783,7 +783,7 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
         key_id: Some(key.id),
         ..mine
     };
-    let began = store.list_operations(wren.id, &by_key).await.unwrap();
+    let began = store.list_operations(ivy.id, &by_key).await.unwrap();
     assert_eq!(
         began
             .iter()

@@ -22,14 +22,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use cairn_store::access::Scope;
 use cairn_store::events::{parse_types, Event, EventType};
 use cairn_store::model::{ArchiveMode, Operation, OperationKind, OperationRef, OperationStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 
-use super::operations::{error_object, OperationRecord};
+use super::operations::{error_object, readable_operation, OperationRecord};
 use super::pins::pin_status;
 use super::rfc3339;
 use super::uploads::UploadRecord;
@@ -238,20 +237,7 @@ pub async fn operation_events(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    // A key that may only upload follows the operations it began, and no others.
-    let only_key = (!caller.allows(Scope::Read)).then_some(caller.1.id);
-    let account = caller.0;
-    state
-        .limiter
-        .check(account.id, Endpoint::Operations)
-        .await?;
-    let op = state
-        .service
-        .store
-        .operation(account.id, &OperationRef::parse(&id))
-        .await?
-        .filter(|op| only_key.is_none() || op.key_id == only_key)
-        .ok_or_else(|| ApiError::NotFound(format!("operation {id} not found")))?;
+    let op = readable_operation(&state, &caller, &id).await?;
     let last = last_event_id(&headers)?;
     let live = state.service.events.subscribe();
     let (out, events) = mpsc::channel(QUEUED);

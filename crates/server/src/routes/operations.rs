@@ -102,21 +102,30 @@ pub async fn get_operation(
     caller: Caller<need::UploadOrRead>,
     Path(id): Path<String>,
 ) -> Result<Json<OperationRecord>, ApiError> {
-    // A key that may only upload reads the operations it began, and no others.
+    Ok(Json(readable_operation(&state, &caller, &id).await?.into()))
+}
+
+/// The operation `id` (its integer id or its upload's id), if the caller may read it: a key
+/// that may only upload reads the operations it began, and no others (`404`, like another
+/// account's). Counted against the operations rate limit.
+pub async fn readable_operation(
+    state: &AppState,
+    caller: &Caller<need::UploadOrRead>,
+    id: &str,
+) -> Result<Operation, ApiError> {
     let only_key = (!caller.allows(Scope::Read)).then_some(caller.1.id);
-    let account = caller.0;
+    let account = &caller.0;
     state
         .limiter
         .check(account.id, Endpoint::Operations)
         .await?;
-    let op = state
+    state
         .service
         .store
-        .operation(account.id, &OperationRef::parse(&id))
+        .operation(account.id, &OperationRef::parse(id))
         .await?
         .filter(|op| only_key.is_none() || op.key_id == only_key)
-        .ok_or_else(|| ApiError::NotFound(format!("operation {id} not found")))?;
-    Ok(Json(op.into()))
+        .ok_or_else(|| ApiError::NotFound(format!("operation {id} not found")))
 }
 
 #[derive(Deserialize)]

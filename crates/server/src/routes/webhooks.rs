@@ -10,8 +10,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
 use cairn_service::webhooks::{check_url, new_secret};
-use cairn_store::events::{parse_types, Attempt, Delivery, EventType, Webhook};
-use cairn_store::random_name;
+use cairn_store::events::{Attempt, Delivery, EventType, Webhook};
+use cairn_store::{now_ms, random_name};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -78,12 +78,19 @@ pub async fn create(
             "description: at most {MAX_DESCRIPTION} bytes, no control characters"
         )));
     }
-    let events = parse_types(&request.events.join(","))
-        .map_err(|e| ApiError::BadRequest(format!("events: {e}")))?;
-    if events.is_empty() || request.events.iter().any(|e| e.contains(',')) {
+    let mut events = Vec::new();
+    for name in &request.events {
+        let kind: EventType = name
+            .parse()
+            .map_err(|e| ApiError::BadRequest(format!("events: {e}")))?;
+        if !events.contains(&kind) {
+            events.push(kind);
+        }
+    }
+    if events.is_empty() {
         let known: Vec<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
         return Err(ApiError::BadRequest(format!(
-            "events: name at least one event type, each on its own: {}",
+            "events: name at least one event type: {}",
             known.join(", ")
         )));
     }
@@ -98,7 +105,7 @@ pub async fn create(
         events,
         description,
         secret: secret.clone(),
-        created_at_ms: 0,
+        created_at_ms: now_ms(),
     };
     let made = state.service.store.create_webhook(&hook).await?;
     tracing::info!(account = %account.name, webhook = %made.id, url = %made.url, "webhook created");

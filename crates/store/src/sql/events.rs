@@ -42,12 +42,18 @@ fn webhook_from(row: &impl ModelRow) -> Result<Webhook, StoreError> {
     })
 }
 
-/// An event's columns beside a delivery's, renamed `event_*` (see [`event_from`]).
-/// (`event_id` is the delivery's own column.)
-const DELIVERY_AND_EVENT: &str = "SELECT d.*, e.account_id AS event_account_id,
-        e.type AS event_type, e.operation_id AS event_operation_id,
-        e.created_at AS event_created_at
-    FROM webhook_deliveries d JOIN events e ON e.id = d.event_id";
+/// An event's columns (`e`) beside a delivery's (`d`), renamed `event_*` (see [`event_from`];
+/// `event_id` is the delivery's own column).
+const EVENT_COLUMNS: &str = "e.account_id AS event_account_id, e.type AS event_type,
+        e.operation_id AS event_operation_id, e.created_at AS event_created_at";
+
+/// Deliveries with their events.
+fn deliveries_and_events() -> String {
+    format!(
+        "SELECT d.*, {EVENT_COLUMNS}
+           FROM webhook_deliveries d JOIN events e ON e.id = d.event_id"
+    )
+}
 
 /// `$first, $first+1, ...`: `count` parameters for an `IN` list.
 fn parameters(first: usize, count: usize) -> String {
@@ -132,7 +138,7 @@ impl<B: Backend> SqlStore<B> {
         .bind(&events)
         .bind(&webhook.description)
         .bind(&webhook.secret)
-        .bind(now_ms())
+        .bind(webhook.created_at_ms)
         .bind(webhook.account_id)
         .bind(MAX_WEBHOOKS as i64)
         .fetch_optional(&mut self.write_conn(Line::Requests).await?)
@@ -207,7 +213,8 @@ impl<B: Backend> SqlStore<B> {
             return Ok(None);
         }
         let sql = format!(
-            "{DELIVERY_AND_EVENT} WHERE d.webhook_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3"
+            "{} WHERE d.webhook_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3",
+            deliveries_and_events()
         );
         let rows = B::query(&sql)
             .bind(webhook_id)
@@ -266,7 +273,7 @@ impl<B: Backend> SqlStore<B> {
         if updated == 0 {
             return Ok(None);
         }
-        let sql = format!("{DELIVERY_AND_EVENT} WHERE d.id = $1");
+        let sql = format!("{} WHERE d.id = $1", deliveries_and_events());
         let row = B::query(&sql)
             .bind(delivery_id)
             .fetch_one(&mut self.conn().await?)
@@ -283,6 +290,20 @@ impl<B: Backend> SqlStore<B> {
         limit: u32,
     ) -> Result<Vec<ClaimedDelivery>, StoreError> {
         let now = now_ms();
+        // Looked for first on a reading connection: a node with nothing due writes nothing.
+        let due = B::query(
+            "SELECT id FROM webhook_deliveries
+              WHERE status = 'pending' AND next_attempt_at <= $1
+                AND (claimed_until IS NULL OR claimed_until < $2)
+              LIMIT 1",
+        )
+        .bind(now)
+        .bind(now)
+        .fetch_optional(&mut self.conn().await?)
+        .await?;
+        if due.is_none() {
+            return Ok(Vec::new());
+        }
         let sql = format!(
             "UPDATE webhook_deliveries SET claimed_by = $1, claimed_until = $2
               WHERE id IN (SELECT id FROM webhook_deliveries
@@ -307,9 +328,7 @@ impl<B: Backend> SqlStore<B> {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT d.id, d.attempts, d.expires_at, w.url, w.secret, e.id AS event_id,
-                    e.account_id AS event_account_id, e.type AS event_type,
-                    e.operation_id AS event_operation_id, e.created_at AS event_created_at
+            "SELECT d.id, d.event_id, d.attempts, d.expires_at, w.url, w.secret, {EVENT_COLUMNS}
                FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
                JOIN webhooks w ON w.id = d.webhook_id
               WHERE d.id IN ({}) ORDER BY d.id",
