@@ -1,4 +1,4 @@
-//! The client commands: `upload`, `status`, `ls` (and the connection `get` uses).
+//! The client commands: `upload`, `status`, `ls`, `usage` (and the connection the others use).
 //!
 //! Files go by POST when within the account's upload limit (read from `/api/upload-limit`),
 //! otherwise by TUS in chunks, and an interrupted TUS upload resumes when the same command
@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use anyhow::{anyhow, bail, Context, Result};
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -105,7 +105,10 @@ impl Connection {
         })
     }
 
-    fn authed(&self, request: reqwest::RequestBuilder) -> Result<reqwest::RequestBuilder> {
+    pub(crate) fn authed(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::RequestBuilder> {
         Ok(request.bearer_auth(self.token()?))
     }
 
@@ -163,19 +166,6 @@ impl Connection {
     pub async fn operation(&self, id: &str) -> Result<Value> {
         let request = self.http.get(format!("{}/api/operations/{id}", self.url));
         self.send(request, "asking for the operation").await
-    }
-
-    /// Poll an operation until it is completed or failed, backing off up to 2 s.
-    pub async fn wait(&self, id: &str) -> Result<Value> {
-        let mut delay = Duration::from_millis(100);
-        loop {
-            let op = self.operation(id).await?;
-            if matches!(op["status"].as_str(), Some("completed" | "failed")) {
-                return Ok(op);
-            }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(2));
-        }
     }
 }
 
@@ -591,5 +581,35 @@ pub async fn ls(conn: &Connection, target: &str, json: bool) -> Result<()> {
             entry["name"].as_str().unwrap_or_default()
         );
     }
+    Ok(())
+}
+
+/// `cairn usage [--period YYYY-MM]`: what the account keeps, and what it uploaded and was
+/// served in a calendar month (this one by default).
+pub async fn usage(conn: &Connection, period: Option<&str>, json: bool) -> Result<()> {
+    let mut request = conn.http.get(format!("{}/api/usage", conn.account_url));
+    if let Some(period) = period {
+        request = request.query(&[("period", period)]);
+    }
+    let usage = conn.send(request, "asking for the usage").await?;
+    if json {
+        println!("{usage}");
+        return Ok(());
+    }
+    let bytes = |v: &Value| indicatif::DecimalBytes(v.as_u64().unwrap_or(0)).to_string();
+    let quota = match usage["quota"].as_u64() {
+        Some(_) => format!("of {}", bytes(&usage["quota"])),
+        None => "(no quota)".to_owned(),
+    };
+    println!(
+        "period: {} to {}",
+        usage["period"]["start"].as_str().unwrap_or("?"),
+        usage["period"]["end"].as_str().unwrap_or("?")
+    );
+    println!("stored: {} {quota}", bytes(&usage["storedBytes"]));
+    println!("uploads: {}", usage["uploads"]);
+    println!("pins: {}", usage["pins"]);
+    println!("uploaded: {}", bytes(&usage["uploadedBytes"]));
+    println!("served: {}", bytes(&usage["servedBytes"]));
     Ok(())
 }

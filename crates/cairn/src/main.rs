@@ -12,6 +12,7 @@
 mod admin;
 mod client;
 mod config;
+mod follow;
 mod get;
 mod kept;
 mod keys;
@@ -185,6 +186,16 @@ enum Command {
     /// List a directory CID (or CID/path).
     Ls {
         target: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// What the account keeps, and what it uploaded and was served in a month.
+    Usage {
+        /// A calendar month, YYYY-MM [default: this one].
+        #[arg(long)]
+        period: Option<String>,
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -533,6 +544,13 @@ async fn run_async(command: Command) -> Result<bool> {
             json,
             connection,
         } => client::ls(&connection.connect()?, &target, json)
+            .await
+            .map(|()| true),
+        Command::Usage {
+            period,
+            json,
+            connection,
+        } => client::usage(&connection.connect()?, period.as_deref(), json)
             .await
             .map(|()| true),
         Command::Serve { config, settings } => {

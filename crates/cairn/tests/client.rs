@@ -123,7 +123,7 @@ async fn upload_a_file_a_directory_and_an_archive_then_get_each_back() {
         .collect();
     assert_eq!(names, ["css", "empty", "home", "index.html"]);
 
-    // An archive, extracted by the server: --wait polls for the CID.
+    // An archive, extracted by the server: --wait follows its events to the CID.
     let archive = work.path().join("site.tar.gz");
     let status = Command::new("tar")
         .arg("czf")
@@ -302,6 +302,33 @@ fn uploads_are_listed_pinned_and_removed_from_the_command_line() {
             "b.bin"
         ]
     );
+
+    // This month's usage: both uploads, their bytes; nothing read back yet.
+    let usage = json(&["usage", "--json"]);
+    assert_eq!(
+        (
+            &usage["uploads"],
+            &usage["uploadedBytes"],
+            &usage["servedBytes"]
+        ),
+        (
+            &serde_json::json!(2),
+            &serde_json::json!(4000),
+            &serde_json::json!(0)
+        ),
+        "{usage}"
+    );
+    let shown = run(&["usage"]);
+    assert!(
+        shown.contains("uploads: 2") && shown.contains("uploaded: 4.00 kB"),
+        "{shown}"
+    );
+    let output = client(&server, &home)
+        .args(["usage", "--period", "2026-13"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("2026-13"));
 
     // Pinning stored content: pinned at once; the pins list holds uploads and pins.
     let pinned = json(&["pin", &a_cid, "--name", "again", "--wait", "--json"]);

@@ -274,13 +274,21 @@ async fn webhooks_arrive_signed_once_each_and_none_is_lost_to_kill_9() {
     assert!(received.iter().all(|r| r["verified"] == true));
 }
 
-/// An SSE stream as curl shows it: each event's `id`, `event` and `data`.
-fn curl_events(url: &str, token: &str, last_event_id: Option<&str>, seconds: u32) -> Vec<Value> {
+/// An SSE stream as curl shows it: each event's `id`, `event` and `data`. Without a `token`
+/// the URL carries one (as a browser's `EventSource` must).
+fn curl_events(
+    url: &str,
+    token: Option<&str>,
+    last_event_id: Option<&str>,
+    seconds: u32,
+) -> Vec<Value> {
     let mut command = Command::new("curl");
-    command
-        .args(["-sN", "--max-time", &seconds.to_string()])
-        .arg("-H")
-        .arg(format!("Authorization: Bearer {token}"));
+    command.args(["-sN", "--max-time", &seconds.to_string()]);
+    if let Some(token) = token {
+        command
+            .arg("-H")
+            .arg(format!("Authorization: Bearer {token}"));
+    }
     if let Some(id) = last_event_id {
         command.arg("-H").arg(format!("Last-Event-ID: {id}"));
     }
@@ -315,7 +323,7 @@ async fn uploads_are_followed_live_and_a_cut_stream_resumes_without_loss_or_repe
     let made = upload(&running, tar, "site.tar").await;
     let operation = made["operationId"].as_i64().unwrap();
     let url = format!("{}/api/operations/{operation}/events", running.upload);
-    let events = curl_events(&url, &token, None, 20);
+    let events = curl_events(&url, Some(&token), None, 20);
     let last = events.last().expect("a final event");
     assert_eq!(last["event"], "completed", "{events:#?}");
     let record: Value = serde_json::from_str(last["data"].as_str().unwrap()).unwrap();
@@ -324,7 +332,7 @@ async fn uploads_are_followed_live_and_a_cut_stream_resumes_without_loss_or_repe
         "{record}"
     );
     // Resumed after the final event: nothing is sent again, and the stream ends.
-    let again = curl_events(&url, &token, last["id"].as_str(), 5);
+    let again = curl_events(&url, Some(&token), last["id"].as_str(), 5);
     assert!(again.is_empty(), "{again:#?}");
 
     // A TUS upload half sent: `receiving` with its bytes; the rest sent while no one
@@ -361,7 +369,7 @@ async fn uploads_are_followed_live_and_a_cut_stream_resumes_without_loss_or_repe
     };
     assert_eq!(patch(0, &body[..100_000]).await.unwrap().status(), 204);
     let url = format!("{}/api/operations/{operation}/events", running.upload);
-    let first = curl_events(&url, &token, None, 2);
+    let first = curl_events(&url, Some(&token), None, 2);
     assert_eq!(
         first.len(),
         1,
@@ -376,7 +384,7 @@ async fn uploads_are_followed_live_and_a_cut_stream_resumes_without_loss_or_repe
         patch(100_000, &body[100_000..]).await.unwrap().status(),
         204
     );
-    let rest = curl_events(&url, &token, first[0]["id"].as_str(), 20);
+    let rest = curl_events(&url, Some(&token), first[0]["id"].as_str(), 20);
     assert_eq!(rest.last().unwrap()["event"], "completed", "{rest:#?}");
     assert!(
         rest.iter().all(|e| e["id"] != first[0]["id"]),
@@ -388,7 +396,7 @@ async fn uploads_are_followed_live_and_a_cut_stream_resumes_without_loss_or_repe
 
     // The account's stream: from a given event on, every later one, once.
     let account_url = format!("{}/api/events", running.upload);
-    let before = curl_events(&account_url, &token, Some("0"), 2);
+    let before = curl_events(&account_url, Some(&token), Some("0"), 2);
     assert_eq!(
         before
             .iter()
@@ -397,7 +405,7 @@ async fn uploads_are_followed_live_and_a_cut_stream_resumes_without_loss_or_repe
         ["upload.completed", "upload.completed"],
         "{before:#?}"
     );
-    let after_first = curl_events(&account_url, &token, before[0]["id"].as_str(), 2);
+    let after_first = curl_events(&account_url, Some(&token), before[0]["id"].as_str(), 2);
     assert_eq!(after_first.len(), 1, "{after_first:#?}");
     assert_eq!(after_first[0]["id"], before[1]["id"]);
     let body: Value = serde_json::from_str(after_first[0]["data"].as_str().unwrap()).unwrap();
@@ -405,11 +413,27 @@ async fn uploads_are_followed_live_and_a_cut_stream_resumes_without_loss_or_repe
     assert_eq!(body["data"]["cid"], cid_of(&content(300_000, 7)));
     let filtered = curl_events(
         &format!("{account_url}?types=pin.pinned"),
-        &token,
+        Some(&token),
         Some("0"),
         2,
     );
     assert!(filtered.is_empty(), "{filtered:#?}");
+    // The token in the URL, as EventSource sends it; a wrong one is refused as JSON.
+    let by_url = curl_events(
+        &format!("{account_url}?types=upload.completed&access_token={token}"),
+        None,
+        Some("0"),
+        2,
+    );
+    assert_eq!(by_url.len(), 2, "{by_url:#?}");
+    let refused = Client::new()
+        .get(format!("{account_url}?access_token={token}x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!(refused["error"], "invalid_token", "{refused}");
 
     // Usage: what the account keeps and uploaded this month.
     let (status, usage) = get(&format!("{}/api/usage", running.account), &token).await;

@@ -9,7 +9,7 @@
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use cairn_store::access::{ApiKey, UploadLink};
@@ -152,6 +152,39 @@ impl FromRequestParts<AppState> for Bearer {
             origin: request_origin(&parts.headers),
             cors: parts.extensions.get::<KeyOrigins>().cloned(),
         })
+    }
+}
+
+/// A caller of an event stream: by the `Authorization` header, or by an `access_token` query
+/// parameter (RFC 6750 §2.3) where there is none, since a browser's `EventSource` cannot set
+/// headers. Only the stream routes take a token in the URL, where it may be logged by
+/// proxies; a short-lived `read` key is the one to put there.
+pub struct StreamCaller<N: Need>(pub Caller<N>);
+
+impl<N: Need> FromRequestParts<AppState> for StreamCaller<N> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if parts.headers.contains_key(header::AUTHORIZATION) {
+            return Ok(Self(Caller::from_request_parts(parts, state).await?));
+        }
+        #[derive(serde::Deserialize)]
+        struct AccessToken {
+            access_token: Option<String>,
+        }
+        let token = Query::<AccessToken>::try_from_uri(&parts.uri)
+            .ok()
+            .and_then(|Query(query)| query.access_token)
+            .ok_or(ApiError::Unauthorized)?;
+        if !tokens::well_formed(&token) {
+            return Err(ApiError::InvalidToken);
+        }
+        let bearer = Bearer {
+            hash: tokens::hash(&token),
+            origin: request_origin(&parts.headers),
+            cors: parts.extensions.get::<KeyOrigins>().cloned(),
+        };
+        Ok(Self(bearer.caller(state).await?))
     }
 }
 

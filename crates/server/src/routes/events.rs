@@ -9,6 +9,9 @@
 //!   to choose) as they commit on any node, resumed after `Last-Event-ID` from the log (kept
 //!   7 days). Without one, the stream starts with the next event.
 //!
+//! Both take the token as `?access_token=` too ([`StreamCaller`]): `EventSource` sends no
+//! headers.
+//!
 //! Each stream writes through a queue of its own, [`QUEUED`] events deep: a reader that lets
 //! it fill is sent a `dropped` event saying so, and the stream ends (it resumes with
 //! `Last-Event-ID`), so a slow reader costs a bounded amount of memory.
@@ -32,7 +35,7 @@ use super::operations::{error_object, readable_operation, OperationRecord};
 use super::pins::pin_status;
 use super::rfc3339;
 use super::uploads::UploadRecord;
-use crate::auth::{need, Caller};
+use crate::auth::{need, Caller, StreamCaller};
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
@@ -115,12 +118,15 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct EventsParams {
     types: Option<String>,
+    /// Taken by [`StreamCaller`], named here so it is not refused as unknown.
+    #[serde(rename = "access_token")]
+    _access_token: Option<String>,
 }
 
 /// `GET /api/events`.
 pub async fn account_events(
     State(state): State<AppState>,
-    Caller(account, ..): Caller<need::Read>,
+    StreamCaller(Caller(account, ..)): StreamCaller<need::Read>,
     headers: HeaderMap,
     params: Result<Query<EventsParams>, QueryRejection>,
 ) -> Result<Response, ApiError> {
@@ -233,7 +239,7 @@ async fn send_event(state: &AppState, out: &mpsc::Sender<SseEvent>, event: &Even
 /// `GET /api/operations/{id}/events`: readable by whoever may read the operation.
 pub async fn operation_events(
     State(state): State<AppState>,
-    caller: Caller<need::UploadOrRead>,
+    StreamCaller(caller): StreamCaller<need::UploadOrRead>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
