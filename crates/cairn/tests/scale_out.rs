@@ -1,14 +1,19 @@
 //! Two `cairn serve` nodes sharing PostgreSQL (metadata, queue, upload leases) and S3
 //! (content): what one node stores, the other serves; queued work is done once by whichever
 //! node claims it; a TUS upload begun on a node that dies is finished on the other; and
-//! `cairn gc` on the shared stores empties the bucket of what no one keeps while a node reads.
+//! `cairn gc` on the shared stores empties the bucket of what no one keeps while a node reads;
+//! an event raised on one node reaches a subscriber and a webhook through the other.
 
 mod server;
 
 use cairn_test_support::moto;
 
 use std::process::Command;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use cairn_test_support::postgres::Database;
 use moto::Moto;
@@ -416,5 +421,161 @@ async fn a_key_revoked_on_one_node_is_refused_by_the_other_within_a_second() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     terminate(a);
+    terminate(b);
+}
+
+/// A webhook endpoint of the test's own: records each request's `webhook-id` and body, and
+/// answers `503` until it is told to accept.
+struct Endpoint {
+    url: String,
+    received: Arc<Mutex<Vec<(String, serde_json::Value)>>>,
+    accepting: Arc<AtomicBool>,
+}
+
+impl Endpoint {
+    async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let accepting = Arc::new(AtomicBool::new(false));
+        let (log, accept) = (received.clone(), accepting.clone());
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let (log, accept) = (log.clone(), accept.clone());
+                tokio::spawn(async move {
+                    let Some((id, body)) = read_request(&mut socket).await else {
+                        return;
+                    };
+                    log.lock().unwrap().push((id, body));
+                    let status = if accept.load(Ordering::SeqCst) {
+                        "200 OK"
+                    } else {
+                        "503 Service Unavailable"
+                    };
+                    let answer = format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\n\r\n");
+                    let _ = socket.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        Self {
+            url,
+            received,
+            accepting,
+        }
+    }
+
+    fn received(&self) -> Vec<(String, serde_json::Value)> {
+        self.received.lock().unwrap().clone()
+    }
+
+    async fn wait_for(&self, count: usize) -> Vec<(String, serde_json::Value)> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.received().len() < count && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.received()
+    }
+}
+
+/// One HTTP/1.1 request: its `webhook-id` header and its JSON body.
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<(String, serde_json::Value)> {
+    let mut bytes = Vec::new();
+    let mut buf = [0; 8192];
+    let head_end = loop {
+        let n = socket.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        bytes.extend_from_slice(&buf[..n]);
+        if let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&bytes[..head_end]).to_lowercase();
+    let header = |name: &str| {
+        head.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")).map(str::to_owned))
+    };
+    let length: usize = header("content-length")?.trim().parse().ok()?;
+    while bytes.len() < head_end + length {
+        let n = socket.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        bytes.extend_from_slice(&buf[..n]);
+    }
+    let body = serde_json::from_slice(&bytes[head_end..head_end + length]).ok()?;
+    Some((header("webhook-id")?.trim().to_owned(), body))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn events_on_one_node_reach_subscribers_and_webhooks_through_another() {
+    let moto = Moto::start();
+    let store = moto.bucket("events");
+    let database = Database::create("events_two_nodes");
+    let work = tempfile::tempdir().unwrap();
+    let shared = [
+        "--database-url",
+        &database.url,
+        "--store",
+        &store,
+        "--webhook-allow-private",
+        "true",
+    ];
+    let a = start(&work.path().join("a"), &shared);
+    let b = start(&work.path().join("b"), &shared);
+    let token = a.token.clone();
+    let http = reqwest::Client::new();
+    let endpoint = Endpoint::start().await;
+    let made = http
+        .post(format!("{}/api/webhooks", b.account))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"url": endpoint.url, "events": ["upload.completed"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 201);
+
+    // A subscriber on B; the upload on A.
+    let mut stream = http
+        .get(format!("{}/api/events", b.upload))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let (status, upload) = post_upload(&a, &token, "hello.txt", b"hello world".to_vec()).await;
+    assert_eq!(status, 200, "{upload}");
+    let uploaded = Instant::now();
+    let mut text = String::new();
+    while !text.contains("event: upload.completed") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), stream.chunk())
+            .await
+            .expect("an event within 5 s")
+            .unwrap()
+            .expect("the stream stays open");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let seen_after = uploaded.elapsed();
+    assert!(
+        seen_after < Duration::from_secs(1),
+        "node B's subscriber saw the upload on A after {seen_after:?}"
+    );
+    assert!(text.contains(upload["cid"].as_str().unwrap()), "{text}");
+
+    // The webhook's first attempt is refused; the node that queued it dies; the other
+    // delivers it, with the same webhook-id.
+    let first = endpoint.wait_for(1).await;
+    assert_eq!(first.len(), 1, "one attempt while refused");
+    assert_eq!(first[0].1["data"]["cid"], upload["cid"]);
+    let mut a = a;
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    endpoint.accepting.store(true, Ordering::SeqCst);
+    let attempts = endpoint.wait_for(2).await;
+    assert_eq!(attempts.len(), 2, "retried by node B: {attempts:?}");
+    assert_eq!(attempts[1].0, attempts[0].0, "the same webhook-id");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(endpoint.received().len(), 2, "delivered once accepted");
     terminate(b);
 }
