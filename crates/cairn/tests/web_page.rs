@@ -35,7 +35,8 @@ fn screenshots() -> PathBuf {
 
 /// What the tests read and upload: `small.txt`, `big.bin` (64 MiB), `folder/` (nested
 /// folders, hidden files), `dropped/` (what only a drop keeps: empty folders, at the top and
-/// deeper, and a hidden one), `site.tar.gz` (of `site/`, which stays beside it).
+/// deeper, and a hidden one), `site.tar.gz` (of `site/`, which stays beside it); and, for
+/// the tests that follow processing, `many.tar` when asked for ([`Fixtures::many_files_tar`]).
 struct Fixtures {
     dir: tempfile::TempDir,
 }
@@ -73,6 +74,23 @@ impl Fixtures {
 
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
+    }
+
+    /// `many.tar`, of `many/`: 30,000 small files in 30 folders, which the server takes
+    /// seconds to extract (so a stream reports its stages as they move). Made when asked for.
+    fn many_files_tar(&self) -> PathBuf {
+        for i in 0..30_000 {
+            let folder = self.path(&format!("many/part-{:02}", i / 1000));
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(folder.join(format!("{i}.txt")), format!("file {i}\n")).unwrap();
+        }
+        let tar = Command::new("tar")
+            .args(["-cf", "many.tar", "-C", "many", "."])
+            .current_dir(self.dir.path())
+            .status()
+            .unwrap();
+        assert!(tar.success(), "tar -cf many.tar");
+        self.path("many.tar")
     }
 
     /// `cairn cid` of one of them.
@@ -424,4 +442,267 @@ async fn content_on_the_sandboxed_path_gateway_cannot_read_anyone_s_storage() {
         "{loot}"
     );
     assert!(!loot.to_string().contains("victim-secret"), "{loot}");
+}
+
+/// A stage's place in the order an operation's stream reports them.
+fn stage_rank(stage: &str) -> usize {
+    ["receiving", "queued", "extracting", "importing", "storing"]
+        .iter()
+        .position(|known| *known == stage)
+        .unwrap_or_else(|| panic!("a stage no stream sends: {stage:?}"))
+}
+
+/// What the page's transfer status says at each stage (`uploads.js`), and after.
+const SHOWN_STAGES: [(&str, &str); 5] = [
+    ("receiving", "The server is receiving it…"),
+    ("queued", "Queued: waiting for the server to start on it…"),
+    ("extracting", "Extracting the archive…"),
+    ("importing", "Importing…"),
+    ("storing", "Storing…"),
+];
+
+/// The statuses a transfer showed, in order, each once.
+fn statuses(result: &Value) -> Vec<&str> {
+    let mut statuses: Vec<&str> = result["shown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|shown| shown["status"].as_str().unwrap())
+        .collect();
+    statuses.dedup();
+    statuses
+}
+
+/// Runs an archive scenario (`stream` or `stream-cut`) of `browser.mjs` on a server of its
+/// own, and checks the CID the page shows.
+fn archive_scenario(name: &str) -> Option<Value> {
+    let fixtures = Fixtures::new();
+    let archive = fixtures.many_files_tar();
+    let (running, _data, token) = serve();
+    let env = [("CAIRN_ARCHIVE", archive.to_str().unwrap())];
+    let result = run_script("browser.mjs", &[name], &running, &token, &fixtures, &env)?;
+    assert_eq!(result["cid"], fixtures.cid("many"), "{result}");
+    Some(result)
+}
+
+#[test]
+fn the_page_follows_an_archive_through_its_stream_to_the_cid() {
+    let Some(result) = archive_scenario("stream") else {
+        return;
+    };
+    // Fed by the stream alone: opened, and the operation never asked for.
+    assert!(
+        !result["streams"].as_array().unwrap().is_empty(),
+        "no stream opened: {result}"
+    );
+    assert_eq!(
+        result["polls"],
+        serde_json::json!([]),
+        "the page polled the operation while its stream worked"
+    );
+    let statuses = statuses(&result);
+    let stored = statuses
+        .iter()
+        .position(|status| *status == "Stored.")
+        .unwrap_or_else(|| panic!("never said stored: {statuses:?}"));
+    let stages: Vec<usize> = statuses[..stored]
+        .iter()
+        .filter_map(|status| SHOWN_STAGES.iter().find(|(_, shown)| shown == status))
+        .map(|(stage, _)| stage_rank(stage))
+        .collect();
+    assert!(
+        stages.contains(&stage_rank("extracting")),
+        "the extraction was not shown before the CID: {statuses:?}"
+    );
+    assert!(
+        stages.is_sorted(),
+        "the stages shown went backwards: {statuses:?}"
+    );
+    // And how far it got, as it moved.
+    let extracted: std::collections::BTreeSet<&str> = result["shown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|shown| shown["status"] == "Extracting the archive…")
+        .map(|shown| shown["bytes"].as_str().unwrap())
+        .collect();
+    assert!(
+        extracted.len() >= 2
+            && extracted
+                .iter()
+                .all(|bytes| bytes.contains("; extracting ")),
+        "the bytes extracted did not move on the page: {extracted:?}"
+    );
+}
+
+#[test]
+fn the_page_polls_the_operation_when_its_stream_is_cut() {
+    let Some(result) = archive_scenario("stream-cut") else {
+        return;
+    };
+    assert!(
+        !result["streams"].as_array().unwrap().is_empty(),
+        "no stream tried: {result}"
+    );
+    assert!(
+        !result["polls"].as_array().unwrap().is_empty(),
+        "the CID came without a stream or a poll: {result}"
+    );
+    assert_eq!(statuses(&result).last(), Some(&"Stored."), "{result}");
+}
+
+#[tokio::test]
+async fn chromium_s_event_source_follows_a_tus_archive_from_receiving_to_completed() {
+    let fixtures = Fixtures::new();
+    let archive = fixtures.many_files_tar();
+    let expected_cid = fixtures.cid("many");
+    let (running, _data, token) = serve();
+    let page_token = token.clone();
+    let (running, result) = tokio::task::spawn_blocking(move || {
+        let env = [("CAIRN_ARCHIVE", archive.to_str().unwrap())];
+        let result = run_script(
+            "browser.mjs",
+            &["eventsource"],
+            &running,
+            &page_token,
+            &fixtures,
+            &env,
+        );
+        (running, result)
+    })
+    .await
+    .unwrap();
+    let Some(result) = result else {
+        return;
+    };
+    // The upload host answers the account host's page (CORS): every connection, the
+    // reconnection after the end included.
+    let answers = result["answers"].as_array().unwrap();
+    assert!(answers.len() >= 2, "{result}");
+    for answer in answers {
+        assert_eq!(answer["status"], 200, "{answer}");
+        let allowed = answer["allowOrigin"].as_str().unwrap_or("none");
+        assert!(
+            allowed == "*" || allowed == result["pageOrigin"],
+            "the stream does not allow the page's origin: {answer}"
+        );
+    }
+    let events = result["events"].as_array().unwrap();
+    let progress: Vec<&Value> = events.iter().filter(|e| e["type"] == "progress").collect();
+    let stages: Vec<&str> = progress
+        .iter()
+        .map(|e| e["data"]["stage"].as_str().unwrap())
+        .collect();
+    let ranks: Vec<usize> = stages.iter().map(|stage| stage_rank(stage)).collect();
+    assert!(ranks.is_sorted(), "the stages went backwards: {stages:?}");
+    // Opened after the first half: that is what it first says it has.
+    let first = &progress[0]["data"];
+    assert_eq!(first["stage"], "receiving", "{stages:?}");
+    assert_eq!(first["bytes"], result["half"], "{first}");
+    assert_eq!(first["totalBytes"], result["length"], "{first}");
+    assert!(
+        ranks.iter().any(|rank| *rank > stage_rank("receiving")),
+        "no processing stage after receiving: {stages:?}"
+    );
+    // One final event, the last of them all: the reconnection after it got nothing.
+    let finals: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "completed" || e["type"] == "failed")
+        .collect();
+    assert_eq!(finals.len(), 1, "{events:?}");
+    let completed = finals[0];
+    assert_eq!(completed["type"], "completed", "{completed}");
+    let last = events
+        .iter()
+        .rposition(|e| e["type"] != "open" && e["type"] != "error");
+    assert_eq!(last.map(|i| &events[i]), Some(completed), "{events:?}");
+    for event in progress.iter().chain(&finals) {
+        assert_ne!(event["id"], "", "an event without an id: {event}");
+    }
+    // The CID is the one the server reports, and the one of the archive's files.
+    let id = result["operationId"].as_str().unwrap();
+    let operation = server::operation(&running, &token, id).await;
+    assert_eq!(operation["status"], "completed", "{operation}");
+    assert_eq!(completed["data"]["cid"], operation["cid"], "{completed}");
+    assert_eq!(operation["cid"], expected_cid.as_str());
+}
+
+/// Bytes as the page writes a figure under 1 KiB.
+fn shown_bytes(bytes: &Value) -> String {
+    let bytes = bytes.as_u64().unwrap();
+    assert!(bytes < 1024, "a figure this test keeps small: {bytes}");
+    format!("{bytes} {}", if bytes == 1 { "byte" } else { "bytes" })
+}
+
+/// The period as the page writes it (Chromium's en-US dates): first day to last, UTC.
+fn shown_period(month: &str) -> String {
+    const NAMES: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (year, month) = month.split_once('-').unwrap();
+    let (year, month): (u32, usize) = (year.parse().unwrap(), month.parse().unwrap());
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    let name = NAMES[month - 1];
+    format!("{name} 1, {year} to {name} {days}, {year} (UTC)")
+}
+
+#[tokio::test]
+async fn the_storage_panel_shows_this_month_s_usage() {
+    let fixtures = Fixtures::new();
+    let (running, _data, token) = serve();
+    // Something uploaded, and served by the gateway (to a program: not redirected).
+    let served = b"served by the gateway\n";
+    let (_, uploaded) = post_upload(&running, &token, "served.txt", served.to_vec()).await;
+    let cid = uploaded["cid"].as_str().unwrap();
+    let body = reqwest::get(format!("{}/ipfs/{cid}", running.upload))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(&body[..], served);
+    // Served bytes are counted every 10 s.
+    let usage_url = format!("{}/api/usage", running.account);
+    let mut waited = 0;
+    while server::get_json(&usage_url, &token).await["servedBytes"] == 0 {
+        assert!(waited < 60, "the bytes served were not counted in 30 s");
+        waited += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    let request = serde_json::json!({"name": "no read", "scopes": ["upload"]});
+    let (no_read, _) = create_key(&running, &token, request).await;
+    let result = tokio::task::spawn_blocking(move || {
+        let env = [("CAIRN_NO_READ_TOKEN", no_read.as_str())];
+        run_script("browser.mjs", &["usage"], &running, &token, &fixtures, &env)
+    });
+    let Some(result) = result.await.unwrap() else {
+        return;
+    };
+    let usage = &result["usage"];
+    // The upload before and the page's own (small.txt, 23 bytes); no pin.
+    assert_eq!(usage["uploads"], 2, "{usage}");
+    assert_eq!(usage["pins"], 0, "{usage}");
+    assert_eq!(usage["uploadedBytes"], served.len() + 23, "{usage}");
+    assert_ne!(usage["servedBytes"], 0, "{usage}");
+    assert_eq!(
+        result["shown"],
+        serde_json::json!({
+            "Uploaded this month": shown_bytes(&usage["uploadedBytes"]),
+            "Served this month": shown_bytes(&usage["servedBytes"]),
+            "Uploads kept": usage["uploads"].to_string(),
+            "Pins by CID": usage["pins"].to_string(),
+        }),
+        "{result}"
+    );
+    let month = usage["period"]["month"].as_str().unwrap();
+    assert_eq!(result["period"], shown_period(month), "{result}");
+    // Without the `read` scope: the server's own reason.
+    let refused = result["refused"].as_str().unwrap();
+    assert!(refused.contains("read"), "{refused}");
 }

@@ -1,7 +1,7 @@
 // The page's way to the server: JSON requests with the bearer token to the account host (this
-// page's origin: the upload limit, uploads and keys) and the upload host (from
-// /api/web-config: operations and pins), each error body turned into an ApiError carrying the
-// server's own message; plus the gateway links for a CID.
+// page's origin: the upload limit, usage, uploads and keys) and the upload host (from
+// /api/web-config: operations, their event streams, and pins), each error body turned into an
+// ApiError carrying the server's own message; plus the gateway links for a CID.
 
 /** An error the server answered with (or a failure to reach it: status 0). */
 export class ApiError extends Error {
@@ -105,6 +105,18 @@ export class Api {
   uploadLimit () { return this.account('/api/upload-limit') }
 
   operation (id, signal) { return this.upload(`/api/operations/${encodeURIComponent(id)}`, { signal }) }
+
+  /**
+   * The URL of an operation's event stream (Server-Sent Events). `EventSource` cannot send
+   * headers, so the token goes in the query, which the stream routes accept as `access_token`.
+   */
+  operationEventsUrl (id) {
+    const query = new URLSearchParams({ access_token: this.token })
+    return `${this.uploadUrl}/api/operations/${encodeURIComponent(id)}/events?${query}`
+  }
+
+  /** This month's usage: `{storedBytes, quota, uploads, pins, uploadedBytes, servedBytes, period}`. */
+  usage () { return this.account('/api/usage') }
 
   /** One page of uploads, newest first. `search` is a CID or part of a name. */
   listUploads ({ search = '', cursor = null, limit = 10 } = {}) {

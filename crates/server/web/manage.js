@@ -1,9 +1,10 @@
-// What the account keeps: the quota (GET /api/upload-limit), its uploads (GET /api/uploads,
-// paged by cursor, deleted with DELETE /api/uploads/{id}) and its pins (the Pinning Service
-// API at /pins on the upload host: listed paged by `before`, added, watched, removed). One
-// search box filters both lists, by CID or by part of a name.
+// What the account keeps: the quota (GET /api/upload-limit) and this month's usage
+// (GET /api/usage), its uploads (GET /api/uploads, paged by cursor, deleted with
+// DELETE /api/uploads/{id}) and its pins (the Pinning Service API at /pins on the upload host:
+// listed paged by `before`, added, watched, removed). One search box filters both lists, by
+// CID or by part of a name.
 
-import { copyText, el, formatBytes, formatTime, keepFocusIn } from './ui.js'
+import { copyText, el, formatBytes, formatNumber, formatTime, keepFocusIn } from './ui.js'
 
 const PAGE = 10
 /** How often a new pin's status is asked for until it is pinned or failed. */
@@ -32,6 +33,9 @@ export class Library {
       quotaText: $('quota-text'),
       quotaBar: $('quota-bar'),
       limitText: $('limit-text'),
+      usagePeriod: $('usage-period'),
+      usageNote: $('usage-note'),
+      usageFacts: $('usage-facts'),
       uploads: $('uploads-list'),
       uploadsNote: $('uploads-note'),
       uploadsPrev: $('uploads-prev'),
@@ -96,8 +100,15 @@ export class Library {
     return Promise.all([this.refreshQuota(), this.refreshUploads(), this.refreshPins()])
   }
 
-  /** @param {{limit: number, storedBytes: number, quota: number|null}} [known] */
-  async refreshQuota (known) {
+  /**
+   * The quota and, beside it, this month's usage.
+   * @param {{limit: number, storedBytes: number, quota: number|null}} [known]
+   */
+  refreshQuota (known) {
+    return Promise.all([this.showQuota(known), this.refreshUsage()])
+  }
+
+  async showQuota (known) {
     const e = this.elements
     let limits = known
     try {
@@ -120,6 +131,37 @@ export class Library {
     }
     e.limitText.textContent = `Files up to ${formatBytes(limits.limit)} are sent in one request; ` +
       'larger ones in resumable chunks that survive a lost connection or a reload.'
+  }
+
+  /**
+   * What the account keeps now (uploads, pins by CID) and what was uploaded and served this
+   * month (scope `read`).
+   */
+  async refreshUsage () {
+    const e = this.elements
+    let usage
+    try {
+      usage = await this.api().usage()
+    } catch (error) {
+      // A key without the `read` scope: say so, and leave the rest of the page alone.
+      e.usageNote.textContent = error.status === 403
+        ? `This key cannot read the account's usage: ${error.message}`
+        : `Could not read this month's usage: ${error.message}`
+      e.usageNote.hidden = false
+      e.usageFacts.hidden = true
+      e.usagePeriod.textContent = ''
+      return
+    }
+    e.usagePeriod.textContent = `${formatDay(usage.period.start)} to ${formatDay(usage.period.end, -1)} (UTC)`
+    const facts = [
+      ['Uploaded this month', formatBytes(usage.uploadedBytes)],
+      ['Served this month', formatBytes(usage.servedBytes)],
+      ['Uploads kept', formatNumber(usage.uploads)],
+      ['Pins by CID', formatNumber(usage.pins)]
+    ]
+    e.usageFacts.replaceChildren(...facts.flatMap(([term, value]) => [el('dt', {}, term), el('dd', {}, value)]))
+    e.usageFacts.hidden = false
+    e.usageNote.hidden = true
   }
 
   async refreshUploads () {
@@ -293,4 +335,11 @@ export class Library {
     button.addEventListener('click', onClick)
     return button
   }
+}
+
+/** The UTC day of an RFC 3339 time, `offsetMs` later (the day before an exclusive end: -1). */
+function formatDay (rfc3339, offsetMs = 0) {
+  const date = new Date(Date.parse(rfc3339) + offsetMs)
+  if (Number.isNaN(date.getTime())) return rfc3339 || ''
+  return date.toLocaleDateString(undefined, { dateStyle: 'medium', timeZone: 'UTC' })
 }

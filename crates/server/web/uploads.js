@@ -1,6 +1,7 @@
 // The transfers of this page: each picked or dropped item becomes a Transfer (a list item
 // with its progress, controls and result), sent by one POST when it fits the account's limit
-// and over TUS otherwise, then watched through its operation until the server has its CID.
+// and over TUS otherwise, then followed through its operation's event stream (or by polling
+// the operation where the stream cannot be kept) until the server has its CID.
 // A Queue runs a few at once.
 
 import { ApiError } from './api.js'
@@ -11,8 +12,20 @@ import { copyText, formatBytes, formatNumber } from './ui.js'
 
 /** Transfers running at once: enough to keep the line busy, few enough to finish some early. */
 const CONCURRENCY = 3
-/** How often an operation is asked about while the server processes it. */
+/** How often an operation is asked about while the server processes it, without its stream. */
 const POLL_MS = 500
+/** An operation's stream that fails this often in a row is given up for polling. */
+const STREAM_ERRORS = 3
+/** How long a stream may stay silent after it opens (or fails) before polling takes over. */
+const STREAM_SILENCE_MS = 20_000
+/** What the status says at each stage of a `progress` event. */
+const STAGES = {
+  receiving: 'The server is receiving it…',
+  queued: 'Queued: waiting for the server to start on it…',
+  extracting: 'Extracting the archive…',
+  importing: 'Importing…',
+  storing: 'Storing…'
+}
 /** How far back the speed is measured. */
 const SPEED_WINDOW_MS = 3000
 
@@ -301,7 +314,10 @@ class Transfer {
     return { operationId: this.tus.operationId ?? uploadId, cid: null, status: 'pending' }
   }
 
-  /** Follows the operation until it completes or fails (an archive is extracted meanwhile). */
+  /**
+   * Follows the operation until it completes or fails (an archive is extracted meanwhile): by
+   * its event stream, or by asking about it where the stream cannot be kept.
+   */
   async watch ({ operationId, cid, status }) {
     this.setState('processing')
     this.showProgress(this.blob.size)
@@ -309,6 +325,75 @@ class Transfer {
     this.setStatus('Stored; the server is processing it…')
     const api = this.queue.api()
     this.pollAbort = new AbortController()
+    const completed = await this.follow(api, operationId, this.pollAbort.signal)
+    if (completed) return this.done(completed.cid)
+    if (!this.pollAbort.signal.aborted) await this.poll(api, operationId)
+  }
+
+  /**
+   * The operation's event stream: each `progress` shown as it comes, then the record once
+   * `completed` (a `failed` rejects with its error). EventSource reconnects by itself, going on
+   * after the last event it got. Resolves null when the stream cannot be kept, for polling to
+   * take over: it was closed for good (refused, or not a stream), it failed STREAM_ERRORS
+   * times without an event between, or STREAM_SILENCE_MS passed without an event since it
+   * opened or since it last failed (a proxy that buffers streams, or cuts them).
+   */
+  follow (api, operationId, signal) {
+    return new Promise((resolve, reject) => {
+      const source = new EventSource(api.operationEventsUrl(operationId))
+      let errors = 0
+      let silence = null
+      const wait = () => { silence ??= setTimeout(() => end(resolve, null), STREAM_SILENCE_MS) }
+      const end = (settle, value) => {
+        source.close()
+        clearTimeout(silence)
+        signal.removeEventListener('abort', onAbort)
+        settle(value)
+      }
+      const onAbort = () => end(resolve, null)
+      signal.addEventListener('abort', onAbort)
+      const on = (type, handle) => source.addEventListener(type, event => {
+        errors = 0
+        clearTimeout(silence)
+        silence = null
+        let data
+        try {
+          data = JSON.parse(event.data)
+        } catch {
+          return end(resolve, null)
+        }
+        handle(data)
+      })
+      on('progress', progress => this.showStage(progress))
+      // The server ends the stream after its final event: closed here, or EventSource would
+      // reconnect.
+      on('completed', record => end(resolve, record.cid ? record : null))
+      on('failed', error => end(reject, new ApiError(422, error.error || 'failed',
+        error.message || 'The server could not process this upload')))
+      source.addEventListener('error', () => {
+        if (source.readyState === EventSource.CLOSED || ++errors >= STREAM_ERRORS) return end(resolve, null)
+        wait()
+      })
+      wait()
+    })
+  }
+
+  /** Where the server is with the upload, from a `progress` event. */
+  showStage ({ stage, bytes, totalBytes }) {
+    const status = STAGES[stage] || 'Processing…'
+    if (this.status.textContent !== status) this.setStatus(status)
+    // The bytes go beside the bar, where they are seen without being read out at every event.
+    let text = `${formatBytes(this.blob.size)} sent`
+    if (Number.isFinite(bytes) && Number.isFinite(totalBytes) && totalBytes > 0) {
+      text += `; ${stage} ${formatBytes(bytes)} of ${formatBytes(totalBytes)} (${Math.floor((bytes / totalBytes) * 100)}%)`
+    } else if (Number.isFinite(bytes)) {
+      text += `; ${stage} ${formatBytes(bytes)}`
+    }
+    this.bytes.textContent = text
+  }
+
+  /** Asks about the operation every POLL_MS until it completes or fails. */
+  async poll (api, operationId) {
     for (;;) {
       let op
       try {

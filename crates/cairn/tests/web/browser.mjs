@@ -5,13 +5,15 @@
 //
 // Usage: node browser.mjs SCENARIO
 //   SCENARIO: wrong-token | small | big | folder | drop | archive | resume | delete | pin |
-//   keys | keys-forbidden | isolation
+//   keys | keys-forbidden | isolation | stream | stream-cut | eventsource | usage
 // Environment: CAIRN_PAGE_URL (the account host), CAIRN_TOKEN, CAIRN_FIXTURES (small.txt,
 // big.bin, folder/, site.tar.gz), CAIRN_SCREENSHOTS (where <scenario>.png goes, or
 // <CAIRN_SCREENSHOT_NAME>.png; `keys` adds keys-secret-shown.png), CHROMIUM (the browser),
 // CAIRN_PIN_CID (for `pin`), CAIRN_DROP_DIR (for `drop`: the folder to drop, by default
 // CAIRN_FIXTURES/folder; give one with empty folders, which only a drop keeps),
-// CAIRN_UPLOAD_URL, CAIRN_VICTIM_CID and CAIRN_THIEF_CID (for `isolation`).
+// CAIRN_UPLOAD_URL (the upload host), CAIRN_VICTIM_CID and CAIRN_THIEF_CID (for `isolation`),
+// CAIRN_ARCHIVE (for `stream`, `stream-cut` and `eventsource`: a tar that takes the server a
+// few seconds to extract), CAIRN_NO_READ_TOKEN (for `usage`: a key without the `read` scope).
 // On success prints one JSON line, {"scenario": ..., "cid": ...}; on failure a message on
 // stderr and a non-zero exit. Either way a full-page screenshot is saved.
 
@@ -335,6 +337,140 @@ const scenarios = {
     return { message: await notice.textContent(), cid }
   },
 
+  // An archive followed live: once the upload is stored, the page follows its operation's
+  // event stream, showing each stage the stream reports, then the CID. Returns what the
+  // transfer said, in order, and the page's requests about the operation.
+  async stream (page) {
+    await signIn(page)
+    await page.getByRole('radio', { name: /^Extract/ }).check()
+    const requests = operationRequests(page)
+    await recordTransferTexts(page)
+    const cid = await upload(page, env('CAIRN_ARCHIVE'))
+    return { cid, shown: await page.evaluate(() => window.shown), ...requests }
+  },
+
+  // The same through a proxy that cuts every event stream at once (an empty answer): the
+  // page gives the stream up and asks about the operation instead, and still gets the CID.
+  async 'stream-cut' (page) {
+    await signIn(page)
+    await page.getByRole('radio', { name: /^Extract/ }).check()
+    const requests = operationRequests(page)
+    await page.route(url => url.pathname.endsWith('/events'), route =>
+      route.fulfill({ status: 200, contentType: 'text/event-stream', body: '' }))
+    await recordTransferTexts(page)
+    const cid = await upload(page, env('CAIRN_ARCHIVE'))
+    return { cid, shown: await page.evaluate(() => window.shown), ...requests }
+  },
+
+  // Chromium's own EventSource, in a page of the account host (under the page's CSP), follows
+  // an archive sent over TUS in two parts: the first half is sent, the stream opened, and once
+  // it has said `receiving` the second half goes; then the stream reports processing and
+  // the end. It is left open after the final event to reconnect once (with Last-Event-ID):
+  // nothing is sent twice. Returns every event and the stream's answers.
+  async eventsource (page) {
+    const uploadUrl = env('CAIRN_UPLOAD_URL')
+    const token = env('CAIRN_TOKEN')
+    const archive = fs.readFileSync(env('CAIRN_ARCHIVE'))
+    const half = Math.floor(archive.length / 2)
+    const tus = { 'Tus-Resumable': '1.0.0', Authorization: `Bearer ${token}` }
+    const created = await fetch(`${uploadUrl}/api/upload/tus`, {
+      method: 'POST',
+      headers: {
+        ...tus,
+        'Upload-Length': String(archive.length),
+        // As a browser's TUS client says of a .tar.
+        'Upload-Metadata': tusMetadata({ filename: path.basename(env('CAIRN_ARCHIVE')), filetype: 'application/x-tar' })
+      }
+    })
+    if (created.status !== 201) throw new Error(`creating the TUS upload: ${created.status} ${await created.text()}`)
+    const location = new URL(created.headers.get('location'), uploadUrl).href
+    const operationId = created.headers.get('cairn-operation-id')
+    const patch = async (offset, bytes) => {
+      const patched = await fetch(location, {
+        method: 'PATCH',
+        headers: { ...tus, 'Upload-Offset': String(offset), 'Content-Type': 'application/offset+octet-stream' },
+        body: bytes
+      })
+      if (patched.status !== 204) throw new Error(`PATCH at ${offset}: ${patched.status} ${await patched.text()}`)
+    }
+    await patch(0, archive.subarray(0, half))
+
+    await page.goto(env('CAIRN_PAGE_URL'))
+    const answers = []
+    page.on('response', response => {
+      if (response.request().resourceType() !== 'eventsource') return
+      answers.push({ status: response.status(), allowOrigin: response.headers()['access-control-allow-origin'] ?? null })
+    })
+    const url = `${uploadUrl}/api/operations/${operationId}/events?access_token=${encodeURIComponent(token)}`
+    await page.evaluate(url => {
+      window.streamed = []
+      const source = new EventSource(url)
+      window.source = source
+      for (const type of ['progress', 'completed', 'failed']) {
+        source.addEventListener(type, event => window.streamed.push({ type, id: event.lastEventId, data: JSON.parse(event.data) }))
+      }
+      source.addEventListener('open', () => window.streamed.push({ type: 'open' }))
+      source.addEventListener('error', () => window.streamed.push({ type: 'error', closed: source.readyState === EventSource.CLOSED }))
+    }, url)
+    const streamed = () => page.evaluate(() => window.streamed)
+    const find = async test => (await streamed()).find(test)
+    const closed = async () => {
+      const error = await find(e => e.type === 'error' && e.closed)
+      if (error) throw new Error(`the EventSource was closed: ${JSON.stringify(await streamed())}`)
+    }
+    await until('a receiving event', async () => {
+      await closed()
+      return find(e => e.type === 'progress' && e.data.stage === 'receiving')
+    })
+    await patch(half, archive.subarray(half))
+    await until('the final event', async () => {
+      await closed()
+      return find(e => e.type === 'completed' || e.type === 'failed')
+    })
+    // The server ends the stream; EventSource reconnects, saying the final event's id.
+    await until('a reconnection after the final event, and its end', async () => {
+      const events = await streamed()
+      const final = events.findIndex(e => e.type === 'completed' || e.type === 'failed')
+      const after = events.slice(final + 1)
+      const reopened = after.findIndex(e => e.type === 'open')
+      return reopened >= 0 && after.slice(reopened + 1).some(e => e.type === 'error') ? true : undefined
+    })
+    const events = await page.evaluate(() => { window.source.close(); return window.streamed })
+    return { operationId, half, length: archive.length, events, answers, pageOrigin: new URL(env('CAIRN_PAGE_URL')).origin }
+  },
+
+  // The storage panel shows this month's usage as GET /api/usage gives it, refreshed with
+  // the quota (here, after an upload); a key without the `read` scope is told it cannot read
+  // it, and the rest of the panel still works.
+  async usage (page) {
+    await signIn(page)
+    const storage = page.getByRole('region', { name: 'Storage' })
+    const facts = storage.getByRole('definition').first()
+    await facts.waitFor()
+    const before = await definitions(storage.locator('dl'))
+    await upload(page, path.join(env('CAIRN_FIXTURES'), 'small.txt'))
+    const list = storage.locator('dl')
+    await until('the usage to count the upload made on the page', async () => {
+      const now = await definitions(list)
+      return now['Uploads kept'] !== before['Uploads kept'] ? now : undefined
+    })
+    const shown = await definitions(list)
+    const period = await storage.getByText(/\(UTC\)$/).textContent()
+    const answer = await fetch(`${env('CAIRN_PAGE_URL')}/api/usage`, { headers: { Authorization: `Bearer ${env('CAIRN_TOKEN')}` } })
+    const usage = await answer.json()
+
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByLabel('API token').fill(env('CAIRN_NO_READ_TOKEN'))
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('button', { name: 'Sign out' }).waitFor()
+    const refused = storage.getByText('cannot read the account\'s usage')
+    await refused.waitFor()
+    if (await list.isVisible()) throw new Error('usage figures show to a key that may not read them')
+    const quota = await storage.locator('#quota-text').textContent()
+    if (!/stored/.test(quota)) throw new Error(`the quota is not shown beside the refused usage: ${quota}`)
+    return { shown, period, usage, refused: await refused.textContent() }
+  },
+
   // Origin isolation: a website opened from the gateway (as a person would, by a link to the
   // path gateway) reads neither the page's remembered token nor another website's storage.
   // CAIRN_VICTIM_CID stores a secret in its storage; CAIRN_THIEF_CID shows, in #loot, all the
@@ -358,6 +494,51 @@ const scenarios = {
   }
 }
 
+/** The requests the page makes about operations: event streams, and polls of an operation. */
+function operationRequests (page) {
+  const seen = { streams: [], polls: [] }
+  page.on('request', request => {
+    const url = new URL(request.url())
+    if (!url.pathname.startsWith('/api/operations/')) return
+    if (url.pathname.endsWith('/events')) seen.streams.push(url.pathname)
+    else if (request.method() === 'GET') seen.polls.push(url.pathname)
+  })
+  return seen
+}
+
+/**
+ * Records, in the page, each state a transfer's status and progress text show (as a person
+ * sees them change): `window.shown`, `{status, bytes}` in order.
+ */
+function recordTransferTexts (page) {
+  return page.evaluate(() => {
+    window.shown = []
+    const list = document.getElementById('transfers')
+    const record = () => {
+      for (const item of list.querySelectorAll('.transfer')) {
+        const now = {
+          status: item.querySelector('.transfer-status').textContent,
+          bytes: item.querySelector('.transfer-bytes').textContent
+        }
+        const last = window.shown.at(-1)
+        if (!last || last.status !== now.status || last.bytes !== now.bytes) window.shown.push(now)
+      }
+    }
+    new MutationObserver(record).observe(list, { subtree: true, childList: true, characterData: true })
+  })
+}
+
+/** `Upload-Metadata`'s value: `key base64(value)` pairs. */
+function tusMetadata (metadata) {
+  return Object.entries(metadata).map(([key, value]) => `${key} ${Buffer.from(value).toString('base64')}`).join(',')
+}
+
+/** The label and value pairs a definition list shows. */
+function definitions (list) {
+  return list.evaluate(dl => Object.fromEntries([...dl.querySelectorAll('dt')]
+    .map(dt => [dt.textContent.trim(), dt.nextElementSibling.textContent.trim()])))
+}
+
 async function main () {
   const run = scenarios[scenario]
   if (!run) throw new Error(`unknown scenario ${JSON.stringify(scenario)}: one of ${Object.keys(scenarios).join(', ')}`)
@@ -370,6 +551,8 @@ async function main () {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     viewport: { width: 1280, height: 900 },
+    // Dates and numbers as the tests expect them, whatever the machine's language.
+    locale: 'en-US',
     timeout: TIMEOUT_MS
   })
   const page = context.pages()[0] || await context.newPage()
