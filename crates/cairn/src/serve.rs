@@ -213,6 +213,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     let recording_served = tokio::spawn(cairn_service::served::record_served(
         service.store.clone(),
         service.served.clone(),
+        service.node.as_ref().map(|node| node.bitswap().clone()),
         stop_rx.clone(),
     ));
     tokio::spawn(cairn_service::webhooks::deliver_webhooks(

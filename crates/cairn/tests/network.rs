@@ -123,6 +123,16 @@ fn kubo_fetches_uploads_from_cairn_over_tcp_and_quic(kubo_release: KuboRelease, 
     assert!(metric(&running, "cairn_p2p_connected_peers") >= 1.0);
     assert!(metric(&running, "cairn_bitswap_blocks_sent_total") >= 20.0);
     assert!(metric(&running, "cairn_bitswap_bytes_sent_total") >= 2.0 * (5 << 20) as f64);
+    // And the account's usage: what both peers fetched of its DAGs (credited every 10 s).
+    let fetched = 2 * ((5 << 20) + 2_500_000);
+    let usage = format!("{}/api/usage", running.account);
+    let served = eventually("Bitswap bytes in the usage", TIMEOUT, || {
+        let usage: serde_json::Value =
+            serde_json::from_str(&http_get(&usage, Some(&running.token))).unwrap();
+        let served = usage["servedBytes"].as_u64().unwrap();
+        (served >= fetched).then_some(served)
+    });
+    assert!(served < 2 * fetched, "{served} bytes for {fetched} fetched");
     terminate(running);
 }
 

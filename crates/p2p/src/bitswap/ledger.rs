@@ -152,12 +152,14 @@ async fn run(bitswap: Bitswap, peer: PeerId, mut updates: mpsc::Receiver<Update>
             continue;
         }
         let (blocks, sent_bytes) = (answer.blocks.len() as u64, bytes as u64);
+        let cids: Vec<_> = answer.blocks.iter().map(|(cid, _)| *cid).collect();
         if !bitswap
             .send(peer, Some(version), answer, Some(budget))
             .await
         {
             break;
         }
+        bitswap.log_sent(peer, &cids, sent_bytes);
         let metrics = &bitswap.inner.metrics;
         metrics.blocks_sent.fetch_add(blocks, Ordering::Relaxed);
         metrics.bytes_sent.fetch_add(sent_bytes, Ordering::Relaxed);

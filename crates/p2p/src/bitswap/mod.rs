@@ -34,6 +34,7 @@ use libp2p::{PeerId, StreamProtocol};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use crate::blocks::Blockstore;
+use cairn_unixfs::Cid;
 use message::{Message, MessageError, Presence, Version};
 
 /// The protocols served, newest first, with the message version each speaks.
@@ -84,6 +85,22 @@ pub struct BitswapMetrics {
     pub peers_cut_off: AtomicU64,
 }
 
+/// What went to one peer since [`Bitswap::take_sent`] last took it: the first blocks (a DAG is
+/// asked for from its root down, so its root is among them) and the bytes of all of them.
+/// Cairn credits those bytes to the accounts keeping the root (their usage).
+#[derive(Debug, PartialEq)]
+pub struct SentToPeer {
+    pub peer: PeerId,
+    pub first_blocks: Vec<Cid>,
+    pub bytes: u64,
+}
+
+/// Blocks kept per peer in [`SentToPeer::first_blocks`].
+const FIRST_BLOCKS: usize = 16;
+/// Peers whose blocks are kept between takes; blocks sent to more are not counted (the log
+/// must not grow with every peer that asks).
+const SENT_PEERS: usize = 10_000;
+
 /// The Bitswap service of the node; cheap to clone.
 #[derive(Clone)]
 pub struct Bitswap {
@@ -102,6 +119,7 @@ struct Inner {
     /// In KiB: each answer holds its share from when it is built until it is written.
     answer_budget: Arc<Semaphore>,
     metrics: BitswapMetrics,
+    sent: Mutex<HashMap<PeerId, SentToPeer>>,
     cut_off: mpsc::UnboundedSender<PeerId>,
 }
 
@@ -138,6 +156,7 @@ impl Bitswap {
                 wants: fetch::Wants::default(),
                 misses: Mutex::new(HashMap::new()),
                 metrics: BitswapMetrics::default(),
+                sent: Mutex::new(HashMap::new()),
                 cut_off,
             }),
         };
@@ -155,6 +174,32 @@ impl Bitswap {
 
     pub fn metrics(&self) -> &BitswapMetrics {
         &self.inner.metrics
+    }
+
+    /// What was sent to each peer since the last take.
+    pub fn take_sent(&self) -> Vec<SentToPeer> {
+        let Ok(mut sent) = self.inner.sent.lock() else {
+            return Vec::new();
+        };
+        std::mem::take(&mut *sent).into_values().collect()
+    }
+
+    /// Blocks (`cids`, `bytes` in all) went to `peer`.
+    fn log_sent(&self, peer: PeerId, cids: &[Cid], bytes: u64) {
+        let Ok(mut sent) = self.inner.sent.lock() else {
+            return;
+        };
+        if !sent.contains_key(&peer) && sent.len() >= SENT_PEERS {
+            return;
+        }
+        let log = sent.entry(peer).or_insert_with(|| SentToPeer {
+            peer,
+            first_blocks: Vec::new(),
+            bytes: 0,
+        });
+        let room = FIRST_BLOCKS - log.first_blocks.len();
+        log.first_blocks.extend(cids.iter().take(room));
+        log.bytes += bytes;
     }
 
     /// Read a peer's messages until it closes the stream or breaks a limit.

@@ -101,6 +101,19 @@ fn a_dag_fetched_over_bitswap_reads_back_byte_for_byte() {
                     .load(std::sync::atomic::Ordering::Relaxed),
                 stats.blocks_fetched
             );
+            // What went to the peer, for usage: the root first, every byte counted once.
+            let sent = server.bitswap().take_sent();
+            assert_eq!(sent.len(), 1);
+            assert_eq!(sent[0].peer, client.peer_id());
+            assert_eq!(sent[0].first_blocks[0], root);
+            assert_eq!(sent[0].first_blocks.len(), 16);
+            let sent_bytes = server
+                .bitswap()
+                .metrics()
+                .bytes_sent
+                .load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(sent[0].bytes, sent_bytes);
+            assert!(server.bitswap().take_sent().is_empty(), "taken once");
         },
     );
 }
