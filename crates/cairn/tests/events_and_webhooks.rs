@@ -311,6 +311,21 @@ fn curl_events(
     events
 }
 
+/// Progress never goes back a stage.
+fn assert_stages_move_forward(events: &[Value]) {
+    const ORDER: [&str; 5] = ["receiving", "queued", "extracting", "importing", "storing"];
+    let stages: Vec<usize> = events
+        .iter()
+        .filter(|e| e["event"] == "progress")
+        .map(|e| {
+            let data: Value = serde_json::from_str(e["data"].as_str().unwrap()).unwrap();
+            let stage = data["stage"].as_str().unwrap();
+            ORDER.iter().position(|s| *s == stage).unwrap()
+        })
+        .collect();
+    assert!(stages.is_sorted(), "{events:#?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn uploads_are_followed_live_and_a_cut_stream_resumes_without_loss_or_repetition() {
     let dir = tempfile::tempdir().unwrap();
@@ -326,6 +341,7 @@ async fn uploads_are_followed_live_and_a_cut_stream_resumes_without_loss_or_repe
     let events = curl_events(&url, Some(&token), None, 20);
     let last = events.last().expect("a final event");
     assert_eq!(last["event"], "completed", "{events:#?}");
+    assert_stages_move_forward(&events);
     let record: Value = serde_json::from_str(last["data"].as_str().unwrap()).unwrap();
     assert!(
         record["cid"].as_str().unwrap().starts_with("bafy"),
@@ -386,6 +402,7 @@ async fn uploads_are_followed_live_and_a_cut_stream_resumes_without_loss_or_repe
     );
     let rest = curl_events(&url, Some(&token), first[0]["id"].as_str(), 20);
     assert_eq!(rest.last().unwrap()["event"], "completed", "{rest:#?}");
+    assert_stages_move_forward(&[first.clone(), rest.clone()].concat());
     assert!(
         rest.iter().all(|e| e["id"] != first[0]["id"]),
         "nothing repeated: {rest:#?}"

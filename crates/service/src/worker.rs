@@ -271,28 +271,34 @@ fn process_bytes(
         _ => "importing",
     };
     let lost = AtomicBool::new(false);
-    let mut last_report = Instant::now();
+    let report = |stage: &str, consumed: u64| -> io::Result<()> {
+        let percent = consumed as f64 * 100.0 / total.max(1) as f64;
+        let message = format!("{stage}: {consumed} of {total} bytes read");
+        let held = runtime
+            .block_on(service.store.report_progress(
+                op.id,
+                worker,
+                percent,
+                &message,
+                service.config.worker_lease,
+            ))
+            .map_err(io::Error::other)?;
+        if !held {
+            lost.store(true, Ordering::Relaxed);
+            return Err(io::Error::other("claim lost"));
+        }
+        Ok(())
+    };
+    // Work done within REPORT_EVERY is never reported (most of it is small: a write saved).
+    let started = Instant::now();
+    let mut last_report = started;
     let mut progress = |consumed: u64| -> io::Result<()> {
         if abandon.load(Ordering::Relaxed) {
             return Err(io::Error::other("worker stopping"));
         }
         if last_report.elapsed() >= REPORT_EVERY {
             last_report = Instant::now();
-            let percent = consumed as f64 * 100.0 / total as f64;
-            let message = format!("{stage}: {consumed} of {total} bytes read");
-            let held = runtime
-                .block_on(service.store.report_progress(
-                    op.id,
-                    worker,
-                    percent,
-                    &message,
-                    service.config.worker_lease,
-                ))
-                .map_err(io::Error::other)?;
-            if !held {
-                lost.store(true, Ordering::Relaxed);
-                return Err(io::Error::other("claim lost"));
-            }
+            report(stage, consumed)?;
         }
         Ok(())
     };
@@ -323,6 +329,11 @@ fn process_bytes(
         .map_err(ArchiveError::Io),
     };
     if abandon.load(Ordering::Relaxed) || lost.load(Ordering::Relaxed) {
+        return Outcome::Abandoned;
+    }
+    // Everything read: what is left is sealing the pack and committing it, which a long
+    // piece of work says (a stream shows it as `storing`).
+    if root.is_ok() && started.elapsed() >= REPORT_EVERY && report("storing", total).is_err() {
         return Outcome::Abandoned;
     }
     match root {

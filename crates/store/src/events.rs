@@ -209,7 +209,8 @@ pub const DELIVERY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 /// What an account used: the usage route's figures other than its stored bytes and quota.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Usage {
-    /// Live uploads (not pins) and live pins.
+    /// Uploads (not pins) the account keeps now, and pins by CID that are pinned: completed
+    /// and not deleted.
     pub uploads: u64,
     pub pins: u64,
     /// Bytes of the uploads made in the period (pins not counted: nothing was uploaded).

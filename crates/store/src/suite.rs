@@ -264,10 +264,19 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
         .unwrap();
     assert!(listed.iter().all(|d| d.status != DeliveryStatus::Pending));
 
-    // Usage: live uploads, and the bytes uploaded in a window of time.
+    // Usage: the uploads kept (completed, not deleted: neither the pending nor the deleted
+    // one), and the bytes uploaded in a window of time (every upload's).
+    store
+        .commit_completed_upload(
+            upload("ev-3", wren.id),
+            Packed::default(),
+            &root("bafkqaaa", 0),
+        )
+        .await
+        .unwrap();
     let usage = store.usage(wren.id, 0, i64::MAX, "2026-11").await.unwrap();
     assert_eq!((usage.uploads, usage.pins), (1, 0));
-    assert_eq!(usage.uploaded_bytes, 6000);
+    assert_eq!(usage.uploaded_bytes, 9000);
     store
         .add_served_bytes("2026-11", &[(wren.id, 10), (wren.id, 5)])
         .await

@@ -26,7 +26,7 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use cairn_store::events::{parse_types, Event, EventType};
-use cairn_store::model::{ArchiveMode, Operation, OperationKind, OperationRef, OperationStatus};
+use cairn_store::model::{Operation, OperationKind, OperationRef, OperationStatus};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
@@ -386,18 +386,6 @@ impl Progress {
     }
 }
 
-/// Media types of the archives an upload in extract mode is unpacked from.
-const ARCHIVE_TYPES: [&str; 8] = [
-    "application/x-tar",
-    "application/zip",
-    "application/gzip",
-    "application/x-gzip",
-    "application/x-bzip2",
-    "application/x-xz",
-    "application/zstd",
-    "application/x-7z-compressed",
-];
-
 async fn progress(state: &AppState, op: &Operation) -> Progress {
     if op.status == OperationStatus::Pending {
         if op.kind == OperationKind::TusUpload {
@@ -428,22 +416,14 @@ async fn progress(state: &AppState, op: &Operation) -> Progress {
     let stage = match word {
         "extracting" => Stage::Extracting,
         "importing" => Stage::Importing,
-        _ if op.archive_mode != Some(ArchiveMode::Preserve)
-            && ARCHIVE_TYPES.contains(&op.mime_type.as_str()) =>
-        {
-            Stage::Extracting
-        }
-        _ => Stage::Importing,
+        "storing" => Stage::Storing,
+        // Claimed, and not reported yet: not guessed, since a guess could go back a stage.
+        _ => Stage::Queued,
     };
     let bytes = (op.progress_percent / 100.0 * op.size as f64) as u64;
     Progress {
-        // Every byte read: what is left is sealing the pack and committing it.
-        stage: if op.progress_percent >= 99.0 {
-            Stage::Storing
-        } else {
-            stage
-        },
-        bytes: Some(bytes.min(op.size)),
+        stage,
+        bytes: (stage != Stage::Queued).then_some(bytes.min(op.size)),
         total: Some(op.size),
     }
 }

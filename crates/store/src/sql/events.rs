@@ -442,9 +442,11 @@ impl<B: Backend> SqlStore<B> {
         let row = B::query(
             // PostgreSQL sums BIGINTs into NUMERIC: cast back.
             "SELECT
-                CAST(COALESCE(SUM(CASE WHEN kind <> 'pin' AND deleted_at IS NULL
+                CAST(COALESCE(SUM(CASE WHEN kind <> 'pin' AND status = 'completed'
+                                        AND deleted_at IS NULL
                                        THEN 1 ELSE 0 END), 0) AS BIGINT) AS uploads,
-                CAST(COALESCE(SUM(CASE WHEN kind = 'pin' AND deleted_at IS NULL
+                CAST(COALESCE(SUM(CASE WHEN kind = 'pin' AND status = 'completed'
+                                        AND deleted_at IS NULL
                                        THEN 1 ELSE 0 END), 0) AS BIGINT) AS pins,
                 CAST(COALESCE(SUM(CASE WHEN kind <> 'pin' AND created_at >= $1 AND created_at < $2
                                        THEN size ELSE 0 END), 0) AS BIGINT) AS uploaded
