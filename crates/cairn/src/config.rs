@@ -182,6 +182,9 @@ pub struct ServeConfig {
 #[derive(Debug, Clone)]
 pub struct P2pConfig {
     pub listen: Vec<Multiaddr>,
+    /// Whether `listen` was chosen (`--p2p-listen`) rather than defaulted: a default port
+    /// that is taken gives way to a free one.
+    pub listen_chosen: bool,
     pub announce: Vec<Multiaddr>,
     pub bootstrap: Vec<Multiaddr>,
 }
@@ -192,7 +195,8 @@ impl P2pConfig {
         announce: Option<String>,
         bootstrap: Option<String>,
     ) -> Result<Option<Self>> {
-        let listen = match listen.as_deref().map(str::trim) {
+        let listen_chosen = listen.as_deref().map(str::trim);
+        let listen = match listen_chosen {
             Some("none") => return Ok(None),
             Some(list) => multiaddrs(list, "--p2p-listen")?,
             None => cairn_p2p::NodeConfig::default().listen,
@@ -204,6 +208,7 @@ impl P2pConfig {
         };
         Ok(Some(Self {
             listen,
+            listen_chosen: listen_chosen.is_some(),
             announce: multiaddrs(announce.as_deref().unwrap_or_default(), "--p2p-announce")?,
             bootstrap,
         }))

@@ -622,8 +622,11 @@ async fn run_async(command: Command) -> Result<bool> {
 
 /// Structured logs on stderr; `RUST_LOG` filters, `CAIRN_LOG_FORMAT=json` for JSON lines.
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // libp2p's own info lines are noise to a user, and Kademlia warns that it cannot
+    // bootstrap whenever it knows no peer, which a node on loopback never does.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,libp2p=warn,libp2p_kad::behaviour=error")
+    });
     use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

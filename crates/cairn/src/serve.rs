@@ -5,7 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use cairn_p2p::NodeError;
 use cairn_server::{account_app, listen, upload_app, AppState, ServerConfig};
 use cairn_service::{Service, ServiceConfig};
 use cairn_store::access::NewKey;
@@ -278,8 +279,70 @@ async fn start_node(
         bootstrap: p2p.bootstrap.clone(),
         ..cairn_p2p::NodeConfig::default()
     };
-    let blocks = Arc::new(cairn_p2p::StoredBlocks::new(store, packs));
-    Ok(cairn_p2p::start(key, node_config, blocks).await?)
+    let blocks: Arc<dyn cairn_p2p::Blockstore> =
+        Arc::new(cairn_p2p::StoredBlocks::new(store, packs));
+    // Port 4001 is every IPFS node's: beside one (IPFS Desktop, Kubo, another Cairn) the
+    // zero-configuration start takes free ports instead.
+    let node_config = match taken(&node_config.listen) {
+        Some(addr) if !p2p.listen_chosen => {
+            println!(
+                "p2p: {addr} is taken (another IPFS node?), so the node listens on free ports \
+                 instead; --p2p-listen chooses them"
+            );
+            cairn_p2p::NodeConfig {
+                listen: node_config.listen.iter().map(any_port).collect(),
+                ..node_config
+            }
+        }
+        _ => node_config,
+    };
+    cairn_p2p::start(key, node_config, blocks)
+        .await
+        .map_err(|e| match e {
+            NodeError::Listen { .. } => anyhow!(
+                "{e} (--p2p-listen chooses other addresses; --p2p-listen none runs without an \
+                 IPFS node)"
+            ),
+            e => e.into(),
+        })
+}
+
+/// The first of `addrs` that another process holds, found by binding it for a moment.
+fn taken(addrs: &[cairn_p2p::Multiaddr]) -> Option<cairn_p2p::Multiaddr> {
+    use cairn_p2p::Protocol;
+    addrs
+        .iter()
+        .find(|addr| {
+            let (mut ip, mut tcp, mut udp) = (None, None, None);
+            for part in addr.iter() {
+                match part {
+                    Protocol::Ip4(a) => ip = Some(std::net::IpAddr::V4(a)),
+                    Protocol::Ip6(a) => ip = Some(std::net::IpAddr::V6(a)),
+                    Protocol::Tcp(port) => tcp = Some(port),
+                    Protocol::Udp(port) => udp = Some(port),
+                    _ => {}
+                }
+            }
+            let bound = match (ip, tcp, udp) {
+                (Some(ip), Some(port), _) => std::net::TcpListener::bind((ip, port)).map(drop),
+                (Some(ip), None, Some(port)) => std::net::UdpSocket::bind((ip, port)).map(drop),
+                _ => Ok(()),
+            };
+            bound.is_err_and(|e| e.kind() == std::io::ErrorKind::AddrInUse)
+        })
+        .cloned()
+}
+
+/// `addr` on port 0, which the system fills with a free port.
+fn any_port(addr: &cairn_p2p::Multiaddr) -> cairn_p2p::Multiaddr {
+    use cairn_p2p::Protocol;
+    addr.iter()
+        .map(|part| match part {
+            Protocol::Tcp(_) => Protocol::Tcp(0),
+            Protocol::Udp(_) => Protocol::Udp(0),
+            other => other,
+        })
+        .collect()
 }
 
 /// The gateway as a multiaddr for provider records: the public URL's, else where the upload

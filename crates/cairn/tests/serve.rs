@@ -95,6 +95,81 @@ fn a_taken_port_is_one_line_and_a_failure_status() {
     );
 }
 
+/// Beside another IPFS node, which holds port 4001 as IPFS Desktop and Kubo do: the
+/// zero-configuration start takes free ports and says so in one line, with no warning; an
+/// address the user chose that is taken is an error naming it, the cause and the flag.
+#[test]
+fn beside_another_ipfs_node_the_default_start_takes_free_ports() {
+    const NAME: &str = "beside_another_ipfs_node_the_default_start_takes_free_ports";
+    cairn_test_support::netns::isolated(NAME, || {
+        let _tcp = std::net::TcpListener::bind("127.0.0.1:4001").unwrap();
+        let _udp = std::net::UdpSocket::bind("127.0.0.1:4001").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let serve = |p2p_listen: Option<&str>| {
+            let mut command = cairn();
+            command
+                .env_remove("CAIRN_P2P_LISTEN")
+                .env_remove("RUST_LOG")
+                .args(server::serve_args(dir.path()));
+            if let Some(listen) = p2p_listen {
+                command.args(["--p2p-listen", listen]);
+            }
+            command
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+
+        let mut child = serve(None);
+        let mut stdout = Vec::new();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        while stdout
+            .iter()
+            .filter(|l: &&String| l.starts_with("p2p listening on"))
+            .count()
+            < 2
+        {
+            stdout.push(lines.next().expect("serve goes on").unwrap());
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        assert!(child.wait().unwrap().success());
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        let said: Vec<&String> = stdout.iter().filter(|l| l.contains("4001")).collect();
+        assert_eq!(said.len(), 1, "{stdout:#?}");
+        assert!(
+            said[0].contains("is taken") && said[0].contains("--p2p-listen"),
+            "{said:?}"
+        );
+        let listening: Vec<&String> = stdout
+            .iter()
+            .filter(|l| l.starts_with("p2p listening on /ip4/127.0.0.1/"))
+            .collect();
+        assert_eq!(
+            listening.len(),
+            2,
+            "TCP and QUIC, on free ports: {stdout:#?}"
+        );
+        assert!(
+            !stderr.contains("WARN") && !stderr.contains("ERROR"),
+            "a default start warns of nothing:\n{stderr}"
+        );
+
+        let output = serve(Some("/ip4/127.0.0.1/udp/4001/quic-v1"))
+            .wait_with_output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1));
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        let errors: Vec<_> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "{stderr}");
+        for needed in ["/ip4/127.0.0.1/udp/4001/quic-v1", "in use", "--p2p-listen"] {
+            assert!(errors[0].contains(needed), "{needed}: {stderr}");
+        }
+    });
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_under_load_keeps_every_acknowledged_byte_and_leaves_nothing_claimed() {
     use tokio::io::AsyncReadExt;

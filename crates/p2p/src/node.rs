@@ -307,10 +307,7 @@ async fn listen(
     for addr in addrs {
         let id = swarm
             .listen_on(addr.clone())
-            .map_err(|e| NodeError::Listen {
-                addr: addr.clone(),
-                reason: e.to_string(),
-            })?;
+            .map_err(|e| listen_error(addr.clone(), &e))?;
         waiting.insert(id, addr.clone());
     }
     let mut bound = Vec::new();
@@ -336,10 +333,7 @@ async fn listen(
             }
             SwarmEvent::ListenerError { listener_id, error } => {
                 if let Some(addr) = waiting.remove(&listener_id) {
-                    return Err(NodeError::Listen {
-                        addr,
-                        reason: error.to_string(),
-                    });
+                    return Err(listen_error(addr, &error));
                 }
             }
             SwarmEvent::ListenerClosed {
@@ -348,17 +342,39 @@ async fn listen(
                 ..
             } => {
                 if let Some(addr) = waiting.remove(&listener_id) {
-                    let reason = match reason {
-                        Ok(()) => "the listener closed".to_owned(),
-                        Err(e) => e.to_string(),
-                    };
-                    return Err(NodeError::Listen { addr, reason });
+                    return Err(match reason {
+                        Ok(()) => NodeError::Listen {
+                            addr,
+                            reason: "the listener closed".to_owned(),
+                        },
+                        Err(e) => listen_error(addr, &e),
+                    });
                 }
             }
             _ => {}
         }
     }
     Ok(bound)
+}
+
+/// Why `addr` could not be listened on. Transport errors wrap the cause, and some say
+/// nothing themselves: every message in the chain is told.
+fn listen_error(addr: Multiaddr, error: &(dyn std::error::Error + 'static)) -> NodeError {
+    let mut messages: Vec<String> = Vec::new();
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        let message = error.to_string();
+        if !message.is_empty() && !messages.iter().any(|m| m.contains(&message)) {
+            messages.push(message);
+        }
+        cause = error.source();
+    }
+    let reason = if messages.is_empty() {
+        "the transport gave no reason".to_owned()
+    } else {
+        messages.join(": ")
+    };
+    NodeError::Listen { addr, reason }
 }
 
 /// A provider lookup under way: the two DHTs' queries, the dials to the providers they found
