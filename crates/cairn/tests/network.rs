@@ -133,7 +133,40 @@ fn kubo_fetches_uploads_from_cairn_over_tcp_and_quic(kubo_release: KuboRelease, 
         (served >= fetched).then_some(served)
     });
     assert!(served < 2 * fetched, "{served} bytes for {fetched} fetched");
+
+    // What the router does not know is `200` with no records (IPIP-0513), cached briefly.
+    let unknown = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
+    let stranger = "12D3KooWJWoaqZhDaoEFshF7Rh1bpY9ohihFhzcW6d69Lr2NASuq";
+    for (path, key) in [
+        (format!("providers/{unknown}"), "Providers"),
+        (format!("peers/{stranger}"), "Peers"),
+    ] {
+        let url = format!("{}/routing/v1/{path}", running.upload);
+        let (status, cache, json) = routing_answer(&url, "application/json");
+        assert_eq!(
+            (status, cache.as_str()),
+            (200, "public, max-age=15"),
+            "{path}"
+        );
+        assert_eq!(json, format!("{{\"{key}\":[]}}"));
+        let (status, _, ndjson) = routing_answer(&url, "application/x-ndjson");
+        assert_eq!((status, ndjson.as_str()), (200, ""), "{path}");
+    }
     terminate(running);
+}
+
+/// A routing answer's status, `Cache-Control` and body.
+fn routing_answer(url: &str, accept: &str) -> (u16, String, String) {
+    let request = reqwest::Client::new().get(url).header("Accept", accept);
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let cache = response.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        (status, cache, response.text().await.unwrap())
+    })
 }
 
 #[test]

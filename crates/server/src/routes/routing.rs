@@ -5,7 +5,7 @@
 //!   alike, from the block index: Helia asks about each block), every live node of the
 //!   service as a provider (they share the content store; see [`cairn_service::nodes`]), with its
 //!   libp2p addresses (`transport-bitswap`) and its gateway's `/http` address
-//!   (`transport-ipfs-gateway-http`); `404` for a block it does not store. JSON, or
+//!   (`transport-ipfs-gateway-http`); none (`200`, IPIP-0513) for a block it does not store. JSON, or
 //!   `application/x-ndjson` when asked; `filter-addrs` and `filter-protocols` (IPIP-484).
 //! - `GET /routing/v1/peers/{peer-id}`: the record of any of the service's nodes.
 
@@ -42,26 +42,17 @@ pub async fn providers(
     let cid: Cid = cid
         .parse()
         .map_err(|e| ApiError::BadRequest(format!("{cid:?} is not a CID: {e}")))?;
-    if !state
+    let stored = state
         .service
         .store
         .has_block(&cid.hash().to_bytes())
-        .await?
-    {
-        return Err(ApiError::NotFound(format!(
-            "no provider is known for {cid}: it is not stored here"
-        )));
-    }
+        .await?;
     let records: Vec<Value> = node_records(&state)
         .into_iter()
+        .filter(|_| stored)
         .filter_map(|record| record.filtered(&filters))
         .map(|record| record.to_json())
         .collect();
-    if records.is_empty() {
-        return Err(ApiError::NotFound(format!(
-            "no provider of {cid} matches the filters"
-        )));
-    }
     Ok(answer("Providers", records, &headers))
 }
 
@@ -82,15 +73,11 @@ pub async fn peers(
         .filter_map(|record| record.filtered(&filters))
         .map(|record| record.to_json())
         .collect();
-    if records.is_empty() {
-        return Err(ApiError::NotFound(format!(
-            "{peer} is not a node of this service"
-        )));
-    }
     Ok(answer("Peers", records, &headers))
 }
 
-/// JSON `{"<key>": [...]}`, or one record per line for a client that asks for NDJSON.
+/// JSON `{"<key>": [...]}`, or one record per line for a client that asks for NDJSON; `200`
+/// with none when there are none (IPIP-0513: no `404`, which browsers log as an error).
 fn answer(key: &str, records: Vec<Value>, headers: &HeaderMap) -> Response {
     let ndjson = headers
         .get(header::ACCEPT)
@@ -102,11 +89,16 @@ fn answer(key: &str, records: Vec<Value>, headers: &HeaderMap) -> Response {
     } else {
         axum::Json(json!({ key: records })).into_response()
     };
-    // What a node stores changes only by uploads; a short cache spares repeated lookups.
-    response.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=60"),
-    );
+    // What a node stores changes only by uploads; a short cache spares repeated lookups, and
+    // a shorter one for nothing found, which the next upload may change (IPIP-0513).
+    let cache = if records.is_empty() {
+        "public, max-age=15"
+    } else {
+        "public, max-age=60"
+    };
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
     response
 }
 
