@@ -33,6 +33,9 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     MethodNotAllowed(String),
+    /// A format the content is not in, which the gateway does not convert to (IPIP-0524).
+    #[error("{0}")]
+    NotAcceptable(String),
     #[error("{0}")]
     Forbidden(String),
     #[error("{0}")]
@@ -100,6 +103,7 @@ impl ApiError {
             Self::LinkUsed(_) => (StatusCode::FORBIDDEN, "link_used"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            Self::NotAcceptable(_) => (StatusCode::NOT_ACCEPTABLE, "not_acceptable"),
             // TUS: PATCH on a final concatenated upload (not in `docs/contract.md`'s table, which predates it).
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             Self::Conflict(_) => (StatusCode::CONFLICT, "conflict"),

@@ -370,3 +370,125 @@ async fn a_block_that_rotted_on_disk_is_never_served() {
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
     }
 }
+
+/// Today's gateway specs: the trustless gateway's probe, identity CIDs within IPIP-0512's
+/// limit, `format` over `Accept` (IPIP-0523), and `406` for a codec a block is not in
+/// (IPIP-0524).
+#[tokio::test]
+async fn the_probe_identity_cids_and_formats_answer_as_todays_specs_say() {
+    let (server, bytes, cid) = with_file().await;
+    let identity = |codec: u64, data: &[u8]| {
+        let hash = cid::multihash::Multihash::<64>::wrap(0x00, data).unwrap();
+        Cid::new_v1(codec, hash).to_string()
+    };
+    assert_eq!(identity(0x55, b""), "bafkqaaa");
+
+    // The probe: an empty raw block, and a CAR whose root it is, carrying no block.
+    for (path, accept) in [
+        ("/ipfs/bafkqaaa?format=raw", ""),
+        ("/ipfs/bafkqaaa", "application/vnd.ipld.raw"),
+    ] {
+        for head in [false, true] {
+            let url = format!("{}{path}", server.upload);
+            let client = reqwest::Client::new();
+            let request = if head {
+                client.head(url)
+            } else {
+                client.get(url)
+            };
+            let response = request.header("Accept", accept).send().await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK, "{path} {accept}");
+            assert_eq!(
+                response.headers()["content-type"],
+                "application/vnd.ipld.raw"
+            );
+            assert_eq!(response.headers()["content-length"], "0");
+            assert!(response.bytes().await.unwrap().is_empty());
+        }
+    }
+    let response = get(&server, "/ipfs/bafkqaaa?format=car", &[]).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let (root, blocks) = car_blocks(response).await;
+    assert_eq!((root.to_string().as_str(), blocks.len()), ("bafkqaaa", 0));
+
+    // Identity CIDs: read from the CID itself up to the limit, refused past it, saying why.
+    let hello = identity(0x55, b"hello");
+    let response = get(&server, &format!("/ipfs/{hello}?format=raw"), &[]).await;
+    assert_eq!(response.bytes().await.unwrap(), &b"hello"[..]);
+    let big = {
+        let mut bytes = vec![0x01, 0x55, 0x00, 0x81, 0x01];
+        bytes.extend([7; 129]);
+        cid::multibase::encode(cid::multibase::Base::Base32Lower, bytes)
+    };
+    let response = get(&server, &format!("/ipfs/{big}?format=raw"), &[]).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_error(&body, "bad_request");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("129 bytes") && message.contains("128"),
+        "{message}"
+    );
+
+    // `format` wins over `Accept`, which browsers always send.
+    let response = get(
+        &server,
+        &format!("/ipfs/{cid}?format=raw"),
+        &[("Accept", "application/vnd.ipld.car")],
+    )
+    .await;
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/vnd.ipld.raw"
+    );
+    let response = get(
+        &server,
+        &format!("/ipfs/{cid}?format=car"),
+        &[("Accept", "text/html,*/*")],
+    )
+    .await;
+    let (root, _) = car_blocks(response).await;
+    assert_eq!(root.to_string(), cid);
+
+    // A block in the codec asked for comes as it is; another codec is 406, not converted.
+    let json = identity(0x0129, br#"{"hello":"world"}"#);
+    let response = get(&server, &format!("/ipfs/{json}?format=dag-json"), &[]).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/vnd.ipld.dag-json"
+    );
+    assert_eq!(
+        response.bytes().await.unwrap(),
+        &br#"{"hello":"world"}"#[..]
+    );
+    for (query, accept) in [
+        ("?format=dag-json", ""),
+        ("?format=cbor", ""),
+        ("", "application/vnd.ipld.dag-cbor"),
+    ] {
+        let response = get(
+            &server,
+            &format!("/ipfs/{cid}{query}"),
+            &[("Accept", accept)],
+        )
+        .await;
+        assert_eq!(
+            response.status(),
+            StatusCode::NOT_ACCEPTABLE,
+            "{query} {accept}"
+        );
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_error(&body, "not_acceptable");
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("is a dag-pb block"),
+            "{body}"
+        );
+    }
+    // The file itself is still there, as it is.
+    let response = get(&server, &format!("/ipfs/{cid}"), &[("Accept", "*/*")]).await;
+    assert_eq!(response.bytes().await.unwrap(), bytes);
+}

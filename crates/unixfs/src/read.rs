@@ -145,10 +145,14 @@ impl<S: BlockSource> Reader<S> {
                 limit: self.limits.max_blocks,
             });
         }
-        let block = self
-            .source
-            .get_block(cid)?
-            .ok_or(ReadError::Missing(*cid))?;
+        // An identity CID is its own block: inline data, stored nowhere.
+        let block = if cid.hash().code() == crate::block::IDENTITY {
+            cid.hash().digest().to_vec()
+        } else {
+            self.source
+                .get_block(cid)?
+                .ok_or(ReadError::Missing(*cid))?
+        };
         self.bytes_read += block.len() as u64;
         if self.bytes_read > self.limits.max_bytes {
             return Err(ReadError::OverBudget {

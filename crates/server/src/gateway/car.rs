@@ -13,7 +13,9 @@ use cairn_car::header as car_header;
 use cairn_unixfs::read::{Node, ReadError, Repeats, Resolved};
 use cairn_unixfs::Cid;
 
-use super::{accept, blocking, etag, streamed, GatewayParams, Request, Sender, StoredReader};
+use super::{
+    accept, blocking, etag, streamed, Codec, GatewayParams, Request, Sender, StoredReader, CODECS,
+};
 use crate::error::ApiError;
 
 const RAW_TYPE: &str = "application/vnd.ipld.raw";
@@ -37,6 +39,51 @@ pub(super) async fn raw(
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     headers.insert(header::ETAG, etag(format!("{cid}.raw")));
     Ok(response)
+}
+
+/// `?format=dag-json` and the like: the block as it is when its CID says it is in `codec`;
+/// `406` otherwise, since a gateway converts between codecs no more (IPIP-0524).
+pub(super) async fn block_in(
+    reader: StoredReader,
+    cid: Cid,
+    codec: Codec,
+    request: &Request,
+) -> Result<Response, ApiError> {
+    if cid.codec() != codec.code {
+        return Err(ApiError::NotAcceptable(format!(
+            "{cid} is a {} block, not {}; blocks are not converted between codecs: ask for \
+             format=raw or car",
+            codec_name(cid.codec()),
+            codec.name
+        )));
+    }
+    let (_, block) = blocking(reader, move |reader| reader.block(&cid)).await?;
+    let len = block.len();
+    let mut response = if request.head_only {
+        StatusCode::OK.into_response()
+    } else {
+        Body::from(block).into_response()
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(codec.media_type),
+    );
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    headers.insert(header::ETAG, etag(format!("{cid}.{}", codec.name)));
+    Ok(response)
+}
+
+/// A codec's name, for a message.
+fn codec_name(code: u64) -> String {
+    match code {
+        cairn_unixfs::block::DAG_PB => "dag-pb".to_owned(),
+        cairn_unixfs::block::RAW => "raw".to_owned(),
+        code => CODECS
+            .iter()
+            .find(|codec| codec.code == code)
+            .map_or_else(|| format!("codec {code:#x}"), |codec| codec.name.to_owned()),
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,6 +224,11 @@ struct CarOut<'a> {
 
 impl CarOut<'_> {
     fn put(&mut self, cid: &Cid, block: &[u8]) -> std::io::Result<()> {
+        // An identity CID's block is the CID itself: a CAR carries none (trustless gateway
+        // spec, "MUST NOT include virtual blocks identified by identity CIDs").
+        if cid.hash().code() == cairn_unixfs::block::IDENTITY {
+            return Ok(());
+        }
         let first_time = self.sent.insert(*cid);
         if self.skip_once == Some(*cid) {
             self.skip_once = None;

@@ -80,24 +80,72 @@ pub enum Format {
     Plain,
     Raw,
     Car,
+    /// The block as it is, when it is in this codec (IPIP-0524: never converted).
+    Codec(Codec),
 }
 
+/// A codec a block can be asked for in: its `format` name, media type and multicodec code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Codec {
+    pub name: &'static str,
+    pub media_type: &'static str,
+    pub code: u64,
+}
+
+pub(super) const CODECS: [Codec; 4] = [
+    Codec {
+        name: "dag-json",
+        media_type: "application/vnd.ipld.dag-json",
+        code: 0x0129,
+    },
+    Codec {
+        name: "dag-cbor",
+        media_type: "application/vnd.ipld.dag-cbor",
+        code: 0x71,
+    },
+    Codec {
+        name: "json",
+        media_type: "application/json",
+        code: 0x0200,
+    },
+    Codec {
+        name: "cbor",
+        media_type: "application/cbor",
+        code: 0x51,
+    },
+];
+
+/// The response's format: `?format=` first, then `Accept` (IPIP-0523: a browser always sends
+/// an `Accept`, so the URL's choice must win). `Accept: application/json` on a directory is
+/// its JSON listing (`cairn ls`), so only `?format=json` asks for a JSON block.
 pub fn negotiate(params: &GatewayParams, headers: &HeaderMap) -> Result<Format, ApiError> {
     match params.format.as_deref() {
         Some("raw") => return Ok(Format::Raw),
         Some("car") => return Ok(Format::Car),
-        Some(other) => {
-            return Err(ApiError::BadRequest(format!(
-                "format must be raw or car, not {other:?}"
-            )))
+        Some(name) => {
+            return CODECS
+                .into_iter()
+                .find(|codec| codec.name == name)
+                .map(Format::Codec)
+                .ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "format must be raw, car, dag-json, dag-cbor, json or cbor, not {name:?}"
+                    ))
+                })
         }
         None => {}
     }
     let accept = accept(headers);
+    let asked_codec = CODECS
+        .into_iter()
+        .filter(|codec| codec.name != "json")
+        .find(|codec| accept.contains(codec.media_type));
     Ok(if accept.contains("application/vnd.ipld.car") {
         Format::Car
     } else if accept.contains("application/vnd.ipld.raw") {
         Format::Raw
+    } else if let Some(codec) = asked_codec {
+        Format::Codec(codec)
     } else {
         Format::Plain
     })
@@ -153,8 +201,15 @@ pub async fn get(
     };
     let blocks = StoredBlockReader::new(state.service.store.clone(), state.service.packs.clone());
     let reader = Reader::new(blocks, state.service.config.read_limits);
+    if let Format::Codec(codec) = format {
+        // A block in another codec than UnixFS's is no path's start: only the root is read.
+        if request.path.is_empty() {
+            return car::block_in(reader, request.root, codec, &request).await;
+        }
+    }
     let (reader, resolved) = resolve::resolve(reader, &request).await?;
     let mut response = match format {
+        Format::Codec(codec) => car::block_in(reader, resolved.cid, codec, &request).await?,
         Format::Raw => car::raw(reader, &resolved, &request).await?,
         Format::Car => car::car(reader, resolved, &request)?,
         Format::Plain => match &resolved.node {

@@ -6,6 +6,9 @@ use cairn_unixfs::Cid;
 use super::{blocking, Request, StoredReader};
 use crate::error::ApiError;
 
+/// The largest identity CID digest (inline data) anyone may use (IPIP-0512).
+const MAX_IDENTITY_BYTES: u64 = 128;
+
 /// The root CID and the path's names from the route's parameters. A path deeper than the
 /// reader may walk is refused here, before any block is read.
 pub fn parse(
@@ -21,7 +24,17 @@ pub fn parse(
     let cid_text = param("cid").unwrap_or_default();
     let root: Cid = cid_text
         .parse()
-        .map_err(|e| ApiError::BadRequest(format!("{cid_text:?} is not a CID: {e}")))?;
+        .map_err(|e| match identity_digest_len(cid_text) {
+            Some(len) if len > MAX_IDENTITY_BYTES => ApiError::BadRequest(format!(
+                "{cid_text:?} is an identity CID of {len} bytes; identity CIDs are limited to \
+             {MAX_IDENTITY_BYTES} (IPIP-0512)"
+            )),
+            Some(len) => ApiError::BadRequest(format!(
+                "{cid_text:?} is an identity CID of {len} bytes; this gateway reads identity CIDs \
+             of up to 64 bytes"
+            )),
+            None => ApiError::BadRequest(format!("{cid_text:?} is not a CID: {e}")),
+        })?;
     let path: Vec<String> = param("path")
         .unwrap_or_default()
         .split('/')
@@ -48,4 +61,16 @@ pub(super) async fn resolve(
         reader.resolve(&root, &names)
     })
     .await
+}
+
+/// The digest length of a CIDv1 whose multihash is the identity, however long it is (the
+/// CID type holds at most 64 bytes, so a longer one is read here to say what it is).
+fn identity_digest_len(text: &str) -> Option<u64> {
+    let (_, bytes) = cid::multibase::decode(text).ok()?;
+    let varint = |bytes| unsigned_varint::decode::u64(bytes).ok();
+    let (version, rest) = varint(&bytes)?;
+    let (_codec, rest) = varint(rest)?;
+    let (hash, rest) = varint(rest)?;
+    let (len, _) = varint(rest)?;
+    (version == 1 && hash == cairn_unixfs::block::IDENTITY).then_some(len)
 }
