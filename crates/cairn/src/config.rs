@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use cairn_p2p::Multiaddr;
 use cairn_service::ProvideStrategy;
 use cairn_unixfs::read::ReadLimits;
@@ -121,6 +121,13 @@ pub struct Settings {
     /// machine or its network) [default: false: public addresses only].
     #[arg(long, env = "CAIRN_WEBHOOK_ALLOW_PRIVATE")]
     pub webhook_allow_private: Option<bool>,
+    /// PEM certificate chain: both hosts serve HTTPS, HTTP/2 or HTTP/1.1 as the client
+    /// chooses (with --tls-key) [default: cleartext, HTTP/1.1 or h2c].
+    #[arg(long, env = "CAIRN_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "CAIRN_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// A TOML value parsed as its flag is: by the type's `FromStr`, so both say the same thing of
@@ -176,6 +183,8 @@ pub struct ServeConfig {
     pub path_gateway_sandbox: bool,
     pub web_dir: Option<PathBuf>,
     pub webhook_allow_private: bool,
+    /// The certificate chain and key both hosts serve TLS with.
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 /// Where the IPFS node listens, what it announces, and whom it joins.
@@ -301,6 +310,14 @@ impl ServeConfig {
             web_dir: flags.web_dir.or(file.web_dir),
             webhook_allow_private: (flags.webhook_allow_private.or(file.webhook_allow_private))
                 .unwrap_or(false),
+            tls: match (
+                flags.tls_cert.or(file.tls_cert),
+                flags.tls_key.or(file.tls_key),
+            ) {
+                (Some(cert), Some(key)) => Some((cert, key)),
+                (None, None) => None,
+                _ => bail!("--tls-cert and --tls-key go together: give both, or neither"),
+            },
             read_limits: {
                 let default = ReadLimits::default();
                 ReadLimits {

@@ -121,11 +121,17 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     sweep_orphans(store.as_ref(), &packs, &staging, orphan_age).await?;
     let first_token = create_default_account(store.as_ref()).await?;
 
+    let tls = match &config.tls {
+        Some((cert, key)) => Some(cairn_server::tls::load(cert, key)?),
+        None => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let upload_listener = bind(config.listen).await?;
     let account_listener = bind(config.account_listen).await?;
     server_config.upload_port = upload_listener.local_addr()?.port();
     service_config.gateway_addr = Some(gateway_addr(
         config.public_url.as_ref(),
+        scheme,
         upload_listener.local_addr()?,
     )?);
     let node = match &config.p2p {
@@ -143,11 +149,11 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     // service gracefully, not kill it.
     let shutdown = shutdown_signal().context("installing signal handlers")?;
     println!(
-        "upload host listening on http://{}",
+        "upload host listening on {scheme}://{}",
         upload_listener.local_addr()?
     );
     println!(
-        "account host listening on http://{}",
+        "account host listening on {scheme}://{}",
         account_listener.local_addr()?
     );
     let data_dir = config.data_dir.display();
@@ -229,12 +235,14 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         upload_listener,
         upload_app(state.clone()),
         header_timeout,
+        tls.clone(),
         stopped(stop_rx.clone()),
     );
     let account = listen::serve(
         account_listener,
         account_app(state),
         header_timeout,
+        tls,
         stopped(stop_rx),
     );
     // In-flight requests finish before each server returns.
@@ -349,6 +357,7 @@ fn any_port(addr: &cairn_p2p::Multiaddr) -> cairn_p2p::Multiaddr {
 /// host listens.
 fn gateway_addr(
     public_url: Option<&reqwest::Url>,
+    scheme: &str,
     listening: std::net::SocketAddr,
 ) -> Result<cairn_p2p::Multiaddr> {
     let text = match public_url {
@@ -369,8 +378,8 @@ fn gateway_addr(
             format!("{host}/tcp/{port}/{scheme}")
         }
         None => match listening {
-            std::net::SocketAddr::V4(a) => format!("/ip4/{}/tcp/{}/http", a.ip(), a.port()),
-            std::net::SocketAddr::V6(a) => format!("/ip6/{}/tcp/{}/http", a.ip(), a.port()),
+            std::net::SocketAddr::V4(a) => format!("/ip4/{}/tcp/{}/{scheme}", a.ip(), a.port()),
+            std::net::SocketAddr::V6(a) => format!("/ip6/{}/tcp/{}/{scheme}", a.ip(), a.port()),
         },
     };
     Ok(text.parse()?)

@@ -95,6 +95,109 @@ fn a_taken_port_is_one_line_and_a_failure_status() {
     );
 }
 
+/// `curl`'s view of a request: the HTTP version it spoke and the status.
+fn curl_version(args: &[&str], url: &str) -> String {
+    let output = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_version} %{http_code}",
+        ])
+        .args(args)
+        .arg(url)
+        .output()
+        .unwrap();
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Both hosts speak HTTP/2: over TLS (`--tls-cert`, `--tls-key`) by ALPN, HTTP/1.1 still for
+/// a client that asks for it; in cleartext to a client with prior knowledge (h2c, what a
+/// proxy in front speaks). An upload and its read-back go over HTTP/2 with TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_hosts_speak_http2_with_tls_and_in_cleartext() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = cairn_test_support::tls::TestCa::make(dir.path());
+    let (cert, key) = (&ca.cert, &ca.key);
+    let (cert_text, key_text) = (cert.to_str().unwrap(), key.to_str().unwrap());
+    let running = start(
+        &dir.path().join("tls"),
+        &["--tls-cert", cert_text, "--tls-key", key_text],
+    );
+    assert!(running.upload.starts_with("https://"), "{}", running.upload);
+    let trusted = ["--cacert", ca.authority.to_str().unwrap()];
+    // The document on the upload host, the page on the account host.
+    let urls = |running: &server::Running| {
+        [
+            format!("{}/api/openapi.json", running.upload),
+            format!("{}/", running.account),
+        ]
+    };
+    for url in urls(&running) {
+        assert_eq!(
+            curl_version(&[&trusted[..], &["--http2"]].concat(), &url),
+            "2 200"
+        );
+        assert_eq!(
+            curl_version(&[&trusted[..], &["--http1.1"]].concat(), &url),
+            "1.1 200"
+        );
+    }
+
+    let authority = std::fs::read(&ca.authority).unwrap();
+    let authority = reqwest::Certificate::from_pem(&authority).unwrap();
+    let http = reqwest::Client::builder()
+        .add_root_certificate(authority)
+        .build()
+        .unwrap();
+    let body = content(300_000, 5);
+    let part = reqwest::multipart::Part::bytes(body.clone()).file_name("over-tls.bin");
+    let uploaded = http
+        .post(format!("{}/api/upload", running.upload))
+        .bearer_auth(&running.token)
+        .multipart(reqwest::multipart::Form::new().part("file", part))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.version(), reqwest::Version::HTTP_2);
+    let record: serde_json::Value = uploaded.json().await.unwrap();
+    assert_eq!(record["cid"], cid_of(&body));
+    let back = http
+        .get(format!(
+            "{}/ipfs/{}",
+            running.upload,
+            record["cid"].as_str().unwrap()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(back.version(), reqwest::Version::HTTP_2);
+    assert_eq!(back.bytes().await.unwrap(), body);
+    // A client that does not trust the certificate is refused by its own TLS, not served.
+    assert!(
+        curl_version(&[], &format!("{}/api/openapi.json", running.upload)).starts_with("0 000")
+    );
+    terminate(running);
+
+    // Cleartext: HTTP/1.1 as before, HTTP/2 to a client that starts with its preface.
+    let running = start(&dir.path().join("plain"), &[]);
+    for url in urls(&running) {
+        assert_eq!(curl_version(&["--http2-prior-knowledge"], &url), "2 200");
+        assert_eq!(curl_version(&[], &url), "1.1 200");
+    }
+    terminate(running);
+
+    // Half a pair is an error that says so.
+    let output = cairn()
+        .args(server::serve_args(&dir.path().join("half")))
+        .args(["--tls-cert", cert_text])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--tls-key"));
+}
+
 /// Beside another IPFS node, which holds port 4001 as IPFS Desktop and Kubo do: the
 /// zero-configuration start takes free ports and says so in one line, with no warning; an
 /// address the user chose that is taken is an error naming it, the cause and the flag.

@@ -29,6 +29,7 @@ pub mod origin;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;
+pub mod tls;
 pub mod tus;
 pub mod web;
 

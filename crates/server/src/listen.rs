@@ -3,24 +3,26 @@
 //! graceful shutdown that lets in-flight requests finish; and JSON bodies on the errors hyper
 //! answers by itself (`JsonParseErrors`).
 //!
-//! HTTP/1.1 only: protocol auto-detection would wait for a client's first bytes before any
-//! header timeout starts, so a silent connection could be held open forever. Cleartext HTTP/2
-//! is rare among upload clients; TLS (and HTTP/2 with it) belongs to the proxy in front.
+//! HTTP/1.1 and HTTP/2: with TLS (`--tls-cert`, [`crate::tls`]) as ALPN chooses, and in
+//! cleartext as the client's first bytes say (HTTP/2's preface: h2c "prior knowledge", what a
+//! proxy in front speaks). Both waits, the TLS handshake and the first bytes, are within the
+//! header timeout, so a silent connection is closed as a slow HTTP/1.1 one is.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use axum::http::StatusCode;
 use axum::Router;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper::server::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::error::ApiError;
 
@@ -29,19 +31,22 @@ use crate::error::ApiError;
 /// it sent was acknowledged (a restart removes what it left behind).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
 
+/// Requests one HTTP/2 connection may have open at once.
+const HTTP2_STREAMS: u32 = 128;
+
+/// What every connection must begin with to be HTTP/2 without TLS (RFC 9113 §3.4).
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
 /// Serve `app` until `shutdown` resolves, then wait for open requests to finish, for
-/// [`SHUTDOWN_GRACE`] at most.
+/// [`SHUTDOWN_GRACE`] at most. With `tls`, every connection is TLS.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     header_timeout: Duration,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        // A client that does not finish its headers in time is disconnected.
-        .header_read_timeout(header_timeout);
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -57,13 +62,28 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
-        let service = TowerToHyperService::new(app.clone());
-        let io = TokioIo::new(JsonParseErrors::new(stream));
-        let connection = builder.serve_connection(io, service);
-        let connection = graceful.watch(connection);
+        let connection = Connection {
+            app: app.clone(),
+            header_timeout,
+            watcher: graceful.watcher(),
+        };
+        let tls = tls.clone();
+        // Errors here are the client's (reset, timeout, malformed request, bad handshake).
         tokio::spawn(async move {
-            // Errors here are the client's (reset, timeout, malformed request).
-            let _ = connection.await;
+            match tls {
+                Some(tls) => {
+                    let handshake = tokio::time::timeout(header_timeout, tls.accept(stream));
+                    if let Ok(Ok(stream)) = handshake.await {
+                        let http2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+                        connection.serve(stream, http2).await;
+                    }
+                }
+                None => {
+                    if let Some(http2) = begins_http2(&stream, header_timeout).await {
+                        connection.serve(stream, http2).await;
+                    }
+                }
+            }
         });
     }
     if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
@@ -73,6 +93,62 @@ pub async fn serve(
         tracing::warn!("requests still open after {SHUTDOWN_GRACE:?} were cut");
     }
     Ok(())
+}
+
+/// Whether a cleartext connection speaks HTTP/2 (it opens with the preface), from its first
+/// bytes, looked at without taking them; `None` if it sends none in time.
+async fn begins_http2(stream: &TcpStream, within: Duration) -> Option<bool> {
+    let mut first = [0; HTTP2_PREFACE.len()];
+    let looked = tokio::time::timeout(within, async {
+        loop {
+            let n = stream.peek(&mut first).await?;
+            // Decided as soon as the bytes differ from the preface, or it is whole.
+            if n == 0 || first[..n] != HTTP2_PREFACE[..n] {
+                return io::Result::Ok(false);
+            }
+            if n == HTTP2_PREFACE.len() {
+                return Ok(true);
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    looked.await.ok()?.ok()
+}
+
+/// One accepted connection, to be served over HTTP/1.1 or HTTP/2.
+struct Connection {
+    app: Router,
+    header_timeout: Duration,
+    watcher: Watcher,
+}
+
+impl Connection {
+    async fn serve<I>(self, io: I, http2: bool)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let service = TowerToHyperService::new(self.app);
+        if http2 {
+            let mut builder = http2::Builder::new(TokioExecutor::new());
+            builder
+                .timer(TokioTimer::new())
+                .max_concurrent_streams(HTTP2_STREAMS)
+                // A peer that stops answering pings is gone.
+                .keep_alive_interval(Some(Duration::from_secs(30)))
+                .keep_alive_timeout(self.header_timeout);
+            let connection = builder.serve_connection(TokioIo::new(io), service);
+            let _ = self.watcher.watch(connection).await;
+        } else {
+            let mut builder = http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                // A client that does not finish its headers in time is disconnected.
+                .header_read_timeout(self.header_timeout);
+            let io = TokioIo::new(JsonParseErrors::new(io));
+            let connection = builder.serve_connection(io, service);
+            let _ = self.watcher.watch(connection).await;
+        }
+    }
 }
 
 /// A connection whose automatic error responses carry the contract's JSON body.

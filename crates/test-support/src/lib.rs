@@ -10,6 +10,7 @@
 //! - [`kubo`]: today's Kubo, built from the Go module proxy and run as a daemon.
 //! - [`netns`]: running a test's body in a network namespace with only loopback.
 //! - [`debian`]: installing a Debian package a test needs, when the tests run as root.
+//! - [`tls`]: a test certificate authority and a server certificate for `localhost`.
 //! - [`vectors`]: the deterministic inputs of `shared/vectors/` (its byte generators and
 //!   directory specs); [`hostile`]: hostile DAGs, built block by block, as an attacker would
 //!   upload them.
@@ -33,6 +34,7 @@ pub mod noise;
 pub mod postgres;
 pub mod pypi;
 pub mod seaweedfs;
+pub mod tls;
 pub mod vectors;
 pub mod xorshift;
 

@@ -78,7 +78,8 @@ pub fn start_command(mut command: Command) -> Running {
     let mut next = || lines.next().expect("serve prints its addresses").unwrap();
     let url_of = |line: String, host: &str| {
         assert!(
-            line.starts_with(&format!("{host} host listening on http://")),
+            line.starts_with(&format!("{host} host listening on http://"))
+                || line.starts_with(&format!("{host} host listening on https://")),
             "{line}"
         );
         line.rsplit(' ').next().unwrap().to_owned()

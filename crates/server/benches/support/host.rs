@@ -38,6 +38,7 @@ pub async fn serve_upload_host(state: AppState) -> String {
         listener,
         upload_app(state),
         header_timeout,
+        None,
         std::future::pending(),
     ));
     url

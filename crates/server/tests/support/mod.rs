@@ -38,6 +38,7 @@ async fn serve(app: axum::Router, header_timeout: Duration) -> String {
         listener,
         app,
         header_timeout,
+        None,
         std::future::pending(),
     ));
     format!("http://{addr}")
