@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use cairn_store::events::{Attempt, ClaimedDelivery, Event};
+use cairn_store::events::{Attempt, ClaimedDelivery, DeliveryStatus, Event};
 use cairn_store::model::{Operation, OperationRef};
 use cairn_store::{now_ms, random_name};
 use futures_util::future::join_all;
@@ -178,23 +178,54 @@ pub async fn deliver_webhooks(service: Service, render: RenderEvent, allow_priva
             }
             continue;
         }
-        join_all(
-            claimed.into_iter().map(|delivery| {
-                deliver(&service, &client, &render, &worker, delivery, allow_private)
-            }),
+        // Sent together, recorded together: one write for the batch.
+        let attempted = join_all(
+            claimed
+                .iter()
+                .map(|delivery| deliver(&service, &client, &render, delivery, allow_private)),
         )
         .await;
+        let attempts: Vec<(&ClaimedDelivery, &Attempt)> = claimed
+            .iter()
+            .zip(&attempted)
+            .filter_map(|(delivery, attempt)| Some((delivery, attempt.as_ref()?)))
+            .collect();
+        match service.store.record_attempts(&worker, &attempts).await {
+            Ok(statuses) => {
+                for ((delivery, attempt), status) in attempts.iter().zip(statuses) {
+                    if status == DeliveryStatus::Failed {
+                        tracing::warn!(
+                            delivery = delivery.id,
+                            url = %delivery.url,
+                            error = attempt.error.as_deref().unwrap_or(""),
+                            "a webhook delivery failed for good after 24 hours of retries"
+                        );
+                    }
+                    tracing::debug!(
+                        delivery = delivery.id,
+                        event = delivery.event.kind.as_str(),
+                        status = status.as_str(),
+                        response = attempt.response_status,
+                        error = attempt.error.as_deref().unwrap_or(""),
+                        "webhook attempt"
+                    );
+                }
+            }
+            // Claims lapse: the deliveries are sent again (at least once, never lost).
+            Err(e) => tracing::warn!(error = %e, "recording webhook attempts failed"),
+        }
     }
 }
 
+/// One delivery's attempt; `None` when its event's operation could not be read (it is
+/// claimed again once the lease lapses).
 async fn deliver(
     service: &Service,
     client: &reqwest::Client,
     render: &RenderEvent,
-    worker: &str,
-    delivery: ClaimedDelivery,
+    delivery: &ClaimedDelivery,
     allow_private: bool,
-) {
+) -> Option<Attempt> {
     let event = &delivery.event;
     let operation = match service
         .store
@@ -204,32 +235,15 @@ async fn deliver(
         Ok(Some(op)) => op,
         Ok(None) => {
             tracing::error!(event = event.id, "an event's operation is missing");
-            return;
+            return None;
         }
         Err(e) => {
             tracing::warn!(error = %e, "reading an event's operation failed; retrying");
-            return;
+            return None;
         }
     };
     let body = render(event, &operation).to_string();
-    let attempt = send(client, &delivery, &body, allow_private).await;
-    match service
-        .store
-        .record_attempt(&delivery, worker, &attempt)
-        .await
-    {
-        Ok(status) => tracing::info!(
-            delivery = delivery.id,
-            event = event.kind.as_str(),
-            status = status.as_str(),
-            response = attempt.response_status,
-            error = attempt.error.as_deref().unwrap_or(""),
-            "webhook attempt"
-        ),
-        Err(e) => {
-            tracing::warn!(error = %e, delivery = delivery.id, "recording a webhook attempt failed")
-        }
-    }
+    Some(send(client, delivery, &body, allow_private).await)
 }
 
 /// One signed POST, and what came of it.

@@ -471,13 +471,13 @@ pub trait MetadataStore: Send + Sync {
         lease: std::time::Duration,
         limit: u32,
     ) -> Result<Vec<ClaimedDelivery>, StoreError>;
-    /// Record an attempt; returns where the delivery now stands.
-    async fn record_attempt(
+    /// Record attempts (one write for a batch: each is a share of what the single writer
+    /// does); returns where each delivery now stands.
+    async fn record_attempts(
         &self,
-        delivery: &ClaimedDelivery,
         worker: &str,
-        attempt: &Attempt,
-    ) -> Result<DeliveryStatus, StoreError>;
+        attempts: &[(&ClaimedDelivery, &Attempt)],
+    ) -> Result<Vec<DeliveryStatus>, StoreError>;
     /// Forget events and finished deliveries older than `before_ms` (pending ones stay).
     async fn forget_events(&self, before_ms: i64) -> Result<u64, StoreError>;
     /// The account's counts, and its uploaded bytes in [`start_ms`, `end_ms`) and served

@@ -188,16 +188,15 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
         response_status: Some(status),
         error: (status >= 300).then(|| format!("the endpoint answered {status}")),
     };
-    let delivered = store
-        .record_attempt(&claimed[0], "w1", &answered(204))
+    let (ok, refused) = (answered(204), answered(500));
+    let statuses = store
+        .record_attempts("w1", &[(&claimed[0], &ok), (&claimed[1], &refused)])
         .await
         .unwrap();
-    assert_eq!(delivered, DeliveryStatus::Delivered);
-    let retried = store
-        .record_attempt(&claimed[1], "w1", &answered(500))
-        .await
-        .unwrap();
-    assert_eq!(retried, DeliveryStatus::Pending);
+    assert_eq!(
+        statuses,
+        [DeliveryStatus::Delivered, DeliveryStatus::Pending]
+    );
     // Not due for another 5 s.
     assert!(store
         .claim_deliveries("w1", lease, 10)

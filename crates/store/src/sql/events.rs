@@ -353,55 +353,58 @@ impl<B: Backend> SqlStore<B> {
             .collect()
     }
 
-    /// Record an attempt and what follows from it: delivered, due again later, or failed once
-    /// its 24 hours are over. Nothing changes but the attempt's record when `worker` lost the
-    /// claim meanwhile (the one that took it decides).
-    pub(super) async fn record_delivery_attempt(
+    /// Record attempts, in one transaction, and what follows from each: delivered, due again
+    /// later, or failed once its 24 hours are over. Nothing changes but an attempt's record
+    /// when `worker` lost its claim meanwhile (the one that took it decides).
+    pub(super) async fn record_delivery_attempts(
         &self,
-        delivery: &ClaimedDelivery,
         worker: &str,
-        attempt: &Attempt,
-    ) -> Result<DeliveryStatus, StoreError> {
-        let number = delivery.attempts + 1;
-        let next = attempt.at_ms + attempt.duration_ms + retry_after_ms(number);
-        let status = if attempt.succeeded() {
-            DeliveryStatus::Delivered
-        } else if next > delivery.expires_at_ms {
-            DeliveryStatus::Failed
-        } else {
-            DeliveryStatus::Pending
-        };
+        attempts: &[(&ClaimedDelivery, &Attempt)],
+    ) -> Result<Vec<DeliveryStatus>, StoreError> {
+        let mut statuses = Vec::with_capacity(attempts.len());
         let mut tx = self.write(Line::Operations).await?;
-        B::query(
-            "INSERT INTO webhook_attempts
-                (delivery_id, attempt, at, duration_ms, response_status, error)
-             VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (delivery_id, attempt) DO NOTHING",
-        )
-        .bind(delivery.id)
-        .bind(number as i64)
-        .bind(attempt.at_ms)
-        .bind(attempt.duration_ms)
-        .bind(attempt.response_status.map(i64::from))
-        .bind(attempt.error.as_deref())
-        .execute(&mut tx)
-        .await?;
-        B::query(
-            "UPDATE webhook_deliveries
-                SET attempts = $1, status = $2, next_attempt_at = $3, updated_at = $4,
-                    claimed_by = NULL, claimed_until = NULL
-              WHERE id = $5 AND claimed_by = $6 AND status = 'pending'",
-        )
-        .bind(number as i64)
-        .bind(status.as_str())
-        .bind(next)
-        .bind(now_ms())
-        .bind(delivery.id)
-        .bind(worker)
-        .execute(&mut tx)
-        .await?;
+        for (delivery, attempt) in attempts {
+            let number = delivery.attempts + 1;
+            let next = attempt.at_ms + attempt.duration_ms + retry_after_ms(number);
+            let status = if attempt.succeeded() {
+                DeliveryStatus::Delivered
+            } else if next > delivery.expires_at_ms {
+                DeliveryStatus::Failed
+            } else {
+                DeliveryStatus::Pending
+            };
+            B::query(
+                "INSERT INTO webhook_attempts
+                    (delivery_id, attempt, at, duration_ms, response_status, error)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (delivery_id, attempt) DO NOTHING",
+            )
+            .bind(delivery.id)
+            .bind(number as i64)
+            .bind(attempt.at_ms)
+            .bind(attempt.duration_ms)
+            .bind(attempt.response_status.map(i64::from))
+            .bind(attempt.error.as_deref())
+            .execute(&mut tx)
+            .await?;
+            B::query(
+                "UPDATE webhook_deliveries
+                    SET attempts = $1, status = $2, next_attempt_at = $3, updated_at = $4,
+                        claimed_by = NULL, claimed_until = NULL
+                  WHERE id = $5 AND claimed_by = $6 AND status = 'pending'",
+            )
+            .bind(number as i64)
+            .bind(status.as_str())
+            .bind(next)
+            .bind(now_ms())
+            .bind(delivery.id)
+            .bind(worker)
+            .execute(&mut tx)
+            .await?;
+            statuses.push(status);
+        }
         tx.commit().await?;
-        Ok(status)
+        Ok(statuses)
     }
 
     /// Events older than `before_ms`, and deliveries finished that long ago with their

@@ -878,14 +878,12 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         self.claim_due_deliveries(worker, lease, limit).await
     }
 
-    async fn record_attempt(
+    async fn record_attempts(
         &self,
-        delivery: &ClaimedDelivery,
         worker: &str,
-        attempt: &Attempt,
-    ) -> Result<DeliveryStatus, StoreError> {
-        self.record_delivery_attempt(delivery, worker, attempt)
-            .await
+        attempts: &[(&ClaimedDelivery, &Attempt)],
+    ) -> Result<Vec<DeliveryStatus>, StoreError> {
+        self.record_delivery_attempts(worker, attempts).await
     }
 
     async fn forget_events(&self, before_ms: i64) -> Result<u64, StoreError> {
