@@ -26,19 +26,7 @@ pub(super) async fn raw(
     resolved: &Resolved,
     request: &Request,
 ) -> Result<Response, ApiError> {
-    let cid = resolved.cid;
-    let (_, block) = blocking(reader, move |reader| reader.block(&cid)).await?;
-    let len = block.len();
-    let mut response = if request.head_only {
-        StatusCode::OK.into_response()
-    } else {
-        Body::from(block).into_response()
-    };
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(RAW_TYPE));
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    headers.insert(header::ETAG, etag(format!("{cid}.raw")));
-    Ok(response)
+    block(reader, resolved.cid, RAW_TYPE, "raw", request).await
 }
 
 /// `?format=dag-json` and the like: the block as it is when its CID says it is in `codec`;
@@ -57,6 +45,17 @@ pub(super) async fn block_in(
             codec.name
         )));
     }
+    block(reader, cid, codec.media_type, codec.name, request).await
+}
+
+/// One block as it is stored, as `media_type`, its ETag named by `format`.
+async fn block(
+    reader: StoredReader,
+    cid: Cid,
+    media_type: &'static str,
+    format: &str,
+    request: &Request,
+) -> Result<Response, ApiError> {
     let (_, block) = blocking(reader, move |reader| reader.block(&cid)).await?;
     let len = block.len();
     let mut response = if request.head_only {
@@ -65,12 +64,9 @@ pub(super) async fn block_in(
         Body::from(block).into_response()
     };
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(codec.media_type),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    headers.insert(header::ETAG, etag(format!("{cid}.{}", codec.name)));
+    headers.insert(header::ETAG, etag(format!("{cid}.{format}")));
     Ok(response)
 }
 
