@@ -169,6 +169,72 @@ fn routing_answer(url: &str, accept: &str) -> (u16, String, String) {
     })
 }
 
+/// Under TLS the router names the gateway's `/https` address, which HTTP retrieval (Kubo's,
+/// Helia's) dials, and the content is fetched from it over HTTP/2.
+#[test]
+fn under_tls_the_router_names_the_gateways_https_address() {
+    netns::isolated(
+        "under_tls_the_router_names_the_gateways_https_address",
+        || {
+            let work = tempfile::tempdir().unwrap();
+            let ca = cairn_test_support::tls::TestCa::make(work.path());
+            let (cert, key) = (ca.cert.to_str().unwrap(), ca.key.to_str().unwrap());
+            let mut running = start(
+                &work.path().join("cairn"),
+                &[
+                    "--p2p-listen",
+                    "/ip4/127.0.0.1/tcp/0",
+                    "--tls-cert",
+                    cert,
+                    "--tls-key",
+                    key,
+                ],
+            );
+            Node::read(&mut running, 1);
+            let authority = std::fs::read(&ca.authority).unwrap();
+            let http = reqwest::Client::builder()
+                .add_root_certificate(reqwest::Certificate::from_pem(&authority).unwrap())
+                .build()
+                .unwrap();
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            let body = server::content(100_000, 8);
+            let (providers, fetched) = runtime.block_on(async {
+                let part = reqwest::multipart::Part::bytes(body.clone()).file_name("f.bin");
+                let uploaded: serde_json::Value = http
+                    .post(format!("{}/api/upload", running.upload))
+                    .bearer_auth(&running.token)
+                    .multipart(reqwest::multipart::Form::new().part("file", part))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let cid = uploaded["cid"].as_str().unwrap().to_owned();
+                let url = format!("{}/routing/v1/providers/{cid}", running.upload);
+                let providers: serde_json::Value =
+                    http.get(url).send().await.unwrap().json().await.unwrap();
+                let block = http
+                    .get(format!("{}/ipfs/{cid}?format=raw", running.upload))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(block.version(), reqwest::Version::HTTP_2);
+                (providers, block.bytes().await.unwrap())
+            });
+            let port = running.upload.rsplit(':').next().unwrap();
+            let gateway = format!("/ip4/127.0.0.1/tcp/{port}/https");
+            let addrs = &providers["Providers"][0]["Addrs"];
+            assert!(
+                addrs.as_array().unwrap().iter().any(|a| a == &gateway),
+                "{gateway} in {providers}"
+            );
+            assert!(!fetched.is_empty());
+            terminate(running);
+        },
+    );
+}
+
 #[test]
 fn helia_fetches_from_cairn_by_address_and_through_cairns_router() {
     peers::install();
