@@ -95,6 +95,88 @@ fn a_taken_port_is_one_line_and_a_failure_status() {
     );
 }
 
+/// Every file under `dir` and its size, but the database's (which SQLite opens with files
+/// of its own beside it).
+fn files_under(dir: &std::path::Path) -> Vec<(String, u64)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                pending.push(entry.path());
+            } else if !entry.file_name().to_string_lossy().starts_with("cairn.db") {
+                files.push((entry.path().display().to_string(), meta.len()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// A data directory a newer Cairn wrote is refused in one line, before anything in it is
+/// changed (the start's sweep of leftovers included).
+#[test]
+fn a_data_directory_of_a_newer_release_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let running = start(&data, &[]);
+    assert!(terminate(running).0.success());
+    // A leftover the start's sweep would delete, and the schema of a later release.
+    std::fs::write(data.join("packs").join("left-over.tmp"), b"half a pack").unwrap();
+    let user_version = |set: &str| {
+        let script = format!(
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); {set}\
+             print(c.execute('PRAGMA user_version').fetchone()[0]); c.commit()"
+        );
+        let output = std::process::Command::new("python3")
+            .args(["-c", &script])
+            .arg(data.join("cairn.db"))
+            .output()
+            .unwrap();
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    };
+    assert_eq!(
+        user_version("c.execute('PRAGMA user_version = 999'); "),
+        "999"
+    );
+    let before = files_under(&data);
+
+    let mut serve = cairn()
+        .args(server::serve_args(&data))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = serve.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            serve.kill().unwrap();
+            panic!("serve started on a newer release's data directory");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut serve.stderr.take().unwrap(), &mut stderr).unwrap();
+    let errors: Vec<_> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("newer Cairn") && errors[0].contains("999"),
+        "{stderr}"
+    );
+    assert_eq!(
+        files_under(&data),
+        before,
+        "nothing in the directory changed"
+    );
+    assert_eq!(user_version(""), "999", "nor in the database");
+}
+
 /// `curl`'s view of a request: the HTTP version it spoke and the status.
 fn curl_version(args: &[&str], url: &str) -> String {
     let output = std::process::Command::new("curl")

@@ -81,6 +81,12 @@ pub enum StoreError {
     /// committed: nothing is recorded, and processing it again writes them.
     #[error("{0} blocks this upload found stored were collected before it finished; it must be processed again")]
     BlocksCollected(usize),
+    /// The database was written by a newer Cairn: nothing is read or changed.
+    #[error(
+        "this database was written by a newer Cairn (schema step {found}; this Cairn knows \
+         {known}): run that release or a later one, or restore a backup this one wrote"
+    )]
+    NewerSchema { found: usize, known: usize },
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
     #[error("storage I/O: {0}")]

@@ -81,6 +81,32 @@ async fn sqlite_schema(path: &std::path::Path) -> Vec<String> {
     schema
 }
 
+/// A database a newer Cairn wrote is refused before anything in it is read or changed.
+#[tokio::test]
+async fn a_database_of_a_newer_release_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cairn.db");
+    SqliteStore::open(&path).await.unwrap().close().await;
+    let mut connection = SqliteConnectOptions::new()
+        .filename(&path)
+        .connect()
+        .await
+        .unwrap();
+    sqlx::query("PRAGMA user_version = 999")
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    connection.close().await.unwrap();
+    let before = sqlite_schema(&path).await;
+    let refused = SqliteStore::open(&path).await.err().expect("refused");
+    let message = refused.to_string();
+    assert!(
+        message.contains("newer Cairn") && message.contains("999"),
+        "{message}"
+    );
+    assert_eq!(sqlite_schema(&path).await, before, "nothing changed");
+}
+
 /// A data directory of the previous release, at every schema version it may have been left
 /// at, opens, migrates to the schema a new database gets, and works; its rows are kept.
 #[tokio::test]

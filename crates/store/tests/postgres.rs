@@ -48,6 +48,35 @@ async fn nodes_opening_one_database_together_migrate_it_once() {
 }
 
 /// The schema of the database at `url`: columns, indexes, constraints and recorded versions.
+/// A database a newer Cairn wrote is refused before anything in it is changed.
+#[tokio::test]
+async fn a_database_of_a_newer_release_is_refused_untouched() {
+    let database = Database::create("newer");
+    PostgresStore::open(&database.url)
+        .await
+        .unwrap()
+        .close()
+        .await;
+    let mut connection = sqlx::PgConnection::connect(&database.url).await.unwrap();
+    sqlx::query("INSERT INTO cairn_schema (version) VALUES (999)")
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    let before = postgres_schema(&database.url).await;
+    let refused = PostgresStore::open(&database.url)
+        .await
+        .err()
+        .expect("refused");
+    let message = refused.to_string();
+    assert!(message.contains("newer Cairn"), "{message}");
+    assert_eq!(
+        postgres_schema(&database.url).await,
+        before,
+        "nothing changed"
+    );
+    connection.close().await.unwrap();
+}
+
 async fn postgres_schema(url: &str) -> Vec<String> {
     let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
     let mut schema = Vec::new();

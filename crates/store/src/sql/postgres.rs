@@ -86,11 +86,14 @@ async fn migrate(pool: &PgPool) -> Result<(), StoreError> {
         0 => 0,
         v => v + STEPS_IN_VERSION_1 - 1,
     };
-    for (index, step) in schema::steps(Dialect::Postgres)
-        .iter()
-        .enumerate()
-        .skip(done)
-    {
+    let steps = schema::steps(Dialect::Postgres);
+    if done > steps.len() {
+        return Err(StoreError::NewerSchema {
+            found: done,
+            known: steps.len(),
+        });
+    }
+    for (index, step) in steps.iter().enumerate().skip(done) {
         sqlx::raw_sql(step).execute(&mut *tx).await?;
         let steps = index + 1;
         if steps >= STEPS_IN_VERSION_1 {

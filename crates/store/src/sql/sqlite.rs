@@ -100,6 +100,12 @@ impl SqliteStore {
             .await?
             .int("user_version");
         let steps = schema::steps(Dialect::Sqlite);
+        if current as usize > steps.len() {
+            return Err(StoreError::NewerSchema {
+                found: current as usize,
+                known: steps.len(),
+            });
+        }
         for (index, step) in steps.iter().enumerate().skip(current as usize) {
             let mut tx = self.write(Line::Requests).await?;
             sqlx::raw_sql(step).execute(&mut *tx).await?;
