@@ -9,6 +9,9 @@
 //!   JSON code.
 //! - `verify.rs`: after the run, operations polled until done, every upload read back through
 //!   the gateway byte for byte and looked for in its account's listing.
+//! - `events.rs` (`--events`, issue 35): a webhook receiver registered for every account and
+//!   one `/api/events` stream per client through the run, then every finished upload looked
+//!   for in what they got; and the server's memory per idle stream (`--idle-subscribers`).
 //! - `content.rs`: the bytes, from seeds; tars. `tally.rs`: counting. `report.rs`: printing.
 //!
 //! Rate limits: the server limits each account (120 uploads and 1200 operation reads a minute
@@ -21,6 +24,7 @@
 
 mod client;
 mod content;
+mod events;
 mod report;
 mod request;
 mod tally;
@@ -32,10 +36,15 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 
-pub use report::{Acknowledged, KindStats, Report, ServerMemory};
+pub use events::{Follow, EVENT_TYPES};
+pub use report::{
+    Acknowledged, EventsReport, IdleReport, KindStats, Report, ServerMemory, StreamFigures,
+    WebhookFigures,
+};
 pub use tally::{ErrorKey, ErrorSample, Kind};
 
 use client::{Client, Content, Route, Target};
+use report::memory;
 use request::{Phase, Progress};
 use tally::Tally;
 
@@ -60,6 +69,10 @@ pub struct Config {
     pub server_pid: Option<u32>,
     /// Print a progress line to stderr every 10 s.
     pub progress: bool,
+    /// Before the clients start, register a webhook receiver for every account and open one
+    /// `/api/events` stream per client (or only one of the two); after the check, report what
+    /// they got (issue 35).
+    pub events: Option<Follow>,
 }
 
 impl Config {
@@ -75,6 +88,7 @@ impl Config {
             request_timeout: Duration::from_secs(60),
             server_pid: None,
             progress: false,
+            events: None,
         }
     }
 }
@@ -82,21 +96,12 @@ impl Config {
 /// Run the load, check what it acknowledged, and report. Never fails: whatever goes wrong is
 /// counted in the report.
 pub async fn run(config: Config) -> Report {
-    let started = Instant::now();
-    let deadline = started + config.duration;
     let peak_before = config.server_pid.and_then(|pid| memory(pid, "VmHWM"));
     let target = Arc::new(Target {
         url: config.url.trim_end_matches('/').to_owned(),
         account_url: config.account_url.trim_end_matches('/').to_owned(),
         tokens: config.tokens.clone(),
     });
-    let progress = Arc::new(Progress::default());
-    let phase = Phase {
-        started,
-        no_waits_after: deadline,
-        progress: progress.clone(),
-    };
-    let seeds = Arc::new(content::Seeds::new());
     let http = |config: &Config| {
         reqwest::Client::builder()
             .timeout(config.request_timeout)
@@ -106,6 +111,28 @@ pub async fn run(config: Config) -> Report {
             // this crate has neither.
             .unwrap_or_default()
     };
+    // Set up before the clock starts: every stream open before the first upload, so each
+    // upload's event has a reader.
+    let watch = match config.events {
+        Some(follow) => {
+            let http = http(&config);
+            let watch = events::Watch::start(&http, &target, config.clients, follow).await;
+            if config.progress {
+                eprintln!("events: webhooks registered, streams open; starting the clients");
+            }
+            Some(watch)
+        }
+        None => None,
+    };
+    let started = Instant::now();
+    let deadline = started + config.duration;
+    let progress = Arc::new(Progress::default());
+    let phase = Phase {
+        started,
+        no_waits_after: deadline,
+        progress: progress.clone(),
+    };
+    let seeds = Arc::new(content::Seeds::new());
 
     let mut clients = JoinSet::new();
     for index in 0..config.clients {
@@ -164,6 +191,15 @@ pub async fn run(config: Config) -> Report {
     let checked = verify::check(http(&config), target, uploads, config.stall, started).await;
     let checked_in = checking.elapsed();
     tally.merge(checked.tally);
+    let events = match watch {
+        Some(watch) => {
+            if config.progress {
+                eprintln!("events: waiting for the last ones");
+            }
+            Some(watch.finish(&checked.finished, &mut tally).await)
+        }
+        None => None,
+    };
 
     let mut kinds: Vec<KindStats> = Kind::ALL
         .iter()
@@ -207,7 +243,20 @@ pub async fn run(config: Config) -> Report {
         lost: checked.lost.len() as u64,
         lost_samples: report::shown_losses(checked.lost.values()),
         server,
+        events,
     }
+}
+
+/// `--idle-subscribers`: the server's memory per idle `/api/events` stream; see
+/// [`IdleReport`]. Two rounds of `per_round` streams, each read `wait` after it opened.
+pub async fn idle_subscribers(
+    url: &str,
+    tokens: &[String],
+    pid: u32,
+    per_round: usize,
+    wait: Duration,
+) -> IdleReport {
+    events::idle_subscribers(url, tokens, pid, per_round, 2, wait).await
 }
 
 fn acknowledged(uploads: &[client::Upload]) -> Acknowledged {
@@ -227,12 +276,4 @@ fn acknowledged(uploads: &[client::Upload]) -> Acknowledged {
         }
     }
     a
-}
-
-/// A `kB` field of `/proc/PID/status` (`VmHWM`, `VmRSS`), in bytes.
-fn memory(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }

@@ -51,6 +51,27 @@ struct Args {
     /// The longest one request may take before it counts as an error.
     #[arg(long, default_value_t = 60)]
     timeout_seconds: u64,
+    /// Also follow events (issue 35): a webhook receiver on loopback registered for every
+    /// account (all event types; the server needs `--webhook-allow-private true`) and one
+    /// `/api/events` stream per client through the run; every finished upload must come once
+    /// on its account's stream and at least once to the receiver, or it is an error.
+    /// `--events streams` or `--events webhooks` follows one side alone.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "both", value_name = "WHICH")]
+    events: Option<Events>,
+    /// Instead of the load: open N idle `/api/events` streams, twice, and report the server's
+    /// VmRSS growth per stream (needs --pid).
+    #[arg(long, value_name = "N")]
+    idle_subscribers: Option<usize>,
+    /// With --idle-subscribers: how long to wait after opening streams before reading VmRSS.
+    #[arg(long, default_value_t = 5)]
+    idle_seconds: u64,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Events {
+    Both,
+    Streams,
+    Webhooks,
 }
 
 fn main() -> ExitCode {
@@ -82,6 +103,19 @@ fn run(args: Args) -> Result<bool> {
         "no API token: pass --token, set CAIRN_TOKEN, or give --tokens-file"
     );
     anyhow::ensure!(args.clients > 0, "--clients must be at least 1");
+    let runtime = tokio::runtime::Runtime::new().context("starting the runtime")?;
+    if let Some(n) = args.idle_subscribers {
+        let pid = args
+            .pid
+            .context("--idle-subscribers reads the server's memory: give --pid")?;
+        anyhow::ensure!(n > 0, "--idle-subscribers must be at least 1");
+        let wait = Duration::from_secs(args.idle_seconds);
+        let report = runtime.block_on(cairn_load::idle_subscribers(
+            &args.url, &tokens, pid, n, wait,
+        ));
+        println!("{report}");
+        return Ok(report.failed == 0);
+    }
     let mut config = cairn_load::Config::new(&args.url, &args.account_url, tokens);
     config.clients = args.clients;
     config.duration = Duration::from_secs(args.seconds);
@@ -89,7 +123,11 @@ fn run(args: Args) -> Result<bool> {
     config.request_timeout = Duration::from_secs(args.timeout_seconds);
     config.server_pid = args.pid;
     config.progress = true;
-    let runtime = tokio::runtime::Runtime::new().context("starting the runtime")?;
+    config.events = args.events.map(|events| match events {
+        Events::Both => cairn_load::Follow::Both,
+        Events::Streams => cairn_load::Follow::Streams,
+        Events::Webhooks => cairn_load::Follow::Webhooks,
+    });
     let report = runtime.block_on(cairn_load::run(config));
     println!("{report}");
     Ok(report.passed())

@@ -32,10 +32,21 @@ pub enum Kind {
     AckToCid,
     /// After the run: every acknowledged upload read back whole.
     Verify,
+    /// `--events`: `POST {account_url}/api/webhooks`, once per account before the run.
+    WebhookCreate,
+    /// `--events`: `GET /api/events`, once per client before the run (and again after the
+    /// stream ends): the time to its answer's headers.
+    Subscribe,
+    /// `--events`, not a request: an event read from an account's stream, timed from the
+    /// event's `timestamp` (when its change committed, to the millisecond) to its arrival.
+    StreamEvent,
+    /// `--events`, not a request: a webhook delivery at the receiver, timed as
+    /// [`Kind::StreamEvent`].
+    WebhookDelivery,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 17] = [
         Kind::Post,
         Kind::Archive,
         Kind::TusCreate,
@@ -49,6 +60,10 @@ impl Kind {
         Kind::AckToCid,
         Kind::UploadLimit,
         Kind::Verify,
+        Kind::WebhookCreate,
+        Kind::Subscribe,
+        Kind::StreamEvent,
+        Kind::WebhookDelivery,
     ];
 
     pub fn name(self) -> &'static str {
@@ -66,6 +81,10 @@ impl Kind {
             Kind::Poll => "poll",
             Kind::AckToCid => "ack-to-cid",
             Kind::Verify => "verify-read",
+            Kind::WebhookCreate => "webhook-create",
+            Kind::Subscribe => "subscribe",
+            Kind::StreamEvent => "stream-event",
+            Kind::WebhookDelivery => "webhook-delivery",
         }
     }
 }

@@ -32,6 +32,9 @@ pub struct Checked {
     pub drained_in: Duration,
     /// How long the read-back took.
     pub read_in: Duration,
+    /// Every upload whose operation finished (its CID known, or its failure), as the clients
+    /// and the drain saw it: what the event streams must have sent (`--events`).
+    pub finished: Vec<Upload>,
 }
 
 pub async fn check(
@@ -88,6 +91,7 @@ pub async fn check(
 
     checked.read_in = reading.elapsed();
     check_listed(&http, &target, &uploads, started, &mut checked).await;
+    checked.finished = uploads;
     checked
 }
 
