@@ -1,9 +1,11 @@
 //! The node's view of the event log: one task follows every account's events in the metadata
 //! store (written there by triggers, on whichever node made the change) and hands each to the
-//! streams subscribed on this node. One query per round for the node, not one per stream. It
+//! streams of its account subscribed on this node. One query per round for the node, not one
+//! per stream. It
 //! also forgets, hourly, what is older than the log keeps.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cairn_store::events::{Event, EVENTS_KEPT_MS};
@@ -20,27 +22,39 @@ const PAGE: u32 = 500;
 /// How often events older than `EVENTS_KEPT_MS`, and deliveries finished that long ago, are
 /// forgotten.
 const FORGET_EVERY: Duration = Duration::from_secs(3600);
-/// Events held for streams that have not read them yet. A stream that falls further behind
-/// is told so and reads its backlog from the store instead (`Lagged`).
-const BUFFERED: usize = 4096;
+/// An account's events held for its streams that have not read them yet. A stream that
+/// falls further behind is told so and reads its backlog from the store instead (`Lagged`).
+/// Each account with a stream has a channel of its own, this many slots long.
+const BUFFERED: usize = 256;
 
-/// Where the node's streams hear of new events.
+/// Where the node's streams hear of new events: a channel per account with streams, so an
+/// event wakes its account's streams only, not every stream on the node.
+#[derive(Default)]
 pub struct EventBus {
-    sender: broadcast::Sender<Arc<Event>>,
-}
-
-impl Default for EventBus {
-    fn default() -> Self {
-        Self {
-            sender: broadcast::channel(BUFFERED).0,
-        }
-    }
+    accounts: Mutex<HashMap<i64, broadcast::Sender<Arc<Event>>>>,
 }
 
 impl EventBus {
-    /// Events committed from now on (a stream reads what came before from the store).
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
-        self.sender.subscribe()
+    /// The account's events committed from now on (a stream reads what came before from the
+    /// store).
+    pub fn subscribe(&self, account_id: i64) -> broadcast::Receiver<Arc<Event>> {
+        let mut accounts = self.accounts.lock().unwrap_or_else(|e| e.into_inner());
+        accounts
+            .entry(account_id)
+            .or_insert_with(|| broadcast::channel(BUFFERED).0)
+            .subscribe()
+    }
+
+    /// Hand `event` to its account's streams; an account whose streams have all gone loses
+    /// its channel.
+    fn publish(&self, event: Event) {
+        let mut accounts = self.accounts.lock().unwrap_or_else(|e| e.into_inner());
+        let account_id = event.account_id;
+        if let Some(sender) = accounts.get(&account_id) {
+            if sender.send(Arc::new(event)).is_err() {
+                accounts.remove(&account_id);
+            }
+        }
     }
 }
 
@@ -74,8 +88,7 @@ pub async fn follow_events(
                 let full = events.len() == PAGE as usize;
                 for event in events {
                     after = event.id;
-                    // No stream listening is not an error.
-                    let _ = bus.sender.send(Arc::new(event));
+                    bus.publish(event);
                 }
                 if full {
                     continue;
@@ -86,5 +99,34 @@ pub async fn follow_events(
         if sleep_unless_stopped(&stop, FOLLOW_EVERY).await {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_store::events::EventType;
+
+    fn event(id: i64, account_id: i64) -> Event {
+        Event {
+            id,
+            account_id,
+            kind: EventType::UploadCompleted,
+            operation_id: id,
+            created_at_ms: 0,
+        }
+    }
+
+    #[test]
+    fn an_event_reaches_its_accounts_streams_only_and_idle_channels_go() {
+        let bus = EventBus::default();
+        let (mut alice, mut bob) = (bus.subscribe(1), bus.subscribe(2));
+        bus.publish(event(10, 1));
+        assert_eq!(alice.try_recv().unwrap().id, 10);
+        assert!(bob.try_recv().is_err(), "not bob's");
+        drop(bob);
+        bus.publish(event(11, 2));
+        assert!(!bus.accounts.lock().unwrap().contains_key(&2));
+        assert!(bus.accounts.lock().unwrap().contains_key(&1));
     }
 }

@@ -147,7 +147,7 @@ pub async fn account_events(
     };
     // Subscribed before the log is read: what commits meanwhile arrives here, or is in the
     // read (and is skipped the second time by its id).
-    let live = state.service.events.subscribe();
+    let live = state.service.events.subscribe(account.id);
     let after = match after {
         Some(after) => after,
         None => state.service.store.last_event_id().await?,
@@ -245,7 +245,7 @@ pub async fn operation_events(
 ) -> Result<Response, ApiError> {
     let op = readable_operation(&state, &caller, &id).await?;
     let last = last_event_id(&headers)?;
-    let live = state.service.events.subscribe();
+    let live = state.service.events.subscribe(op.account_id);
     let (out, events) = mpsc::channel(QUEUED);
     tokio::spawn(follow_operation(state, op, last, live, out));
     Ok(stream(events))
