@@ -145,8 +145,17 @@ impl FromRequestParts<AppState> for Bearer {
             // Authentication schemes are case-insensitive (RFC 9110 §11.1): `bearer` is Bearer.
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim())
-            .filter(|t| tokens::well_formed(t))
             .ok_or(ApiError::InvalidToken)?;
+        Self::of(token, parts)
+    }
+}
+
+impl Bearer {
+    /// `token`, however the request carried it, if it is well formed.
+    fn of(token: &str, parts: &Parts) -> Result<Self, ApiError> {
+        if !tokens::well_formed(token) {
+            return Err(ApiError::InvalidToken);
+        }
         Ok(Self {
             hash: tokens::hash(token),
             origin: request_origin(&parts.headers),
@@ -176,15 +185,7 @@ impl<N: Need> FromRequestParts<AppState> for StreamCaller<N> {
             .ok()
             .and_then(|Query(query)| query.access_token)
             .ok_or(ApiError::Unauthorized)?;
-        if !tokens::well_formed(&token) {
-            return Err(ApiError::InvalidToken);
-        }
-        let bearer = Bearer {
-            hash: tokens::hash(&token),
-            origin: request_origin(&parts.headers),
-            cors: parts.extensions.get::<KeyOrigins>().cloned(),
-        };
-        Ok(Self(bearer.caller(state).await?))
+        Ok(Self(Bearer::of(&token, parts)?.caller(state).await?))
     }
 }
 

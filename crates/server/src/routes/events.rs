@@ -165,9 +165,8 @@ async fn follow_account(
     mut live: broadcast::Receiver<Arc<Event>>,
     out: mpsc::Sender<SseEvent>,
 ) {
-    let wanted = |event: &Event| {
-        event.account_id == account_id && (types.is_empty() || types.contains(&event.kind))
-    };
+    // The bus hands this stream its account's events only.
+    let wanted = |event: &Event| types.is_empty() || types.contains(&event.kind);
     let mut catch_up = true;
     loop {
         if catch_up {
