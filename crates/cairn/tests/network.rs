@@ -229,7 +229,7 @@ fn under_tls_the_router_names_the_gateways_https_address() {
                 addrs.as_array().unwrap().iter().any(|a| a == &gateway),
                 "{gateway} in {providers}"
             );
-            assert!(!fetched.is_empty());
+            assert_eq!(fetched, body, "the file is one raw block, read back whole");
             terminate(running);
         },
     );
