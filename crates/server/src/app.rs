@@ -26,6 +26,7 @@ use crate::routes::{
 };
 use crate::state::AppState;
 use crate::tus;
+use crate::unread::Unread;
 
 pub fn upload_app(state: AppState) -> Router {
     let routes = Router::new()
@@ -219,18 +220,33 @@ async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
 /// layers, which answer in plain text: their text becomes the message, and the status and
 /// other headers stay.
 ///
-/// An error answered to a request that sent a body also says `Connection: close`: the body
-/// may not have been read (a `401` or `429` comes before it), and hyper then closes the
-/// connection without saying so, which a client reusing it met as a broken pipe.
+/// An error answered to a request that sent a body comes after what is left of the body is
+/// read (within bounds, `unread`), and says `Connection: close`: the body may not have been
+/// read (a `401` or `429` comes before it, a `507` halfway), and a client still sending, or
+/// reusing the connection, met a broken pipe instead of the answer.
 async fn json_errors(request: Request, next: Next) -> Response {
     let sent_a_body = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .is_some_and(|v| v.as_bytes() != b"0")
         || request.headers().contains_key(header::TRANSFER_ENCODING);
+    let unread = Unread::default();
+    let request = if sent_a_body {
+        let expects_continue = request
+            .headers()
+            .get(header::EXPECT)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        request.map(|body| unread.watch(body, expects_continue))
+    } else {
+        request
+    };
     let mut response = next.run(request).await;
     let status = response.status();
     if sent_a_body && (status.is_client_error() || status.is_server_error()) {
+        // Not when stopping: the shutdown would wait on a client's sending.
+        if status != StatusCode::SERVICE_UNAVAILABLE {
+            unread.drain().await;
+        }
         response
             .headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));

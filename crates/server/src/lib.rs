@@ -12,6 +12,7 @@
 //! - [`listen`]: serving a router with a header-read timeout and a graceful shutdown.
 //! - [`rate_limit`]: per-account, per-endpoint token buckets.
 //! - [`state`]: what handlers share: the service, and what only HTTP needs.
+//! - `unread`: the rest of a request body, read after an early error so the client sees it.
 //!
 //! Handlers never touch SQL or files directly: they go through `cairn-store`'s traits, and run
 //! the synchronous engine (`cairn-unixfs`) on blocking threads.
@@ -31,6 +32,7 @@ pub mod routes;
 pub mod state;
 pub mod tls;
 pub mod tus;
+mod unread;
 pub mod web;
 
 pub use app::{account_app, upload_app};

@@ -122,6 +122,64 @@ async fn authentication_errors_follow_the_contract() {
 }
 
 #[tokio::test]
+async fn an_error_answered_before_the_body_is_read_reaches_a_client_still_sending() {
+    let server = TestServer::start().await;
+    let host = server.upload.trim_start_matches("http://").to_owned();
+    let refused = send_with_a_pause(
+        &host,
+        "POST /api/upload HTTP/1.1\r\nAuthorization: Bearer nonsense\r\n",
+        32 << 20,
+    )
+    .await
+    .expect("the 401 reaches the client");
+    assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+
+    // Halfway: a TUS PATCH goes past its Upload-Length after 1 MiB.
+    let created = server
+        .client
+        .post(format!("{}/api/upload/tus", server.upload))
+        .bearer_auth(&server.token)
+        .header("Tus-Resumable", "1.0.0")
+        .header("Upload-Length", (1u64 << 20).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let path = created.headers()["location"]
+        .to_str()
+        .unwrap()
+        .replace(&server.upload, "");
+    let head = format!(
+        "PATCH {path} HTTP/1.1\r\nAuthorization: Bearer {}\r\nTus-Resumable: 1.0.0\r\n\
+         Upload-Offset: 0\r\nContent-Type: application/offset+octet-stream\r\n",
+        server.token
+    );
+    let refused = send_with_a_pause(&host, &head, 32 << 20)
+        .await
+        .expect("the 413 reaches the client");
+    assert!(refused.starts_with("HTTP/1.1 413"), "{refused}");
+    assert!(refused.contains("payload_too_large"), "{refused}");
+}
+
+/// Send a request whose body (`length` zeros) far exceeds what the connection buffers, pausing
+/// after its first MiB long enough for the server to answer, then read the answer. A server that
+/// closes with the body unread resets the connection, and the rest of the body, or the read,
+/// fails as a real client's upload did.
+async fn send_with_a_pause(host: &str, head: &str, length: usize) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(host).await?;
+    let head = format!("{head}Host: {host}\r\nContent-Length: {length}\r\n\r\n");
+    stream.write_all(head.as_bytes()).await?;
+    let body = vec![0u8; length];
+    stream.write_all(&body[..1 << 20]).await?;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    stream.write_all(&body[1 << 20..]).await?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await?;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+#[tokio::test]
 async fn unknown_routes_wrong_methods_and_bad_requests_are_json() {
     let server = TestServer::start().await;
     let (status, _, body) = server
