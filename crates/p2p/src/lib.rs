@@ -7,6 +7,7 @@
 //! - [`dht`]: the dual Kademlia DHT (WAN and LAN) and its record store.
 //! - [`blocks`]: the [`Blockstore`] the node serves from: Cairn's verified stored blocks.
 //! - [`key`]: the node's Ed25519 identity, kept in the data directory.
+//! - [`ipns`]: IPNS names and records: signed for the names Cairn keeps, verified wherever one arrives.
 //! - [`ipni_format`]: the formats of the IPNI advertisement chain (the publishing is `cairn-service`'s).
 //!
 //! This crate knows nothing of HTTP; the server crate answers routing queries with what the
@@ -20,8 +21,10 @@ pub mod dht;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod ipni_format;
+pub mod ipns;
 pub mod key;
 pub mod node;
+mod protobuf;
 
 pub use blocks::{Blockstore, MemoryBlockstore, StoredBlocks};
 pub use libp2p::multiaddr::Protocol;

@@ -25,6 +25,9 @@
 
 use std::io;
 
+use crate::protobuf::{
+    next_field, put_bytes, put_varint, put_varint_field, take_varint, Malformed, Value,
+};
 use cairn_unixfs::block::{block_cid, DAG_PB, SHA2_256};
 use cairn_unixfs::{Cid, CidVersion};
 use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -74,6 +77,12 @@ pub enum MessageError {
     Cid(String),
     #[error(transparent)]
     Io(#[from] io::Error),
+}
+
+impl From<Malformed> for MessageError {
+    fn from(Malformed(what): Malformed) -> Self {
+        Self::Malformed(what)
+    }
 }
 
 /// Which protocol version a message is written for: what fields carry blocks, and whether
@@ -310,77 +319,6 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(stream: &mut W, frame: &[u8]) ->
     stream.write_all(&prefix).await?;
     stream.write_all(frame).await?;
     stream.flush().await
-}
-
-enum Value<'a> {
-    Varint(u64),
-    Bytes(&'a [u8]),
-    Other,
-}
-
-fn next_field<'a>(bytes: &mut &'a [u8]) -> Result<Option<(u64, Value<'a>)>, MessageError> {
-    if bytes.is_empty() {
-        return Ok(None);
-    }
-    let key = take_varint(bytes).ok_or(MessageError::Malformed("a field key"))?;
-    let value = match key & 7 {
-        0 => Value::Varint(take_varint(bytes).ok_or(MessageError::Malformed("a varint"))?),
-        1 => {
-            take(bytes, 8)?;
-            Value::Other
-        }
-        2 => {
-            let len = take_varint(bytes).ok_or(MessageError::Malformed("a length"))?;
-            Value::Bytes(take(bytes, len)?)
-        }
-        5 => {
-            take(bytes, 4)?;
-            Value::Other
-        }
-        _ => return Err(MessageError::Malformed("an unknown wire type")),
-    };
-    Ok(Some((key >> 3, value)))
-}
-
-fn take<'a>(bytes: &mut &'a [u8], len: u64) -> Result<&'a [u8], MessageError> {
-    let len = usize::try_from(len).map_err(|_| MessageError::Malformed("a length"))?;
-    if bytes.len() < len {
-        return Err(MessageError::Malformed("a field runs past the end"));
-    }
-    let (head, tail) = bytes.split_at(len);
-    *bytes = tail;
-    Ok(head)
-}
-
-fn take_varint(bytes: &mut &[u8]) -> Option<u64> {
-    let mut value = 0u64;
-    for (i, &byte) in bytes.iter().enumerate().take(10) {
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        if byte < 0x80 {
-            *bytes = &bytes[i + 1..];
-            return Some(value);
-        }
-    }
-    None
-}
-
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-fn put_varint_field(out: &mut Vec<u8>, field: u64, value: u64) {
-    put_varint(out, field << 3);
-    put_varint(out, value);
-}
-
-fn put_bytes(out: &mut Vec<u8>, field: u64, bytes: &[u8]) {
-    put_varint(out, (field << 3) | 2);
-    put_varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
 }
 
 #[cfg(test)]
