@@ -6,7 +6,7 @@
 //!   runs; `dialect.rs`: the SQL text that differs, and the parameter lists every statement
 //!   writes.
 //! - `queries.rs`: the `MetadataStore` implementation, written once; `commit.rs`, `kept.rs`,
-//!   `access.rs` (keys, links, key-values) and `ipni_chain.rs` hold the larger parts of it.
+//!   `access.rs` (keys, links, key-values), `names.rs` (IPNS names) and `ipni_chain.rs` hold the larger parts of it.
 //! - `writer.rs`: where writes go, and the connection a write holds (`write_queue.rs`: whose turn
 //!   it is on SQLite; `group_commit.rs`: how SQLite's commits become durable in groups).
 //! - `rows.rs`: rows into the model, the clock, unique violations.
@@ -27,6 +27,7 @@ mod events;
 mod group_commit;
 mod ipni_chain;
 mod kept;
+mod names;
 pub mod postgres;
 mod queries;
 pub mod rows;

@@ -30,6 +30,7 @@ use crate::model::{
     OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, StoredDag,
     TusConcat, TusState, TusUpload,
 };
+use crate::names::{ForeignRecord, KeptName};
 use crate::{AccountLimits, CollectorLock, MetadataStore, StoreError};
 use std::collections::BTreeMap;
 
@@ -906,6 +907,62 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
 
     async fn accounts_keeping(&self, cid: &str) -> Result<Vec<i64>, StoreError> {
         self.accounts_keeping_root(cid).await
+    }
+
+    async fn create_name(&self, name: &KeptName) -> Result<KeptName, StoreError> {
+        self.insert_name(name).await
+    }
+
+    async fn list_names(&self, account_id: i64) -> Result<Vec<KeptName>, StoreError> {
+        self.names_of(account_id).await
+    }
+
+    async fn kept_name(&self, name: &str) -> Result<Option<KeptName>, StoreError> {
+        self.live_name("name = $1", name, None).await
+    }
+
+    async fn kept_name_by_label(
+        &self,
+        account_id: i64,
+        label: &str,
+    ) -> Result<Option<KeptName>, StoreError> {
+        self.live_name("label = $1", label, Some(account_id)).await
+    }
+
+    async fn update_name(
+        &self,
+        name: &KeptName,
+        previous_sequence: u64,
+    ) -> Result<bool, StoreError> {
+        self.store_name_record(name, previous_sequence).await
+    }
+
+    async fn delete_name(
+        &self,
+        account_id: i64,
+        name: &str,
+    ) -> Result<Option<KeptName>, StoreError> {
+        self.remove_name(account_id, name).await
+    }
+
+    async fn names_expiring(
+        &self,
+        before_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<KeptName>, StoreError> {
+        self.names_expiring_before(before_ms, limit).await
+    }
+
+    async fn put_foreign_record(&self, record: &ForeignRecord) -> Result<bool, StoreError> {
+        self.keep_foreign_record(record).await
+    }
+
+    async fn foreign_record(&self, name: &str) -> Result<Option<ForeignRecord>, StoreError> {
+        self.foreign_record_of(name).await
+    }
+
+    async fn forget_foreign_records(&self, before_ms: i64) -> Result<u64, StoreError> {
+        self.forget_foreign_before(before_ms).await
     }
 
     async fn lock_collector(&self) -> Result<Option<CollectorLock>, StoreError> {

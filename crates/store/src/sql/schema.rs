@@ -321,6 +321,35 @@ CREATE TABLE served_bytes (
 );
 {events_triggers}
 "#,
+    r#"
+-- IPNS names an account keeps (see `names.rs`): the label is what the account calls one.
+CREATE TABLE names (
+    name TEXT PRIMARY KEY,
+    account_id {int} NOT NULL REFERENCES accounts(id),
+    label TEXT,
+    sealed_key {blob} NOT NULL,
+    value TEXT NOT NULL,
+    sequence {int} NOT NULL,
+    record {blob} NOT NULL,
+    expires_at {int} NOT NULL,
+    created_at {int} NOT NULL,
+    updated_at {int} NOT NULL,
+    deleted_at {int}
+);
+CREATE INDEX names_by_account ON names(account_id, created_at);
+CREATE UNIQUE INDEX names_by_label ON names(account_id, label)
+    WHERE deleted_at IS NULL AND label IS NOT NULL;
+CREATE INDEX names_expiring ON names(expires_at) WHERE deleted_at IS NULL;
+-- Verified records of names kept elsewhere, pushed to the router: the best one per name.
+CREATE TABLE ipns_records (
+    name TEXT PRIMARY KEY,
+    record {blob} NOT NULL,
+    sequence {int} NOT NULL,
+    expires_at {int} NOT NULL,
+    received_at {int} NOT NULL
+);
+CREATE INDEX ipns_records_expiring ON ipns_records(expires_at);
+"#,
 ];
 
 /// Every step, in order, in one database's words.
