@@ -13,12 +13,14 @@
 
 use std::borrow::Cow;
 use std::num::NonZeroUsize;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use libp2p::kad::store::{self, MemoryStore, MemoryStoreConfig, RecordStore};
 use libp2p::kad::{self, ProviderRecord, Record, RecordKey};
 use libp2p::multiaddr::Protocol;
 use libp2p::{Multiaddr, PeerId, StreamProtocol};
+
+use crate::ipns::{self, Name};
 
 pub const WAN_PROTOCOL: StreamProtocol = StreamProtocol::new("/ipfs/kad/1.0.0");
 pub const LAN_PROTOCOL: StreamProtocol = StreamProtocol::new("/ipfs/lan/kad/1.0.0");
@@ -30,6 +32,9 @@ pub const PROVIDER_RECORD_TTL: Duration = Duration::from_secs(48 * 3600);
 /// Keys of other peers' provider records held at once.
 const MAX_PROVIDER_KEYS: usize = 100_000;
 
+/// IPNS records held at once: this node's names' and those peers put (10 KiB at most each).
+const MAX_RECORDS: usize = 20_000;
+
 pub type Kademlia = kad::Behaviour<ProviderRecords>;
 
 /// One of the two DHTs.
@@ -39,7 +44,9 @@ pub fn behaviour(local: PeerId, protocol: StreamProtocol, lan: bool) -> Kademlia
         .set_provider_publication_interval(None)
         .set_provider_record_ttl(Some(PROVIDER_RECORD_TTL))
         .set_query_timeout(Duration::from_secs(60))
-        .set_kbucket_inserts(kad::BucketInserts::Manual);
+        .set_kbucket_inserts(kad::BucketInserts::Manual)
+        // Records other peers put are checked before they are kept (`acceptable`).
+        .set_record_filtering(kad::StoreInserts::FilterBoth);
     let mut dht = kad::Behaviour::with_config(local, ProviderRecords::new(local), config);
     if lan {
         dht.set_mode(Some(kad::Mode::Server));
@@ -65,6 +72,22 @@ pub fn provider_key(cid: &cairn_unixfs::Cid) -> RecordKey {
     RecordKey::new(&cid.hash().to_bytes())
 }
 
+/// Whether to keep a record a peer put: only IPNS records, valid now, and newer than the one
+/// kept (Kubo's validator does the same; the DHT's other namespaces are gone or not ours).
+pub fn acceptable(record: &Record, kept: Option<&Record>) -> bool {
+    let Some(name) = Name::from_routing_key(record.key.as_ref()) else {
+        return false;
+    };
+    let now = SystemTime::now();
+    let Ok(new) = ipns::Record::verify(&name, &record.value, now) else {
+        return false;
+    };
+    match kept.map(|kept| ipns::Record::verify(&name, &kept.value, now)) {
+        Some(Ok(old)) => new.supersedes(&old),
+        _ => true,
+    }
+}
+
 /// Kademlia's record store without this node's own provider records (which live in the
 /// metadata store), and bounded in the others it keeps.
 pub struct ProviderRecords {
@@ -77,6 +100,8 @@ impl ProviderRecords {
         let config = MemoryStoreConfig {
             max_provided_keys: MAX_PROVIDER_KEYS,
             max_providers_per_key: NonZeroUsize::new(20).map_or(20, NonZeroUsize::get),
+            max_records: MAX_RECORDS,
+            max_value_bytes: ipns::MAX_RECORD_BYTES,
             ..MemoryStoreConfig::default()
         };
         Self {

@@ -1,5 +1,6 @@
 //! The node's identity: an Ed25519 key made on first start and kept in the data directory,
 //! readable by its owner only. Every node of a deployment has its own (its own peer id).
+//! [`private_file`] keeps any other secret the same way (the names key).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -10,24 +11,35 @@ pub use libp2p::identity::Keypair;
 
 /// The key at `path`, or a new one written there (mode 0600, durably) if there is none.
 pub fn load_or_create(path: &Path) -> io::Result<Keypair> {
+    let bytes = private_file(path, || {
+        Keypair::generate_ed25519()
+            .to_protobuf_encoding()
+            .map_err(|e| io::Error::other(e.to_string()))
+    })?;
+    Keypair::from_protobuf_encoding(&bytes).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is not a libp2p key: {e}", path.display()),
+        )
+    })
+}
+
+/// The secret at `path`, or `make`'s, written there first (mode 0600, durably) if there is
+/// none. A secret readable by others is used, with a warning.
+pub fn private_file(
+    path: &Path,
+    make: impl FnOnce() -> io::Result<Vec<u8>>,
+) -> io::Result<Vec<u8>> {
     match fs::read(path) {
         Ok(bytes) => {
             let mode = fs::metadata(path)?.permissions().mode();
             if mode & 0o077 != 0 {
-                tracing::warn!(path = %path.display(), "the node key is readable by others");
+                tracing::warn!(path = %path.display(), "a secret key file is readable by others");
             }
-            Keypair::from_protobuf_encoding(&bytes).map_err(|e| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("{} is not a libp2p key: {e}", path.display()),
-                )
-            })
+            Ok(bytes)
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let key = Keypair::generate_ed25519();
-            let bytes = key
-                .to_protobuf_encoding()
-                .map_err(|e| io::Error::other(e.to_string()))?;
+            let bytes = make()?;
             // Written whole or not at all: a temporary file, synced, then renamed.
             let temporary = path.with_extension("tmp");
             let mut file = OpenOptions::new()
@@ -42,7 +54,7 @@ pub fn load_or_create(path: &Path) -> io::Result<Keypair> {
             if let Some(dir) = path.parent() {
                 File::open(dir)?.sync_all()?;
             }
-            Ok(key)
+            Ok(bytes)
         }
         Err(e) => Err(e),
     }

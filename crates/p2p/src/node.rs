@@ -21,6 +21,7 @@ use libp2p::{
 use tokio::sync::{mpsc, oneshot, watch};
 
 use cairn_unixfs::Cid;
+use libp2p::kad::store::RecordStore;
 use libp2p::kad::{self, QueryId};
 
 use crate::bitswap::{Bitswap, BitswapLimits};
@@ -116,6 +117,18 @@ enum Command {
         cid: Cid,
         reply: oneshot::Sender<usize>,
     },
+    /// Put a record in both DHTs (and this node's stores, which answer peers' gets); answers
+    /// how many peers took it.
+    PutRecord {
+        record: kad::Record,
+        reply: oneshot::Sender<usize>,
+    },
+    /// Ask both DHTs for the records under a key: each value found is sent as it arrives,
+    /// and the sender dropped when the queries end.
+    GetRecord {
+        key: kad::RecordKey,
+        found: mpsc::Sender<Vec<u8>>,
+    },
     /// A cut-off peer may connect again.
     Unblock(PeerId),
     Shutdown,
@@ -176,6 +189,33 @@ impl NodeHandle {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Provide { cid, reply }).await?;
         answer.await.map_err(|_| NodeError::Stopped)
+    }
+
+    /// Put `value` under `key` in the DHTs until `expires`: the peers that took it (0 when the
+    /// routing tables are empty; this node keeps it and answers peers' gets either way).
+    pub async fn put_record(
+        &self,
+        key: Vec<u8>,
+        value: Vec<u8>,
+        expires: std::time::Instant,
+    ) -> Result<usize, NodeError> {
+        let mut record = kad::Record::new(key, value);
+        record.expires = Some(expires);
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::PutRecord { record, reply }).await?;
+        answer.await.map_err(|_| NodeError::Stopped)
+    }
+
+    /// The values the DHTs hold under `key`, as they arrive (this node's own first, if it
+    /// has one); the stream ends when the lookups do. Unchecked: the caller verifies them.
+    pub async fn get_record(&self, key: Vec<u8>) -> Result<mpsc::Receiver<Vec<u8>>, NodeError> {
+        let (found, values) = mpsc::channel(16);
+        self.send(Command::GetRecord {
+            key: kad::RecordKey::new(&key),
+            found,
+        })
+        .await?;
+        Ok(values)
     }
 
     /// Look up the providers of `cid` in both DHTs and connect to them: the providers now
@@ -281,6 +321,7 @@ pub async fn start(
         dht_peers: dht_peers_tx,
         dials: HashMap::new(),
         provides: HashMap::new(),
+        gets: HashMap::new(),
         lookups: HashMap::new(),
         lookup_queries: HashMap::new(),
         lookup_dials: HashMap::new(),
@@ -390,7 +431,7 @@ struct Finding {
     ready: Vec<PeerId>,
 }
 
-/// A provide under way: the two DHTs' queries, and the peers they reached.
+/// A provide or a record put under way: the two DHTs' queries, and the peers they reached.
 struct Providing {
     reply: Option<oneshot::Sender<usize>>,
     queries: Vec<QueryId>,
@@ -405,7 +446,10 @@ struct Task {
     own_commands: mpsc::Sender<Command>,
     dht_peers: watch::Sender<usize>,
     dials: HashMap<ConnectionId, (Multiaddr, oneshot::Sender<Result<PeerId, NodeError>>)>,
+    /// Provides and record puts under way: the slot of each query in `providing`.
     provides: HashMap<QueryId, usize>,
+    /// Record lookups under way: where each query's values go.
+    gets: HashMap<QueryId, mpsc::Sender<Vec<u8>>>,
     /// Provider lookups under way, by number; the lookup of each query and dial.
     lookups: HashMap<u64, Finding>,
     lookup_queries: HashMap<QueryId, u64>,
@@ -506,6 +550,40 @@ impl Task {
                     peers: 0,
                 }));
             }
+            Command::PutRecord { record, reply } => {
+                let behaviour = self.swarm.behaviour_mut();
+                let mut queries = Vec::new();
+                for dht in [&mut behaviour.lan, &mut behaviour.wan] {
+                    match dht.put_record(record.clone(), kad::Quorum::One) {
+                        Ok(query) => queries.push(query),
+                        Err(e) => tracing::warn!(error = %e, "a record could not be kept"),
+                    }
+                }
+                let slot = providing.len();
+                for query in &queries {
+                    self.provides.insert(*query, slot);
+                }
+                providing.push(Some(Providing {
+                    reply: Some(reply),
+                    queries,
+                    peers: 0,
+                }));
+            }
+            Command::GetRecord { key, found } => {
+                let behaviour = self.swarm.behaviour_mut();
+                // This node's own copy first: a name it keeps resolves with no peer at all.
+                for dht in [&mut behaviour.lan, &mut behaviour.wan] {
+                    if let Some(record) = dht.store_mut().get(&key) {
+                        let _ = found.try_send(record.value.clone());
+                        break;
+                    }
+                }
+                for dht in [&mut behaviour.lan, &mut behaviour.wan] {
+                    if routing_table_size(dht) > 0 {
+                        self.gets.insert(dht.get_record(key.clone()), found.clone());
+                    }
+                }
+            }
             Command::Unblock(peer) => {
                 self.swarm.behaviour_mut().blocked.unblock_peer(peer);
             }
@@ -561,17 +639,63 @@ impl Task {
                 num_established: 0,
                 ..
             } => self.stop_waiting_for(peer_id, false),
-            SwarmEvent::Behaviour(BehaviourEvent::Lan(event))
-            | SwarmEvent::Behaviour(BehaviourEvent::Wan(event)) => {
-                self.dht_event(event, providing);
+            SwarmEvent::Behaviour(BehaviourEvent::Lan(event)) => {
+                self.dht_event(event, true, providing);
+            }
+            SwarmEvent::Behaviour(BehaviourEvent::Wan(event)) => {
+                self.dht_event(event, false, providing);
             }
             _ => {}
         }
     }
 
-    fn dht_event(&mut self, event: kad::Event, providing: &mut Vec<Option<Providing>>) {
+    fn dht_event(&mut self, event: kad::Event, lan: bool, providing: &mut Vec<Option<Providing>>) {
         match event {
             kad::Event::RoutingUpdated { .. } => self.count_dht_peers(),
+            kad::Event::InboundRequest {
+                request:
+                    kad::InboundRequest::PutRecord {
+                        record: Some(record),
+                        ..
+                    },
+            } => {
+                let behaviour = self.swarm.behaviour_mut();
+                let dht = if lan {
+                    &mut behaviour.lan
+                } else {
+                    &mut behaviour.wan
+                };
+                let kept = dht.store_mut().get(&record.key).map(|r| r.into_owned());
+                if dht::acceptable(&record, kept.as_ref()) {
+                    let _ = dht.store_mut().put(record);
+                }
+            }
+            kad::Event::OutboundQueryProgressed {
+                id,
+                result: kad::QueryResult::GetRecord(result),
+                step,
+                ..
+            } => {
+                if let Ok(kad::GetRecordOk::FoundRecord(found)) = result {
+                    if let Some(values) = self.gets.get(&id) {
+                        let _ = values.try_send(found.record.value);
+                    }
+                }
+                if step.last {
+                    self.gets.remove(&id);
+                }
+            }
+            kad::Event::OutboundQueryProgressed {
+                id,
+                result: kad::QueryResult::PutRecord(result),
+                stats,
+                step,
+            } if step.last => {
+                if let Err(e) = &result {
+                    tracing::debug!(error = %e, "a record put ended without success");
+                }
+                self.write_ended(id, stats.num_successes() as usize, providing);
+            }
             kad::Event::OutboundQueryProgressed {
                 id,
                 result: kad::QueryResult::GetProviders(result),
@@ -600,29 +724,35 @@ impl Task {
                 stats,
                 step,
             } if step.last => {
-                let Some(slot) = self.provides.remove(&id) else {
-                    return;
-                };
                 if let Err(e) = &result {
                     tracing::debug!(error = %e, "a provide query ended without success");
                 }
-                let Some(Some(provide)) = providing.get_mut(slot) else {
-                    return;
-                };
-                provide.peers += stats.num_successes() as usize;
-                provide.queries.retain(|q| *q != id);
-                if provide.queries.is_empty() {
-                    if let Some(reply) = provide.reply.take() {
-                        let _ = reply.send(provide.peers);
-                    }
-                    providing[slot] = None;
-                    // Free the tail of finished slots.
-                    while matches!(providing.last(), Some(None)) {
-                        providing.pop();
-                    }
-                }
+                self.write_ended(id, stats.num_successes() as usize, providing);
             }
             _ => {}
+        }
+    }
+
+    /// A provide's or a put's query ended, having reached `peers`: answer once all its
+    /// queries have.
+    fn write_ended(&mut self, id: QueryId, peers: usize, providing: &mut Vec<Option<Providing>>) {
+        let Some(slot) = self.provides.remove(&id) else {
+            return;
+        };
+        let Some(Some(provide)) = providing.get_mut(slot) else {
+            return;
+        };
+        provide.peers += peers;
+        provide.queries.retain(|q| *q != id);
+        if provide.queries.is_empty() {
+            if let Some(reply) = provide.reply.take() {
+                let _ = reply.send(provide.peers);
+            }
+            providing[slot] = None;
+            // Free the tail of finished slots.
+            while matches!(providing.last(), Some(None)) {
+                providing.pop();
+            }
         }
     }
 

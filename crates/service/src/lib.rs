@@ -16,6 +16,8 @@
 //!   store, which delegated routing names as providers.
 //! - [`events`]: the event log followed for this node's streams.
 //! - [`webhooks`]: webhook deliveries, signed and sent from the durable queue.
+//! - [`names`]: IPNS names kept for accounts: keys sealed, records signed, put to the DHT and
+//!   republished; names resolved.
 //! - [`served`]: bytes served of each account's content, for its usage.
 //! - [`content_kind`]: what an upload is, from its first bytes.
 //! - [`metrics`]: the process's counters and their Prometheus text.
@@ -26,6 +28,7 @@ pub mod events;
 pub mod gc;
 pub mod ipni_publisher;
 pub mod metrics;
+pub mod names;
 pub mod nodes;
 mod outcome;
 pub mod pin;
@@ -51,6 +54,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::events::EventBus;
 use crate::metrics::Metrics;
+use crate::names::NamesKey;
 use crate::nodes::NodeDirectory;
 use crate::progress::{IpniStats, ProvideStats};
 use crate::served::ServedBytes;
@@ -78,6 +82,8 @@ pub struct Service {
     pub events: Arc<EventBus>,
     /// Bytes the gateway served, not yet credited to accounts (`served::record_served`).
     pub served: Arc<ServedBytes>,
+    /// Seals the keys of the names accounts keep; names are refused without it.
+    pub names_key: Option<Arc<NamesKey>>,
     /// Set once the process is asked to stop: background tasks end at a safe point, and a
     /// TUS body still arriving ends early with its bytes kept.
     pub stop: Arc<watch::Sender<bool>>,
@@ -105,6 +111,7 @@ impl Service {
             ipni: Arc::default(),
             events: Arc::default(),
             served: Arc::default(),
+            names_key: None,
             stop: Arc::new(watch::channel(false).0),
         }
     }
@@ -124,6 +131,12 @@ impl Service {
             );
         }
         self.node = node;
+        self
+    }
+
+    /// The service of a process that keeps names, sealing their keys with `key`.
+    pub fn with_names_key(mut self, key: NamesKey) -> Self {
+        self.names_key = Some(Arc::new(key));
         self
     }
 
