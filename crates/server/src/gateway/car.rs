@@ -13,8 +13,10 @@ use cairn_car::header as car_header;
 use cairn_unixfs::read::{Node, ReadError, Repeats, Resolved};
 use cairn_unixfs::Cid;
 
+use super::file::byte_range;
 use super::{
-    accept, blocking, etag, streamed, Codec, GatewayParams, Request, Sender, StoredReader, CODECS,
+    accept, blocking, content_disposition, etag, streamed, Codec, GatewayParams, Request, Sender,
+    StoredReader, CODECS,
 };
 use crate::error::ApiError;
 
@@ -57,16 +59,37 @@ async fn block(
     request: &Request,
 ) -> Result<Response, ApiError> {
     let (_, block) = blocking(reader, move |reader| reader.block(&cid)).await?;
-    let len = block.len();
+    // A block's bytes, like a file's, may be asked for by range (path gateway spec, `Range`).
+    let range = byte_range(&request.headers, block.len() as u64)?;
+    let body = match &range {
+        Some(range) => block.slice(range.start as usize..range.end as usize),
+        None => block.clone(),
+    };
+    let len = body.len();
     let mut response = if request.head_only {
         StatusCode::OK.into_response()
     } else {
-        Body::from(block).into_response()
+        Body::from(body).into_response()
     };
+    if let Some(range) = &range {
+        *response.status_mut() = StatusCode::PARTIAL_CONTENT;
+        let content_range = format!("bytes {}-{}/{}", range.start, range.end - 1, block.len());
+        if let Ok(value) = HeaderValue::from_str(&content_range) {
+            response.headers_mut().insert(header::CONTENT_RANGE, value);
+        }
+    }
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     headers.insert(header::ETAG, etag(format!("{cid}.{format}")));
+    if media_type == RAW_TYPE {
+        let name = (request.query.filename.clone()).unwrap_or_else(|| format!("{cid}.bin"));
+        headers.insert(
+            header::CONTENT_DISPOSITION,
+            content_disposition("attachment", &name),
+        );
+    }
     Ok(response)
 }
 
@@ -136,10 +159,17 @@ pub(super) fn car(
     } else {
         "application/vnd.ipld.car; version=1; order=dfs; dups=n"
     };
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(car_type));
-    response.headers_mut().insert(header::ETAG, etag(tag));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(car_type));
+    headers.insert(header::ETAG, etag(tag));
+    // Parts of a CAR are asked for with `entity-bytes`, never with `Range`.
+    headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("none"));
+    // Bytes to save, never to render (trustless gateway spec, `Content-Disposition`: MUST).
+    let name = (query.filename.clone()).unwrap_or_else(|| format!("{}.car", request.root));
+    headers.insert(
+        header::CONTENT_DISPOSITION,
+        content_disposition("attachment", &name),
+    );
     Ok(response)
 }
 

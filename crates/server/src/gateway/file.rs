@@ -7,7 +7,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use cairn_unixfs::Cid;
 
-use super::{blocking, etag, streamed, Request, StoredReader};
+use super::{blocking, content_disposition, etag, streamed, Request, StoredReader};
 use crate::error::ApiError;
 
 /// The file `cid` of `size` bytes, named `name` when the request or a listing says.
@@ -62,7 +62,8 @@ pub(super) async fn file(
         header::CONTENT_LENGTH,
         HeaderValue::from(body_range.end - body_range.start),
     );
-    if let Ok(value) = HeaderValue::from_str(&content_type(name.as_deref(), &head)) {
+    let whole = head.len() as u64 == size;
+    if let Ok(value) = HeaderValue::from_str(&content_type(name.as_deref(), &head, whole)) {
         out.insert(header::CONTENT_TYPE, value);
     }
     out.insert(header::ETAG, etag(cid.to_string()));
@@ -70,15 +71,11 @@ pub(super) async fn file(
     let download = query.download.as_deref() == Some("true");
     if download || query.filename.is_some() {
         let disposition = if download { "attachment" } else { "inline" };
-        let filename: String = name
-            .unwrap_or_else(|| cid.to_string())
-            .chars()
-            .filter(|c| !c.is_control() && *c != '"' && *c != '\\')
-            .collect();
-        let value = format!("{disposition}; filename=\"{filename}\"");
-        if let Ok(value) = HeaderValue::from_str(&value) {
-            out.insert(header::CONTENT_DISPOSITION, value);
-        }
+        let filename = name.unwrap_or_else(|| cid.to_string());
+        out.insert(
+            header::CONTENT_DISPOSITION,
+            content_disposition(disposition, &filename),
+        );
     }
     Ok(response)
 }
@@ -111,15 +108,31 @@ pub fn byte_range(headers: &HeaderMap, size: u64) -> Result<Option<Range<u64>>, 
     Ok(Some(range))
 }
 
-fn content_type(name: Option<&str>, head: &[u8]) -> String {
+/// The type by the name, else by the first bytes (`whole`: they are all the file's).
+fn content_type(name: Option<&str>, head: &[u8], whole: bool) -> String {
     if let Some(guess) = name.and_then(|n| mime_guess::from_path(n).first_raw()) {
         return guess.to_owned();
     }
     if let Some(kind) = infer::get(head) {
         return kind.mime_type().to_owned();
     }
+    if is_json(head, whole) {
+        return "application/json".to_owned();
+    }
     if !head.is_empty() && std::str::from_utf8(head).is_ok() {
         return "text/plain; charset=utf-8".to_owned();
     }
     "application/octet-stream".to_owned()
+}
+
+/// An object or array in JSON: all of it, or (`whole` false) as much of one as `head` holds.
+fn is_json(head: &[u8], whole: bool) -> bool {
+    let starts = head.iter().find(|b| !b.is_ascii_whitespace());
+    if !matches!(starts, Some(b'{' | b'[')) {
+        return false;
+    }
+    match serde_json::from_slice::<serde::de::IgnoredAny>(head) {
+        Ok(_) => true,
+        Err(e) => !whole && e.is_eof(),
+    }
 }

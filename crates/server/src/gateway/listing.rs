@@ -38,7 +38,11 @@ pub(super) async fn directory(
         let (reader, (_, node)) = blocking(reader, move |reader| reader.node(&cid)).await?;
         if let Node::File { size, .. } = node {
             let name = Some("index.html".to_owned());
-            return file::file(reader, cid, size, name, request).await;
+            let mut response = file::file(reader, cid, size, name, request).await?;
+            // What was asked for is the directory: its CID names the response (path gateway
+            // spec, `Etag`: based on the requested CID).
+            (response.headers_mut()).insert(header::ETAG, etag(resolved.cid.to_string()));
+            return Ok(response);
         }
     }
     Ok(listing(&resolved.cid, uri.path(), &entries, wants_json))
@@ -84,15 +88,26 @@ fn listing(cid: &Cid, path: &str, entries: &[NodeLink], wants_json: bool) -> Res
             "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\n\
              <body><h1>{title}</h1>\n<table>\n<tr><th>name</th><th>size</th><th>CID</th></tr>\n\
              {rows}</table></body></html>\n",
-            title = escape(path)
+            title = format!("Index of {}", escape(path))
         );
         ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response()
     };
+    // A listing is this gateway's work, not the content's: its ETag names the gateway's
+    // version (path gateway spec, `Etag`: "DirIndex-..."), and it is cached for a week, not
+    // forever, so a new version's listing is seen.
     let tag = if wants_json {
         format!("{cid}.json")
     } else {
-        format!("{cid}.html")
+        format!("DirIndex-{}_CID-{cid}", env!("CARGO_PKG_VERSION"))
     };
-    response.headers_mut().insert(header::ETAG, etag(tag));
+    let headers = response.headers_mut();
+    headers.insert(header::ETAG, etag(tag));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(LISTING_CACHE),
+    );
     response
 }
+
+/// How long a generated listing may be kept: a week, and a month more while it is revalidated.
+const LISTING_CACHE: &str = "public, max-age=604800, stale-while-revalidate=2678400";

@@ -190,7 +190,21 @@ pub async fn get(
             return subdomain::redirect(&state.config, domain, &headers, &root, &uri);
         }
     }
+    // The content path as asked, before it is resolved (path gateway spec, `X-Ipfs-Path`);
+    // on a content origin too, the route's URI is `/ipfs/{cid}/...`.
+    let content_path = header_text(uri.path());
     let uri = content_origin.map_or(uri, |Extension(origin)| origin.uri);
+    // A non-recursive gateway holds everything it can serve: what it lacks it cannot fetch,
+    // so "only if cached" fails at once (path gateway spec, `412 Precondition Failed`).
+    if only_if_cached(&headers) && root.hash().code() != cairn_unixfs::block::IDENTITY {
+        let held = (state.service.store.has_block(&root.hash().to_bytes()).await)
+            .map_err(ApiError::from)?;
+        if !held {
+            return Err(ApiError::PreconditionFailed(format!(
+                "{root} is not held here, and only-if-cached was asked"
+            )));
+        }
+    }
     let request = Request {
         root,
         path,
@@ -203,12 +217,31 @@ pub async fn get(
     let reader = Reader::new(blocks, state.service.config.read_limits);
     if let Format::Codec(codec) = format {
         // A block in another codec than UnixFS's is no path's start: only the root is read.
-        if request.path.is_empty() {
+        if request.path.is_empty() && !(codec.name == "json" && is_unixfs(&request.root)) {
             return car::block_in(reader, request.root, codec, &request).await;
         }
     }
-    let (reader, resolved) = resolve::resolve(reader, &request).await?;
+    let (reader, resolved, roots) = resolve::resolve(reader, &request).await?;
     let mut response = match format {
+        // A UnixFS file holding JSON is served as JSON (path gateway spec, `application/json`).
+        Format::Codec(codec) if codec.name == "json" && is_unixfs(&resolved.cid) => {
+            let Node::File { size, .. } = resolved.node else {
+                return Err(ApiError::NotAcceptable(format!(
+                    "{} is not a file: only a file holding JSON is served as JSON",
+                    resolved.cid
+                )));
+            };
+            let response = file::file(reader, resolved.cid, size, None, &request).await?;
+            if response.headers().get(header::CONTENT_TYPE)
+                != Some(&HeaderValue::from_static("application/json"))
+            {
+                return Err(ApiError::NotAcceptable(format!(
+                    "{} does not hold JSON: ask for format=raw or car",
+                    resolved.cid
+                )));
+            }
+            response
+        }
         Format::Codec(codec) => car::block_in(reader, resolved.cid, codec, &request).await?,
         Format::Raw => car::raw(reader, &resolved, &request).await?,
         Format::Car => car::car(reader, resolved, &request)?,
@@ -235,17 +268,20 @@ pub async fn get(
             HeaderValue::from_static(SANDBOX),
         );
     }
-    out.insert(header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE));
+    // Every response under `/ipfs/` is immutable, but a listing this gateway generates (it
+    // sets its own: its HTML changes with the gateway).
+    (out.entry(header::CACHE_CONTROL)).or_insert(HeaderValue::from_static(IMMUTABLE));
     out.insert(
         "x-content-type-options",
         HeaderValue::from_static("nosniff"),
     );
-    if let Ok(value) = HeaderValue::from_str(&format!(
-        "/ipfs/{}/{}",
-        request.root,
-        request.path.join("/")
-    )) {
+    if let Ok(value) = HeaderValue::from_str(&content_path) {
         out.insert("x-ipfs-path", value);
+    }
+    // The CID each name of the path leads to, root first (path gateway spec, `X-Ipfs-Roots`).
+    let roots: Vec<String> = roots.iter().map(Cid::to_string).collect();
+    if let Ok(value) = HeaderValue::from_str(&roots.join(",")) {
+        out.insert("x-ipfs-roots", value);
     }
     // What goes out is credited to the accounts keeping the root (their usage).
     let (parts, body) = response.into_parts();
@@ -258,17 +294,86 @@ pub async fn get(
     let response = Response::from_parts(parts, Body::new(metered));
     // Conditional requests: the content behind an ETag never changes.
     let etag = response.headers().get(header::ETAG).cloned();
-    if let (Some(etag), Some(asked)) = (etag, request.headers.get(header::IF_NONE_MATCH)) {
-        if asked == etag || asked == "*" {
-            let mut not_modified = StatusCode::NOT_MODIFIED.into_response();
-            not_modified.headers_mut().insert(header::ETAG, etag);
-            not_modified
-                .headers_mut()
-                .insert(header::CACHE_CONTROL, HeaderValue::from_static(IMMUTABLE));
-            return Ok(not_modified);
+    if let Some(etag) = etag.filter(|etag| none_match(&request.headers, etag)) {
+        let mut not_modified = StatusCode::NOT_MODIFIED.into_response();
+        let out = not_modified.headers_mut();
+        out.insert(header::ETAG, etag);
+        if let Some(cache) = response.headers().get(header::CACHE_CONTROL) {
+            out.insert(header::CACHE_CONTROL, cache.clone());
         }
+        return Ok(not_modified);
     }
     Ok(response)
+}
+
+/// Whether `cid` is in one of UnixFS's codecs (dag-pb, raw).
+fn is_unixfs(cid: &Cid) -> bool {
+    [cairn_unixfs::block::DAG_PB, cairn_unixfs::block::RAW].contains(&cid.codec())
+}
+
+/// Whether `If-None-Match` names `etag` (or is `*`): a list, compared weakly, as RFC 9110
+/// section 13.1.2 says (the path gateway spec: a match MUST be answered with `304`).
+fn none_match(headers: &HeaderMap, etag: &HeaderValue) -> bool {
+    let opaque = |tag: &str| tag.trim().trim_start_matches("W/").to_owned();
+    let Ok(ours) = etag.to_str() else {
+        return false;
+    };
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|tag| tag.trim() == "*" || opaque(tag) == opaque(ours))
+}
+
+/// `Cache-Control: only-if-cached` on the request.
+fn only_if_cached(headers: &HeaderMap) -> bool {
+    (headers.get_all(header::CACHE_CONTROL).iter())
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|directive| directive.trim().eq_ignore_ascii_case("only-if-cached"))
+}
+
+/// `Content-Disposition` with `filename` as the spec asks (path gateway spec): non-ASCII
+/// characters become `_` in `filename`, and the name is also given whole, percent-encoded, in
+/// `filename*` (RFC 8187), so every browser can read it.
+fn content_disposition(kind: &str, filename: &str) -> HeaderValue {
+    let plain: String = filename
+        .chars()
+        .map(|c| match c {
+            ' '..='~' if c != '"' && c != '\\' => c,
+            _ => '_',
+        })
+        .collect();
+    let mut value = format!("{kind}; filename=\"{plain}\"");
+    if !filename.is_ascii() {
+        let encoded: String = filename
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    char::from(b).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        value.push_str(&format!("; filename*=UTF-8''{encoded}"));
+    }
+    // Every character is visible ASCII by now.
+    HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static("attachment"))
+}
+
+/// `text` with every byte a header cannot carry percent-encoded: a request's path may carry
+/// raw UTF-8 (curl sends it as typed, and hyper takes it).
+fn header_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_graphic() {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// A response body that counts the bytes it hands the connection, and credits them to the

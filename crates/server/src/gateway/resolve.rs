@@ -50,17 +50,45 @@ pub fn parse(
     Ok((root, path))
 }
 
-/// Follow the request's path from its root.
+/// Follow the request's path from its root; with the CID each name leads to, root first
+/// (its logical roots, for `X-Ipfs-Roots`: a HAMT's shards on the way are not among them).
 pub(super) async fn resolve(
     reader: StoredReader,
     request: &Request,
-) -> Result<(StoredReader, Resolved), ApiError> {
+) -> Result<(StoredReader, Resolved, Vec<Cid>), ApiError> {
     let (root, path) = (request.root, request.path.clone());
-    blocking(reader, move |reader| -> Result<Resolved, ReadError> {
-        let names: Vec<&str> = path.iter().map(String::as_str).collect();
-        reader.resolve(&root, &names)
+    let (reader, (resolved, roots)) = blocking(reader, move |reader| {
+        // One name at a time, so what each name leads to is known; each step reads its
+        // directory's block again (from the reader's recent blocks, within the budget).
+        let mut resolved = reader.resolve(&root, &[])?;
+        let mut roots = vec![root];
+        for (depth, name) in path.iter().enumerate() {
+            let step = reader
+                .resolve(&resolved.cid, &[name.as_str()])
+                .map_err(|e| whole_path(e, &path[..=depth]))?;
+            resolved
+                .path_blocks
+                .extend_from_slice(&step.path_blocks[1..]);
+            (resolved.cid, resolved.node) = (step.cid, step.node);
+            roots.push(step.cid);
+        }
+        Ok((resolved, roots))
     })
-    .await
+    .await?;
+    Ok((reader, resolved, roots))
+}
+
+/// A step's error, naming the path from the root rather than the step's one name.
+fn whole_path(e: ReadError, path: &[String]) -> ReadError {
+    match e {
+        ReadError::NotFound { .. } => ReadError::NotFound {
+            path: path.join("/"),
+        },
+        ReadError::NotADirectory { .. } => ReadError::NotADirectory {
+            path: path[..path.len() - 1].join("/"),
+        },
+        e => e,
+    }
 }
 
 /// The digest length of a CIDv1 whose multihash is the identity, however long it is (the
