@@ -470,7 +470,7 @@ impl Cases {
     fn finish(self) {
         assert!(
             self.failed.is_empty(),
-            "{} cases failed:\n{}",
+            "{} checks failed:\n{}",
             self.failed.len(),
             self.failed.join("\n")
         );
