@@ -128,6 +128,11 @@ pub struct Settings {
     /// PEM private key of --tls-cert.
     #[arg(long, env = "CAIRN_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// File holding the key (32 bytes, base64) that seals the keys of IPNS names in the
+    /// database; every node sharing a database needs the same one [default:
+    /// {data-dir}/names.key, made on first start].
+    #[arg(long, env = "CAIRN_NAMES_KEY")]
+    pub names_key: Option<PathBuf>,
 }
 
 /// A TOML value parsed as its flag is: by the type's `FromStr`, so both say the same thing of
@@ -185,6 +190,8 @@ pub struct ServeConfig {
     pub webhook_allow_private: bool,
     /// The certificate chain and key both hosts serve TLS with.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// The file of the key that seals names' keys.
+    pub names_key: PathBuf,
 }
 
 /// Where the IPFS node listens, what it announces, and whom it joins.
@@ -241,11 +248,10 @@ impl ServeConfig {
         let file = Settings::load(config)?;
         let default_addr = |a: &str| a.parse::<SocketAddr>().expect("valid default address");
         let profile = flags.profile.or(file.profile);
+        let data_dir = (flags.data_dir.clone().or(file.data_dir.clone()))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
         Ok(Self {
-            data_dir: flags
-                .data_dir
-                .or(file.data_dir)
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            data_dir: data_dir.clone(),
             database_url: flags.database_url.or(file.database_url),
             store: flags.store.or(file.store),
             listen: flags
@@ -310,6 +316,10 @@ impl ServeConfig {
             web_dir: flags.web_dir.or(file.web_dir),
             webhook_allow_private: (flags.webhook_allow_private.or(file.webhook_allow_private))
                 .unwrap_or(false),
+            names_key: match flags.names_key.or(file.names_key) {
+                Some(path) => path,
+                None => data_dir.join("names.key"),
+            },
             tls: match (
                 flags.tls_cert.or(file.tls_cert),
                 flags.tls_key.or(file.tls_key),

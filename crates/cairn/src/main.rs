@@ -252,7 +252,7 @@ enum AccountCommand {
 enum KeyCommand {
     /// Create a key; prints its secret once.
     Create {
-        /// What it may do: upload, read, delete, pins, keys, all (comma-separated).
+        /// What it may do: upload, read, delete, pins, keys, names, all (comma-separated).
         #[arg(long = "scope", required = true, value_delimiter = ',')]
         scopes: Vec<String>,
         /// How long it lives (`24h`, `30days`) [default: until revoked].

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use cairn_p2p::NodeError;
 use cairn_server::{account_app, listen, upload_app, AppState, ServerConfig};
+use cairn_service::names::NamesKey;
 use cairn_service::{Service, ServiceConfig};
 use cairn_store::access::NewKey;
 use cairn_store::packs::Packs;
@@ -138,8 +139,11 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         Some(p2p) => Some(start_node(&config, p2p, store.clone(), packs.clone()).await?),
         None => None,
     };
-    let service =
-        Service::new(store, packs, staging, tus_bytes, service_config).with_node(node.clone());
+    let names_key = NamesKey::load_or_create(&config.names_key)
+        .with_context(|| format!("the names key {}", config.names_key.display()))?;
+    let service = Service::new(store, packs, staging, tus_bytes, service_config)
+        .with_node(node.clone())
+        .with_names_key(names_key);
     service
         .nodes
         .refresh(service.store.as_ref())
@@ -230,6 +234,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
     ));
     let state = AppState::new(service, server_config);
     tokio::spawn(sweep_expired_uploads(state.clone(), stop_rx.clone()));
+    tokio::spawn(cairn_service::names::republish(state.service.clone()));
     let header_timeout = state.config.header_timeout;
     let upload = listen::serve(
         upload_listener,

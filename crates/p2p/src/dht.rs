@@ -102,7 +102,6 @@ impl ProviderRecords {
             max_providers_per_key: NonZeroUsize::new(20).map_or(20, NonZeroUsize::get),
             max_records: MAX_RECORDS,
             max_value_bytes: ipns::MAX_RECORD_BYTES,
-            ..MemoryStoreConfig::default()
         };
         Self {
             local,

@@ -12,6 +12,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
+use cairn_p2p::ipns::MAX_RECORD_BYTES;
 use serde_json::json;
 use tower::service_fn;
 use tower::ServiceExt;
@@ -21,8 +22,8 @@ use crate::auth::KeyOrigins;
 use crate::error::{rewrite_error_body, ApiError};
 use crate::gateway;
 use crate::routes::{
-    account, events, ipni, keys, links, node, operations, pins, routing, upload, uploads, usage,
-    webhooks,
+    account, events, ipni, keys, links, names, node, operations, pins, routing, upload, uploads,
+    usage, webhooks,
 };
 use crate::state::AppState;
 use crate::tus;
@@ -41,15 +42,31 @@ pub fn upload_app(state: AppState) -> Router {
         )
         .route("/api/upload-links", get(links::list).post(links::create))
         .route("/api/upload-links/{id}", delete(links::revoke))
+        .route("/api/names", get(names::list).post(names::create))
+        .route(
+            "/api/names/{name}",
+            get(names::get).put(names::point).delete(names::delete),
+        )
         .merge(operation_routes())
         .merge(tus::routes())
         .merge(pins::routes())
         // The read path is public: content addressing needs no token.
+        .route("/ipfs/", get(gateway::uri_router))
+        .route("/ipns/", get(gateway::uri_router))
         .route("/ipfs/{cid}", get(gateway::get))
         .route("/ipfs/{cid}/", get(gateway::get))
         .route("/ipfs/{cid}/{*path}", get(gateway::get))
+        .route("/ipns/{name}", get(gateway::ipns::get))
+        .route("/ipns/{name}/", get(gateway::ipns::get))
+        .route("/ipns/{name}/{*path}", get(gateway::ipns::get))
         .route("/routing/v1/providers/{cid}", get(routing::providers))
         .route("/routing/v1/peers/{peer}", get(routing::peers))
+        .route(
+            "/routing/v1/ipns/{name}",
+            get(names::routing_get)
+                .put(names::routing_put)
+                .layer(DefaultBodyLimit::max(MAX_RECORD_BYTES + 1)),
+        )
         .route("/ipni/v1/ad/{name}", get(ipni::chain_block))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/metrics", get(metrics))

@@ -45,10 +45,13 @@ pub mod need {
         Delete: Delete;
         Pins: Pins;
         Keys: Keys;
+        Names: Names;
+        /// Names are read with either.
+        NamesOrRead: Names | Read;
         /// The upload limit and the operations: an upload-only key reads those it began.
         UploadOrRead: Upload | Read;
         /// Any live key (what the node is, which holds nothing of the account's).
-        AnyScope: Upload | Read | Delete | Pins | Keys;
+        AnyScope: Upload | Read | Delete | Pins | Keys | Names;
     }
 }
 

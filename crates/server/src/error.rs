@@ -77,6 +77,10 @@ pub enum ApiError {
     Internal(String),
     #[error("{0}")]
     Unavailable(String),
+    /// What another party published cannot be followed (a name pointing where the gateway
+    /// does not go).
+    #[error("{0}")]
+    BadGateway(String),
 }
 
 /// The details a 429 response carries (`rate_limit.rs` decides them).
@@ -133,6 +137,7 @@ impl ApiError {
             Self::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Self::BadGateway(_) => (StatusCode::BAD_GATEWAY, "bad_gateway"),
         }
     }
 

@@ -11,21 +11,19 @@
 //! case runs with `?format=car` and with `Accept`, as the suite's `StandardCARTestTransforms`
 //! does, and counts once). Of the suite's 215 cases:
 //!
-//! - Ported: 102. Passing: 90. Failing: 12, all in the subdomain gateway, in three tests of
-//!   their own: `subdomain_gateway_redirects_programs_too` (9: the spec makes the redirect
-//!   from `example.com/ipfs/{cid}` to `{cid}.ipfs.example.com` a MUST for every request on
-//!   the gateway's host; Cairn redirects browsers only, by design),
+//! - Ported: 102, all passing. The subdomain cases that first failed have tests of their own:
+//!   `subdomain_gateway_redirects_programs_too` (9: the redirect from `example.com/ipfs/{cid}`
+//!   to `{cid}.ipfs.example.com` is a MUST for every client on the gateway's host),
 //!   `subdomain_gateway_refuses_cids_too_long_for_dns` (2: 400 for a CID longer than a DNS
-//!   label; Cairn answers 404) and `subdomain_gateway_uri_router` (1: `/ipfs/?uri=`, a MUST,
-//!   has no route).
+//!   label) and `subdomain_gateway_uri_router` (1: `/ipfs/?uri=`).
 //!   By upstream file: trustless_gateway_raw 6 of 6; trustless_gateway_car 30 of 30;
 //!   path_gateway_raw 6 of 6; path_gateway_unixfs 28 of 28; path_gateway_dag 6 of 6;
-//!   path_gateway_cors 2 of 2; subdomain_gateway_ipfs 12 of 24.
+//!   path_gateway_cors 2 of 2; subdomain_gateway_ipfs 24 of 24.
 //! - Spec over suite: 9 of the passing cases, each saying what it leaves out: the HTML of
 //!   listings (5: Kubo's breadcrumbs, `..` and absolute links; the spec leaves a listing's
 //!   HTML to the gateway), an error's wording (1: the spec asks for the status), a request
 //!   for several ranges (1: the spec lets a gateway answer it whole), CORS (2: the specs say
-//!   nothing of it). One failing case is checked the same way (the too-long CID's wording).
+//!   nothing of it). The too-long CID's wording is checked the same way.
 //!   `TestTrustlessRawRanges` draws its ranges at random upstream; here they are fixed.
 //! - Not applicable, not ported: 113.
 //!   - Pending, IPNS names are being added (35): `TestGatewayCacheWithIPNS` (5),
@@ -1642,10 +1640,8 @@ async fn subdomain_gateway_ipfs() {
 
 /// subdomain_gateway_ipfs_test.go: the redirects from `example.com/ipfs/{cid}` to
 /// `{cid}.ipfs.example.com`, which the spec makes a MUST for every request on the gateway's
-/// host ("Migrating from Path to Subdomain Gateway"). Cairn redirects browsers only (a
-/// navigation, or an `Accept` with `text/html`), so that curl, `cairn get` and trustless
-/// clients read the path gateway where they asked (README, "Content has its own origin"):
-/// these cases, which send no `Accept`, fail.
+/// host ("Migrating from Path to Subdomain Gateway"), not only for browsers: these cases send
+/// no `Accept`.
 #[tokio::test]
 async fn subdomain_gateway_redirects_programs_too() {
     let gateway = subdomain_gateway().await;
@@ -1742,9 +1738,7 @@ async fn subdomain_gateway_redirects_programs_too() {
 
 /// subdomain_gateway_ipfs_test.go: a CID whose base32 form is longer than a DNS label (63)
 /// has no subdomain; the spec asks for 400 ("DNS label limits"), on the path gateway's
-/// redirect and on the subdomain itself. Cairn answers the path request (no redirect for a
-/// program, see above) and serves the over-long label it is sent (`subdomain.rs` parses any
-/// label as a CID).
+/// redirect and on the subdomain itself.
 #[tokio::test]
 async fn subdomain_gateway_refuses_cids_too_long_for_dns() {
     let gateway = subdomain_gateway().await;
@@ -1773,7 +1767,7 @@ async fn subdomain_gateway_refuses_cids_too_long_for_dns() {
 }
 
 /// subdomain_gateway_ipfs_test.go: the URI router, `/ipfs/?uri=ipfs://...`, which the spec
-/// makes a MUST ("URI router"); Cairn has no route for `/ipfs/` (`app.rs`).
+/// makes a MUST ("URI router").
 #[tokio::test]
 async fn subdomain_gateway_uri_router() {
     let gateway = subdomain_gateway().await;

@@ -22,16 +22,19 @@ pub enum Scope {
     Pins,
     /// Manage keys and upload links.
     Keys,
+    /// Create, point and delete IPNS names.
+    Names,
     All,
 }
 
 impl Scope {
-    pub const EACH: [Self; 6] = [
+    pub const EACH: [Self; 7] = [
         Self::Upload,
         Self::Read,
         Self::Delete,
         Self::Pins,
         Self::Keys,
+        Self::Names,
         Self::All,
     ];
 
@@ -42,6 +45,7 @@ impl Scope {
             Self::Delete => "delete",
             Self::Pins => "pins",
             Self::Keys => "keys",
+            Self::Names => "names",
             Self::All => "all",
         }
     }
@@ -66,7 +70,7 @@ impl FromStr for Scope {
             .find(|scope| scope.as_str() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown scope {s:?}: the scopes are upload, read, delete, pins, keys and all"
+                    "unknown scope {s:?}: the scopes are upload, read, delete, pins, keys, names and all"
                 )
             })
     }

@@ -1,10 +1,12 @@
-//! The read path: `GET/HEAD /ipfs/{cid}[/{path}]` on the upload host (`docs/contract.md` "Read path").
+//! The read path: `GET/HEAD /ipfs/{cid}[/{path}]` and `/ipns/{name}[/{path}]` on the upload
+//! host (`docs/contract.md` "Read path").
 //!
 //! - [`resolve`]: the CID and path of a request, followed through directories and HAMTs.
 //! - [`car`]: trustless CAR responses (IPFS Trustless Gateway spec) with `dag-scope`,
 //!   `entity-bytes`, `car-version`/`car-order`/`car-dups`; raw blocks are here too.
 //! - [`file`]: plain files for browsers and curl, with `Range`, a content type from the name
 //!   or the bytes, `?filename=` and `?download=true`.
+//! - [`ipns`]: `/ipns/{name}`: the name resolved, then served as `/ipfs/` is, or its record.
 //! - [`listing`]: directories: their `index.html`, or a listing (HTML, or JSON when asked).
 //! - [`subdomain`]: content as its own origin, `{cid}.ipfs.{domain}`, where browsers are
 //!   redirected; what the path gateway still serves them is sandboxed.
@@ -19,6 +21,7 @@
 
 mod car;
 mod file;
+pub mod ipns;
 mod listing;
 mod resolve;
 pub mod subdomain;
@@ -181,13 +184,83 @@ pub async fn get(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let (root, path) = resolve::parse(&params, state.service.config.read_limits.max_depth)?;
+    let asked = Asked {
+        method,
+        uri,
+        query,
+        content_origin,
+        headers,
+    };
+    serve(&state, asked, &params, None).await
+}
+
+#[derive(Deserialize)]
+pub struct UriRouter {
+    uri: Option<String>,
+}
+
+/// `GET /ipfs/?uri=ipfs://{cid}/{path}` (and `ipns://`): the URI router browsers' protocol
+/// handlers call (`registerProtocolHandler`), answered with a redirect to the content path
+/// (the subdomain spec's MUST, "URI router").
+pub async fn uri_router(
+    query: Result<Query<UriRouter>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(UriRouter { uri }) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let uri = uri.ok_or_else(|| {
+        ApiError::BadRequest("name the content: /ipfs/{cid}, or /ipfs/?uri=ipfs://{cid}".into())
+    })?;
+    let (scheme, rest) = uri
+        .split_once("://")
+        .filter(|(scheme, rest)| matches!(*scheme, "ipfs" | "ipns") && !rest.is_empty())
+        .ok_or_else(|| {
+            ApiError::BadRequest(format!("uri: {uri:?} is not an ipfs:// or ipns:// address"))
+        })?;
+    let location = HeaderValue::from_str(&format!("/{scheme}/{rest}"))
+        .map_err(|_| ApiError::BadRequest(format!("uri: {uri:?} is not a URI")))?;
+    Ok((
+        StatusCode::MOVED_PERMANENTLY,
+        [(header::LOCATION, location)],
+    )
+        .into_response())
+}
+
+/// A gateway request as it came, before its content path is resolved.
+pub struct Asked {
+    method: Method,
+    uri: Uri,
+    query: GatewayParams,
+    content_origin: Option<Extension<subdomain::ContentOrigin>>,
+    headers: HeaderMap,
+}
+
+/// Serve `params` (`cid` and `path`). `name`: the request came as `/ipns/{name}/...`, whose
+/// record may be cached for `ttl`: the content changes when the name is pointed elsewhere.
+async fn serve(
+    state: &AppState,
+    asked: Asked,
+    params: &[(String, String)],
+    name: Option<(&str, std::time::Duration)>,
+) -> Result<Response, ApiError> {
+    let Asked {
+        method,
+        uri,
+        query,
+        content_origin,
+        headers,
+    } = asked;
+    let (root, path) = resolve::parse(params, state.service.config.read_limits.max_depth)?;
     let format = negotiate(&query, &headers)?;
     let on_path_gateway = content_origin.is_none();
     if let Some(domain) = &state.config.gateway_domain {
-        if on_path_gateway && format == Format::Plain && subdomain::is_browser_navigation(&headers)
+        if on_path_gateway
+            && format == Format::Plain
+            && subdomain::redirects(&state.config, domain, &headers)
         {
-            return subdomain::redirect(&state.config, domain, &headers, &root, &uri);
+            let origin = match name {
+                Some((name, _)) => subdomain::Origin::Name(name),
+                None => subdomain::Origin::Content(&root),
+            };
+            return subdomain::redirect(&state.config, domain, &headers, origin, &uri);
         }
     }
     // The content path as asked, before it is resolved (path gateway spec, `X-Ipfs-Path`);
@@ -269,8 +342,20 @@ pub async fn get(
         );
     }
     // Every response under `/ipfs/` is immutable, but a listing this gateway generates (it
-    // sets its own: its HTML changes with the gateway).
-    (out.entry(header::CACHE_CONTROL)).or_insert(HeaderValue::from_static(IMMUTABLE));
+    // sets its own: its HTML changes with the gateway); under `/ipns/`, good for the record's
+    // TTL (path gateway spec).
+    match name {
+        Some((_, ttl)) => {
+            let cache = format!("public, max-age={}", ttl.as_secs());
+            out.insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_str(&cache).map_err(ApiError::internal)?,
+            );
+        }
+        None => {
+            (out.entry(header::CACHE_CONTROL)).or_insert(HeaderValue::from_static(IMMUTABLE));
+        }
+    }
     out.insert(
         "x-content-type-options",
         HeaderValue::from_static("nosniff"),

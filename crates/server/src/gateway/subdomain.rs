@@ -1,7 +1,8 @@
 //! Content as its own origin: a subdomain gateway, as Kubo has. A request whose host is
 //! `{cid}.ipfs.{domain}` is served as `/ipfs/{cid}/...`, so one user's website cannot read
 //! another's storage or cookies (browsers isolate origins); a browser reading
-//! `/ipfs/{cid}/...` from the path gateway is redirected there. `localhost` is the default
+//! `/ipfs/{cid}/...` from the path gateway is redirected there, as is any client asking the
+//! gateway domain itself (`localhost:8080/ipfs/...`, as Kubo does). `localhost` is the default
 //! domain: browsers resolve `*.localhost` to the loopback address themselves.
 
 use std::convert::Infallible;
@@ -10,8 +11,8 @@ use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use cairn_p2p::ipns::Name;
 use cairn_unixfs::Cid;
-use cid::multibase::Base;
 use tower::{service_fn, ServiceExt};
 
 use crate::error::ApiError;
@@ -35,10 +36,10 @@ pub fn with_content_origins(routes: Router, state: &AppState) -> Router {
         return routes;
     };
     let config = state.config.clone();
-    let suffix = format!(".ipfs.{}", domain.to_ascii_lowercase());
+    let domain = domain.to_ascii_lowercase();
     Router::new().fallback_service(service_fn(move |mut request: Request| {
         let routes = routes.clone();
-        let rewritten = to_gateway_request(&config, &suffix, &mut request);
+        let rewritten = to_gateway_request(&config, &domain, &mut request);
         async move {
             match rewritten {
                 Ok(()) => routes.oneshot(request).await,
@@ -48,10 +49,11 @@ pub fn with_content_origins(routes: Router, state: &AppState) -> Router {
     }))
 }
 
-/// Rewrite `request` to `/ipfs/{cid}{path}` when its host is a content origin.
+/// Rewrite `request` to `/ipfs/{cid}{path}` when its host is a content origin
+/// (`{cid}.ipfs.{domain}`), or to `/ipns/{name}{path}` when it is a name's.
 pub fn to_gateway_request(
     config: &ServerConfig,
-    suffix: &str,
+    domain: &str,
     request: &mut Request,
 ) -> Result<(), ApiError> {
     let Ok(origin) = RequestOrigin::of(config, request.headers()) else {
@@ -59,20 +61,32 @@ pub fn to_gateway_request(
         return Ok(());
     };
     let hostname = origin.hostname();
-    let Some(label) = hostname.strip_suffix(suffix) else {
+    let Some((label, namespace)) = ["ipfs", "ipns"].into_iter().find_map(|namespace| {
+        let label = hostname.strip_suffix(&format!(".{namespace}.{domain}"))?;
+        Some((label, namespace))
+    }) else {
         return Ok(());
     };
+    if label.len() > MAX_LABEL {
+        return Err(too_long_for_a_label(label));
+    }
     if label.is_empty() || label.contains('.') {
         return Err(ApiError::BadRequest(format!(
-            "{hostname:?}: a content origin is one CID followed by {suffix:?}"
+            "{hostname:?}: a content origin is one CID or name followed by \".{namespace}.{domain}\""
         )));
     }
-    let cid: Cid = label
-        .parse()
-        .map_err(|e| ApiError::BadRequest(format!("{label:?} in the host is not a CID: {e}")))?;
+    let label = if namespace == "ipfs" {
+        let cid: Cid = label.parse().map_err(|e| {
+            ApiError::BadRequest(format!("{label:?} in the host is not a CID: {e}"))
+        })?;
+        cid.to_string()
+    } else {
+        let name: Name = label.parse().map_err(ApiError::BadRequest)?;
+        name.to_string()
+    };
     let original = request.uri().clone();
     let path_and_query = original.path_and_query().map_or("/", |p| p.as_str());
-    let rewritten: Uri = format!("/ipfs/{cid}{path_and_query}")
+    let rewritten: Uri = format!("/{namespace}/{label}{path_and_query}")
         .parse()
         .map_err(|_| ApiError::BadRequest("the request's path is not a URI path".into()))?;
     *request.uri_mut() = rewritten;
@@ -91,25 +105,35 @@ pub fn is_browser_navigation(headers: &HeaderMap) -> bool {
     navigates || super::accept(headers).contains("text/html")
 }
 
-/// `301` from `/ipfs/{cid}/rest?query` to `{scheme}://{label}.ipfs.{domain}{:port}/rest?query`.
+/// What a content origin serves: one CID's content, or one IPNS name's.
+pub enum Origin<'a> {
+    Content(&'a Cid),
+    Name(&'a str),
+}
+
+/// `301` from `/ipfs/{cid}/rest?query` to `{scheme}://{label}.ipfs.{domain}{:port}/rest?query`,
+/// and from `/ipns/{name}/...` to `{name}.ipns.{domain}`.
 pub fn redirect(
     config: &ServerConfig,
     domain: &str,
     headers: &HeaderMap,
-    root: &Cid,
+    to: Origin<'_>,
     uri: &Uri,
 ) -> Result<Response, ApiError> {
     let origin = RequestOrigin::of(config, headers)?;
-    let label = dns_label(root)?;
-    // The path after `/ipfs/{cid}`, as sent (still percent-encoded).
+    let (label, namespace) = match to {
+        Origin::Content(root) => (dns_label(root)?, "ipfs"),
+        Origin::Name(name) => (name.to_owned(), "ipns"),
+    };
+    // The path after `/{namespace}/{label}`, as sent (still percent-encoded).
     let rest = uri
         .path()
-        .strip_prefix("/ipfs/")
+        .strip_prefix(&format!("/{namespace}/"))
         .and_then(|p| p.find('/').map(|slash| &p[slash..]))
         .unwrap_or("/");
     let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
     let location = format!(
-        "{}://{label}.ipfs.{domain}{}{}{}",
+        "{}://{label}.{namespace}.{domain}{}{}{}",
         origin.scheme,
         origin.port_suffix(),
         ascii(rest),
@@ -138,26 +162,34 @@ fn ascii(text: &str) -> String {
     out
 }
 
-/// The CID as one DNS label: CIDv1 (a CIDv0 converted) in base32, or base36 when base32 is
-/// too long, as Kubo does.
+/// The CID as one DNS label: CIDv1 (a CIDv0 converted) in base32. Longer than a label
+/// holds, it has no origin (the subdomain spec, "DNS label limits": `400`); base36 is for
+/// libp2p keys, names (`Name`'s own form).
 pub fn dns_label(cid: &Cid) -> Result<String, ApiError> {
     let v1 = Cid::new_v1(cid.codec(), *cid.hash());
     let base32 = v1.to_string();
     if base32.len() <= MAX_LABEL {
         return Ok(base32);
     }
-    let base36 = v1
-        .to_string_of_base(Base::Base36Lower)
-        .map_err(ApiError::internal)?;
-    if base36.len() <= MAX_LABEL {
-        return Ok(base36);
-    }
-    Err(ApiError::BadRequest(format!(
-        "{cid} is {} characters long even in base36, more than a DNS label holds \
-         ({MAX_LABEL}): it cannot have an origin of its own; read it with ?format=raw or \
+    Err(too_long_for_a_label(&base32))
+}
+
+fn too_long_for_a_label(label: &str) -> ApiError {
+    ApiError::BadRequest(format!(
+        "{label} is {} characters long, more than a DNS label holds ({MAX_LABEL}): it cannot \
+         have an origin of its own; read it from the path gateway with ?format=raw or \
          ?format=car",
-        base36.len()
-    )))
+        label.len()
+    ))
+}
+
+/// Whether a path gateway request for plain content goes to its content origin: a browser's
+/// always (its isolation is the point), and any client's sent to the gateway domain itself,
+/// which the subdomain spec says MUST redirect ("Migrating from Path to Subdomain Gateway").
+pub fn redirects(config: &ServerConfig, domain: &str, headers: &HeaderMap) -> bool {
+    is_browser_navigation(headers)
+        || RequestOrigin::of(config, headers)
+            .is_ok_and(|origin| origin.hostname() == domain.to_ascii_lowercase())
 }
 
 #[cfg(test)]

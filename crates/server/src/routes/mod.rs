@@ -5,6 +5,7 @@ pub mod events;
 pub mod ipni;
 pub mod keys;
 pub mod links;
+pub mod names;
 pub mod node;
 pub mod operations;
 pub mod pins;

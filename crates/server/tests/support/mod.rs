@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use cairn_server::rate_limit::{Policy, RateLimits};
 use cairn_server::{account_app, upload_app, AppState, ServerConfig};
+use cairn_service::names::NamesKey;
 use cairn_service::{Service, ServiceConfig};
 use cairn_store::access::NewKey;
 use cairn_store::packs::Packs;
@@ -76,7 +77,8 @@ impl TestServer {
             staging,
             tus_bytes,
             ServiceConfig::default(),
-        );
+        )
+        .with_names_key(NamesKey::load_or_create(&dir.path().join("names.key")).unwrap());
         let state = AppState::new(service.clone(), config);
         let (stop_workers, stopped) = tokio::sync::watch::channel(false);
         cairn_service::worker::spawn(service, 2, stopped);

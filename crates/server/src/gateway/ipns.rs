@@ -1,0 +1,75 @@
+//! `GET /ipns/{name}[/{path}]` (HEAD too), and `{name}.ipns.{domain}`: the name resolved to
+//! the content path its newest valid record holds, then served as `/ipfs/` is, cached for the
+//! record's TTL rather than forever. `?format=ipns-record` or `Accept:
+//! application/vnd.ipfs.ipns-record` answers the signed record itself (trustless gateway spec),
+//! for a client that verifies it.
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
+use cairn_p2p::ipns::Name;
+use cairn_service::names as service_names;
+
+use super::{serve, subdomain, Asked, GatewayParams};
+use crate::error::ApiError;
+use crate::routes::names::{record_response, IPNS_RECORD};
+use crate::state::AppState;
+
+pub async fn get(
+    State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+    Path(params): Path<Vec<(String, String)>>,
+    query: Result<Query<GatewayParams>, QueryRejection>,
+    content_origin: Option<Extension<subdomain::ContentOrigin>>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let param = |key: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    let text = param("name");
+    let name: Name = text.parse().map_err(|_| {
+        ApiError::BadRequest(format!(
+            "{text:?} is not an IPNS name (a CID with the libp2p-key codec, or a peer ID); \
+             DNSLink names are not resolved here"
+        ))
+    })?;
+    let wants_record = query.format.as_deref() == Some("ipns-record")
+        || super::accept(&headers).contains(IPNS_RECORD);
+    let resolved = service_names::resolve(&state.service, &name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no valid record of {name} is known")))?;
+    if wants_record {
+        return Ok(record_response(&name, &resolved));
+    }
+    let record = &resolved.record;
+    let (cid, inner) = record.target().ok_or_else(|| {
+        ApiError::BadGateway(format!(
+            "{name} points at {:?}: only /ipfs/ paths are followed",
+            record.value
+        ))
+    })?;
+    let path = [inner, param("path")]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join("/");
+    let params = [
+        ("cid".to_owned(), cid.to_string()),
+        ("path".to_owned(), path),
+    ];
+    let asked = Asked {
+        method,
+        uri,
+        query,
+        content_origin,
+        headers,
+    };
+    let name_text = name.to_string();
+    serve(&state, asked, &params, Some((&name_text, record.ttl))).await
+}
