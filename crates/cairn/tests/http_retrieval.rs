@@ -60,7 +60,8 @@ fn kubo_finds_cairn_through_its_router_and_fetches_an_upload_over_https() {
 
         // Over HTTP: Cairn's Bitswap sent nothing, and Kubo's HTTP retrieval received every
         // block and every byte (boxo's `httpnet` counts its block responses and their bodies).
-        assert_eq!(bitswap_blocks_sent(&running, &ca), 0.0);
+        let over_bitswap = bitswap_blocks_sent(&running, &ca);
+        assert_eq!(over_bitswap, 0.0, "blocks Cairn sent over Bitswap");
         let blocks = dag_blocks(&running, &ca, &cid) as f64;
         let got = r#"exchange_httpnet_status{host="other",method="GET",status="200"}"#;
         let blocks_over_http = kubo_metric(&kubo, got);
