@@ -811,3 +811,64 @@ fn kubo_finds_cairn_through_the_dht_knowing_only_another_kubo(
 
     terminate(running);
 }
+
+/// Issue 36: a website uploaded twice is reachable at one name. Today's Kubo, knowing only
+/// Cairn as a DHT peer, resolves the name Cairn published over the DHT, and after each update
+/// resolves the newest record and reads that version's content through the name.
+#[test]
+fn kubo_resolves_a_name_over_the_dht_to_its_newest_version() {
+    peers::run_isolated(
+        KuboRelease::V0_43,
+        "kubo_resolves_a_name_over_the_dht_to_its_newest_version",
+        || {},
+        resolves_a_name,
+    );
+}
+
+fn resolves_a_name(kubo_release: KuboRelease, work: &Path) {
+    let mut running = start(
+        &work.join("cairn"),
+        &["--p2p-listen", "/ip4/127.0.0.1/tcp/0"],
+    );
+    let node = Node::read(&mut running, 1);
+    let mut versions = Vec::new();
+    for version in 1..=3 {
+        let file = work.join(format!("v{version}.txt"));
+        std::fs::write(&file, format!("version {version} of the site")).unwrap();
+        versions.push(upload(&running, work, &file));
+    }
+    let mut kubo = Kubo::start(kubo_release, &work.join("kubo"));
+    kubo.connect(&node.addr("/tcp/")).unwrap();
+
+    let names = format!("{}/api/names", running.upload);
+    let (status, made) = http_send(
+        "POST",
+        &names,
+        &running.token,
+        Some(serde_json::json!({"cid": versions[0], "label": "site"})),
+    );
+    assert_eq!(status, 201, "{made}");
+    let name = made["name"].as_str().unwrap().to_owned();
+    for (sequence, cid) in versions.iter().enumerate() {
+        if sequence > 0 {
+            let (status, pointed) = http_send(
+                "PUT",
+                &format!("{names}/site"),
+                &running.token,
+                Some(serde_json::json!({"cid": cid})),
+            );
+            assert_eq!(
+                (status, pointed["sequence"].as_u64()),
+                (200, Some(sequence as u64))
+            );
+        }
+        let resolved = eventually("Kubo resolving the name", TIMEOUT, || {
+            let resolved = kubo.resolve_name(&name, TIMEOUT).ok()?;
+            (resolved == format!("/ipfs/{cid}")).then_some(resolved)
+        });
+        assert_eq!(resolved, format!("/ipfs/{cid}"));
+    }
+    let read = kubo.cat(&format!("/ipns/{name}"), TIMEOUT).unwrap();
+    assert_eq!(read, "version 3 of the site");
+    terminate(running);
+}

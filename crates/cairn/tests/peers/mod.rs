@@ -400,6 +400,18 @@ impl Kubo {
         }
     }
 
+    /// What `/ipns/{name}` resolves to, asking the network rather than its cache (0.43 only).
+    pub fn resolve_name(&mut self, name: &str, timeout: Duration) -> Result<String, PeerError> {
+        let path = format!("/ipns/{name}");
+        let resolved = self.ipfs(&["name", "resolve", "--nocache", &path], timeout)?;
+        Ok(resolved.trim().to_owned())
+    }
+
+    /// The bytes at a content path (`/ipfs/...` or `/ipns/...`; 0.43 only).
+    pub fn cat(&mut self, path: &str, timeout: Duration) -> Result<String, PeerError> {
+        self.ipfs(&["cat", path], timeout)
+    }
+
     /// The CIDs pinned.
     pub fn pins(&mut self) -> Result<Vec<String>, PeerError> {
         match &mut self.backend {
