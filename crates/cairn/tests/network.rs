@@ -872,3 +872,56 @@ fn resolves_a_name(kubo_release: KuboRelease, work: &Path) {
     assert_eq!(read, "version 3 of the site");
     terminate(running);
 }
+
+/// Issue 36: Helia's `@helia/ipns`, with Cairn as its only router (a web app's set-up, no
+/// DHT), resolves a name Cairn keeps and reads the content behind it from Cairn's gateway;
+/// then publishes a name of its own through Cairn's router, whose record (signed by js-ipns)
+/// Cairn verifies, keeps, and serves at `/ipns/{name}` like its own.
+#[test]
+fn helia_resolves_and_publishes_names_through_cairns_router() {
+    peers::install();
+    netns::isolated(
+        "helia_resolves_and_publishes_names_through_cairns_router",
+        || {
+            let work = tempfile::tempdir().unwrap();
+            let work = work.path();
+            let (running, _node) = start_node(&work.join("cairn"));
+            let mut cids = Vec::new();
+            for (file, text) in [
+                ("site.txt", "the site, by name"),
+                ("helia.txt", "Helia's own"),
+            ] {
+                std::fs::write(work.join(file), text).unwrap();
+                cids.push(upload(&running, work, &work.join(file)));
+            }
+            let (status, made) = http_send(
+                "POST",
+                &format!("{}/api/names", running.upload),
+                &running.token,
+                Some(serde_json::json!({"cid": cids[0]})),
+            );
+            assert_eq!(status, 201, "{made}");
+            let name = made["name"].as_str().unwrap();
+
+            let timeout = TIMEOUT.as_secs().to_string();
+            let output = peers::run_helia_script(
+                "helia_ipns.mjs",
+                &[&running.upload, name, &cids[1], &timeout],
+            );
+            assert!(
+                output.status.success(),
+                "helia_ipns.mjs: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            assert_eq!(report["resolved"]["value"], format!("/ipfs/{}", cids[0]));
+            assert_eq!(report["text"], "the site, by name");
+            let helias = report["published"]["name"].as_str().unwrap();
+            let helias = helias.trim_start_matches("/ipns/");
+            // Cairn kept Helia's record: its gateway serves what the name points at.
+            let served = http_get(&format!("{}/ipns/{helias}", running.upload), None);
+            assert_eq!(served, "Helia's own");
+            terminate(running);
+        },
+    );
+}

@@ -480,7 +480,25 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// Returns the Node binary and the directory holding `helia.mjs` beside its `node_modules`.
 fn helia_install() -> &'static node::Installed {
     static INSTALL: OnceLock<node::Installed> = OnceLock::new();
-    INSTALL.get_or_init(|| node::npm_ci(&node::NODE_24, "helia", &sources(), &["helia.mjs"], &[]))
+    INSTALL.get_or_init(|| {
+        node::npm_ci(
+            &node::NODE_24,
+            "helia",
+            &sources(),
+            &["helia.mjs", "helia_ipns.mjs"],
+            &[],
+        )
+    })
+}
+
+/// Run one of the one-shot Helia scripts installed beside `helia.mjs` with `args`.
+pub fn run_helia_script(script: &str, args: &[&str]) -> std::process::Output {
+    let install = helia_install();
+    Command::new(&install.node)
+        .arg(install.dir.join(script))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run {script}: {e}"))
 }
 
 /// Install everything [`Kubo`] (both releases) and [`Helia`] need, now: call it before
