@@ -170,7 +170,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         ),
     }
     println!(
-        "web page at http://{}/ (sign in with an API token)",
+        "web page at {scheme}://{}/ (sign in with an API token)",
         account_listener.local_addr()?
     );
     if let Some(node) = &node {
