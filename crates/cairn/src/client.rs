@@ -4,7 +4,8 @@
 //! otherwise by TUS in chunks, and an interrupted TUS upload resumes when the same command
 //! runs again (its URL is remembered in the state directory). Directories are packed locally
 //! into a CAR with the same engine the server runs, so their CID is known before the upload,
-//! and the server's answer is checked against it.
+//! and the server's answer is checked against it. `--publish NAME` then points an IPNS name
+//! at the upload (`Connection::point_name`, in `names.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -206,6 +207,9 @@ pub struct Uploaded {
     status: String,
     cid: Option<String>,
     error: Option<Value>,
+    /// The name's new record, with `--publish`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    published: Option<Value>,
 }
 
 pub struct UploadOptions {
@@ -216,17 +220,30 @@ pub struct UploadOptions {
     pub json: bool,
     pub profile: Profile,
     pub chunk_size: usize,
+    /// The name to point at the upload (`--publish`).
+    pub publish: Option<String>,
 }
 
 /// `cairn upload PATH...`; returns whether every upload succeeded.
 pub async fn upload(conn: &Connection, paths: &[PathBuf], options: &UploadOptions) -> Result<bool> {
+    if let Some(name) = &options.publish {
+        if paths.len() != 1 {
+            return Err(anyhow!(UsageError(
+                "--publish points one name at one upload: give one path".into()
+            )));
+        }
+        // Before any byte is sent: a mistyped name fails now, not after a long upload.
+        conn.require_name(name).await?;
+    }
     let limit = conn.upload_limit().await?;
     let mut all_ok = true;
     for path in paths {
         let mut result = upload_one(conn, path, limit, options)
             .await
             .with_context(|| format!("uploading {}", path.display()))?;
-        if options.wait && !matches!(result.status.as_str(), "completed" | "failed") {
+        // A name needs the CID, which an archive or a TUS upload has once its operation ends.
+        let wait = options.wait || options.publish.is_some();
+        if wait && !matches!(result.status.as_str(), "completed" | "failed") {
             let id = result
                 .operation_id
                 .map(|id| id.to_string())
@@ -238,6 +255,9 @@ pub async fn upload(conn: &Connection, paths: &[PathBuf], options: &UploadOption
             result.error = Some(op["error"].clone()).filter(|e| !e.is_null());
         }
         all_ok &= result.status != "failed";
+        if let Some(name) = &options.publish {
+            result.published = publish(conn, name, &result).await?;
+        }
         if options.json {
             println!("{}", serde_json::to_string(&result)?);
         } else {
@@ -254,9 +274,40 @@ pub async fn upload(conn: &Connection, paths: &[PathBuf], options: &UploadOption
                     error["message"].as_str().unwrap_or("failed")
                 );
             }
+            match (&result.published, &options.publish) {
+                (Some(record), _) => eprintln!(
+                    "published {} ({}): {}, sequence {}",
+                    record["name"].as_str().unwrap_or_default(),
+                    record["label"].as_str().unwrap_or("no label"),
+                    record["value"].as_str().unwrap_or_default(),
+                    record["sequence"],
+                ),
+                (None, Some(name)) => eprintln!("{name} left as it was: the upload failed"),
+                (None, None) => {}
+            }
         }
     }
     Ok(all_ok)
+}
+
+/// `--publish NAME`: the name pointed at a completed upload's CID (its new record); a failed
+/// upload leaves it as it was.
+async fn publish(conn: &Connection, name: &str, result: &Uploaded) -> Result<Option<Value>> {
+    if result.status == "failed" {
+        return Ok(None);
+    }
+    let cid = result
+        .cid
+        .as_deref()
+        .context("the upload completed with no CID to publish")?;
+    let record = conn.point_name(name, cid).await.with_context(|| {
+        format!(
+            "{} is uploaded as {cid}, but pointing {name} at it failed \
+             (`cairn name publish {name} {cid}` tries again)",
+            result.path
+        )
+    })?;
+    Ok(Some(record))
 }
 
 async fn upload_one(
@@ -379,6 +430,7 @@ async fn post(
         status: body["status"].as_str().unwrap_or_default().to_owned(),
         cid: body["cid"].as_str().map(str::to_owned),
         error: None,
+        published: None,
     })
 }
 
@@ -537,6 +589,7 @@ async fn tus(
         status: "pending".into(),
         cid: None,
         error: None,
+        published: None,
     })
 }
 

@@ -3,6 +3,8 @@
 //! - `serve` runs both hosts on the embedded store (`serve.rs`, `config.rs`);
 //! - `account` and `token` administer the store directly (`admin.rs`);
 //! - `key` manages an account's API keys over the API (`keys.rs`);
+//! - `name` manages the account's IPNS names, and resolves any name with its record verified
+//!   here (`names.rs`);
 //! - `cid` and `car` work offline with the same engine the server uses (`local.rs`,
 //!   `spill.rs`), so a CID computed here is the CID the service returns.
 //!
@@ -19,6 +21,7 @@ mod keys;
 mod local;
 mod local_car;
 mod memory;
+mod names;
 mod serve;
 mod spill;
 
@@ -59,6 +62,10 @@ enum Command {
     /// Manage the account's API keys, each limited to what it may do (over the API).
     #[command(subcommand)]
     Key(KeyCommand),
+    /// IPNS names: stable `/ipns/` addresses the service signs, pointed at new content as it
+    /// changes.
+    #[command(subcommand)]
+    Name(NameCommand),
     /// Print the root CID of a file or directory (like `ipfs add -r --only-hash`).
     Cid {
         path: PathBuf,
@@ -86,6 +93,10 @@ enum Command {
         /// Bytes per TUS PATCH.
         #[arg(long, default_value_t = 8 << 20, hide = true)]
         chunk_size: usize,
+        /// Then point this IPNS name (k51... or its label) at the upload (one path; waits
+        /// for its CID).
+        #[arg(long, value_name = "NAME")]
+        publish: Option<String>,
         #[command(flatten)]
         connection: client::ConnectionArgs,
     },
@@ -290,6 +301,54 @@ enum KeyCommand {
 }
 
 #[derive(Subcommand)]
+enum NameCommand {
+    /// Make a name pointing at CID; prints it (k51..., which any gateway serves under
+    /// `/ipns/`), its label, value, sequence and expiry.
+    Create {
+        cid: String,
+        /// A label to use for the name in the other commands (letters, digits, `-_.`).
+        #[arg(long = "name", value_name = "LABEL")]
+        label: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// Point a name (k51... or its label) at CID: a new record, its sequence one higher.
+    Publish {
+        name: String,
+        cid: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// Print what a name points at (`/ipfs/...`), from its signed record, verified here:
+    /// a record whose signature or validity fails is refused.
+    Resolve {
+        /// A name (k51...), or a label of the account's.
+        name: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// List the account's names: name, label, value, sequence, expiry.
+    List {
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+    /// Delete a name (k51... or its label): the service stops signing and republishing it.
+    Delete {
+        name: String,
+        #[command(flatten)]
+        connection: client::ConnectionArgs,
+    },
+}
+
+#[derive(Subcommand)]
 enum TokenCommand {
     /// Create a token for an account; prints it once.
     Create {
@@ -430,6 +489,7 @@ async fn run_async(command: Command) -> Result<bool> {
             json,
             profile,
             chunk_size,
+            publish,
             connection,
         } => {
             let options = client::UploadOptions {
@@ -439,6 +499,7 @@ async fn run_async(command: Command) -> Result<bool> {
                 json,
                 profile,
                 chunk_size,
+                publish,
             };
             client::upload(&connection.connect()?, &paths, &options).await
         }
@@ -513,6 +574,39 @@ async fn run_async(command: Command) -> Result<bool> {
         }
         Command::Key(KeyCommand::Revoke { id, connection }) => {
             keys::revoke(&connection.connect()?, &id)
+                .await
+                .map(|()| true)
+        }
+        Command::Name(NameCommand::Create {
+            cid,
+            label,
+            json,
+            connection,
+        }) => names::create(&connection.connect()?, &cid, label, json)
+            .await
+            .map(|()| true),
+        Command::Name(NameCommand::Publish {
+            name,
+            cid,
+            json,
+            connection,
+        }) => names::publish(&connection.connect()?, &name, &cid, json)
+            .await
+            .map(|()| true),
+        Command::Name(NameCommand::Resolve {
+            name,
+            json,
+            connection,
+        }) => names::resolve(&connection.connect()?, &name, json)
+            .await
+            .map(|()| true),
+        Command::Name(NameCommand::List { json, connection }) => {
+            names::list(&connection.connect()?, json)
+                .await
+                .map(|()| true)
+        }
+        Command::Name(NameCommand::Delete { name, connection }) => {
+            names::delete(&connection.connect()?, &name)
                 .await
                 .map(|()| true)
         }
