@@ -11,6 +11,8 @@
 //!   it is on SQLite; `group_commit.rs`: how SQLite's commits become durable in groups).
 //! - `rows.rs`: rows into the model, the clock, unique violations.
 //! - `schema.rs`: the numbered migrations, written once with the column types that differ.
+//! - [`snapshot`]: a consistent copy of the embedded database while it is in use, and what
+//!   the copy references (packs, staged and TUS bytes): what `cairn backup` copies.
 //! - [`sqlite`] and [`postgres`]: each backend: opening and tuning the connections, how its
 //!   migrations are tracked, and its dialect.
 //!
@@ -32,6 +34,7 @@ pub mod postgres;
 mod queries;
 pub mod rows;
 mod schema;
+pub mod snapshot;
 pub mod sqlite;
 mod write_queue;
 mod writer;
