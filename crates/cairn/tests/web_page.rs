@@ -706,3 +706,48 @@ async fn the_storage_panel_shows_this_month_s_usage() {
     let refused = result["refused"].as_str().unwrap();
     assert!(refused.contains("read"), "{refused}");
 }
+
+#[tokio::test]
+async fn a_name_is_listed_and_pointed_at_another_upload_from_the_page() {
+    let fixtures = Fixtures::new();
+    let (running, _data, token) = serve();
+    let mut cids = Vec::new();
+    for (file, bytes) in [("v1.txt", &b"version one"[..]), ("v2.txt", b"version two")] {
+        let (_, uploaded) = post_upload(&running, &token, file, bytes.to_vec()).await;
+        cids.push(uploaded["cid"].as_str().unwrap().to_owned());
+    }
+    let created = reqwest::Client::new()
+        .post(format!("{}/api/names", running.upload))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"cid": cids[0], "label": "site"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    let name = created["name"].as_str().unwrap().to_owned();
+    let (first, second) = (cids[0].clone(), cids[1].clone());
+    let env_name = name.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        let env = [
+            ("CAIRN_NAME", env_name.as_str()),
+            ("CAIRN_FIRST_CID", first.as_str()),
+            ("CAIRN_SECOND_CID", second.as_str()),
+        ];
+        run_script("browser.mjs", &["names"], &running, &token, &fixtures, &env)
+    });
+    let Some(result) = result.await.unwrap() else {
+        return;
+    };
+    let record = &result["record"];
+    assert_eq!(record["name"], name.as_str(), "{result}");
+    assert_eq!(record["sequence"], 1, "{result}");
+    assert_eq!(record["cid"], cids[1].as_str(), "{result}");
+    let shown = result["shown"].as_str().unwrap();
+    assert!(
+        shown.contains(&cids[1]) && !shown.contains(&cids[0]),
+        "{shown}"
+    );
+    let refused = result["refused"].as_str().unwrap();
+    assert!(refused.contains("not-a-cid"), "{refused}");
+}

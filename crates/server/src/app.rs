@@ -110,8 +110,9 @@ async fn key_origins(mut request: Request, next: Next) -> Response {
     response
 }
 
-/// The response headers TUS clients in a browser must be allowed to read.
-const EXPOSED: [&str; 13] = [
+/// The response headers a page must be allowed to read: TUS clients', and the gateway's
+/// (a range's bounds, the content path and the CIDs it led to).
+const EXPOSED: [&str; 16] = [
     "location",
     "upload-offset",
     "upload-length",
@@ -125,6 +126,9 @@ const EXPOSED: [&str; 13] = [
     "tus-max-size",
     "tus-checksum-algorithm",
     "cairn-operation-id",
+    "content-range",
+    "x-ipfs-path",
+    "x-ipfs-roots",
 ];
 
 /// CORS for browsers (tus-js-client, Uppy upload cross-origin), by tower-http's `CorsLayer`.
@@ -137,6 +141,7 @@ fn with_cors(routes: Router) -> Router {
             Method::GET,
             Method::HEAD,
             Method::POST,
+            Method::PUT,
             Method::PATCH,
             Method::DELETE,
             Method::OPTIONS,

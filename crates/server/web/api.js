@@ -1,7 +1,7 @@
 // The page's way to the server: JSON requests with the bearer token to the account host (this
 // page's origin: the upload limit, usage, uploads and keys) and the upload host (from
-// /api/web-config: operations, their event streams, and pins), each error body turned into an
-// ApiError carrying the server's own message; plus the gateway links for a CID.
+// /api/web-config: operations, their event streams, pins and names), each error body turned
+// into an ApiError carrying the server's own message; plus the gateway links for a CID.
 
 /** An error the server answered with (or a failure to reach it: status 0). */
 export class ApiError extends Error {
@@ -154,6 +154,17 @@ export class Api {
   createKey (request) { return this.account('/api/keys', { method: 'POST', json: request }) }
 
   revokeKey (id) { return this.account(`/api/keys/${encodeURIComponent(id)}`, { method: 'DELETE' }) }
+
+  /** The account's IPNS names: `{count, results: [{name, label, cid, value, sequence, ...}]}`. */
+  listNames () { return this.upload('/api/names') }
+
+  /** Points a name at `cid`: the name's record as it is now (its sequence one higher). */
+  pointName (name, cid) {
+    return this.upload(`/api/names/${encodeURIComponent(name)}`, { method: 'PUT', json: { cid } })
+  }
+
+  /** Where a name opens: the gateway's `/ipns/{name}/`, whatever it points at now. */
+  nameLink (name) { return `${this.uploadUrl}/ipns/${name}/` }
 
   /** The ways to open a CID: path gateway, subdomain gateway (when deployed), ipfs://. */
   links (cid) {

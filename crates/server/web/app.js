@@ -1,11 +1,13 @@
 // The page's entry point: reads the deployment's settings, signs in with a token, and wires
 // the upload controls (drop zone, pickers, archive switch, unfinished uploads) to the transfer
-// queue (uploads.js), the account's lists (manage.js) and its keys (keys.js).
+// queue (uploads.js), the account's lists (manage.js), its names (names.js) and its keys
+// (keys.js).
 
 import { Api, webConfig } from './api.js'
 import { foldersFromPicker, itemsFromDrop } from './files.js'
 import { Keys } from './keys.js'
 import { Library } from './manage.js'
+import { Names } from './names.js'
 import { TusUpload } from './tus.js'
 import { Queue, resumeStore } from './uploads.js'
 import { el, formatBytes, formatTime } from './ui.js'
@@ -89,6 +91,7 @@ async function signIn (token) {
   library.refreshQuota(limits)
   library.refreshUploads()
   library.refreshPins()
+  names.refresh()
   keys.refresh()
   renderUnfinished()
   return null
@@ -110,6 +113,8 @@ function signOut () {
 }
 
 const library = new Library({ api: () => session.api, announce, confirm })
+
+const names = new Names({ api: () => session.api, announce })
 
 // Revoking the key the page is signed in with leaves it nothing to work with.
 const keys = new Keys({ api: () => session.api, announce, confirm, onOwnKeyRevoked: signOut })

@@ -207,7 +207,8 @@ async fn sign_again(
 
 /// Labels are how people and scripts name their names: short, and never a name itself.
 fn check_label(label: &str) -> Result<(), NameError> {
-    let fine = !label.is_empty()
+    // `.` and `..` would be path steps in `/api/names/{label}`.
+    let fine = !matches!(label, "" | "." | "..")
         && label.len() <= 64
         && label
             .chars()
@@ -413,7 +414,7 @@ mod tests {
     #[test]
     fn labels_are_short_plain_and_never_a_name() {
         assert!(check_label("my-site.v2").is_ok());
-        for bad in ["", "has space", &"x".repeat(65)] {
+        for bad in ["", ".", "..", "has space", &"x".repeat(65)] {
             assert!(check_label(bad).is_err(), "{bad:?}");
         }
         let name = Name::of(&Keypair::generate_ed25519().public()).to_string();

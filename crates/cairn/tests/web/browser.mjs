@@ -5,7 +5,7 @@
 //
 // Usage: node browser.mjs SCENARIO
 //   SCENARIO: wrong-token | small | big | folder | drop | archive | resume | delete | pin |
-//   keys | keys-forbidden | isolation | stream | stream-cut | eventsource | usage
+//   keys | keys-forbidden | isolation | stream | stream-cut | eventsource | usage | names
 // Environment: CAIRN_PAGE_URL (the account host), CAIRN_TOKEN, CAIRN_FIXTURES (small.txt,
 // big.bin, folder/, site.tar.gz), CAIRN_SCREENSHOTS (where <scenario>.png goes, or
 // <CAIRN_SCREENSHOT_NAME>.png; `keys` adds keys-secret-shown.png), CHROMIUM (the browser),
@@ -13,7 +13,9 @@
 // CAIRN_FIXTURES/folder; give one with empty folders, which only a drop keeps),
 // CAIRN_UPLOAD_URL (the upload host), CAIRN_VICTIM_CID and CAIRN_THIEF_CID (for `isolation`),
 // CAIRN_ARCHIVE (for `stream`, `stream-cut` and `eventsource`: a tar that takes the server a
-// few seconds to extract), CAIRN_NO_READ_TOKEN (for `usage`: a key without the `read` scope).
+// few seconds to extract), CAIRN_NO_READ_TOKEN (for `usage`: a key without the `read` scope),
+// CAIRN_NAME, CAIRN_FIRST_CID and CAIRN_SECOND_CID (for `names`: a name labelled `site`,
+// pointing at the first, to be pointed at the second).
 // On success prints one JSON line, {"scenario": ..., "cid": ...}; on failure a message on
 // stderr and a non-zero exit. Either way a full-page screenshot is saved.
 
@@ -469,6 +471,42 @@ const scenarios = {
     const quota = await storage.locator('#quota-text').textContent()
     if (!/stored/.test(quota)) throw new Error(`the quota is not shown beside the refused usage: ${quota}`)
     return { shown, period, usage, refused: await refused.textContent() }
+  },
+
+  // The Names panel lists the name labelled `site` with its CID and its gateway link; "Point
+  // to…" refuses an empty CID on the page, shows the server's message for one that is not a
+  // CID, and points the name at CAIRN_SECOND_CID, after which the row shows the new CID and
+  // sequence. Returns what the row shows and the name's record as the API then gives it.
+  async names (page) {
+    const name = env('CAIRN_NAME')
+    const [first, second] = [env('CAIRN_FIRST_CID'), env('CAIRN_SECOND_CID')]
+    await signIn(page)
+    const section = page.getByRole('region', { name: 'Names' })
+    const row = section.getByRole('list', { name: 'Names' }).getByRole('listitem', { name: 'site', exact: true })
+    await row.waitFor()
+    const before = await row.innerText()
+    if (!before.includes(first) || !before.includes('sequence 0')) throw new Error(`the name's row says: ${before}`)
+    if (!(await row.getByTitle(name, { exact: true }).isVisible())) throw new Error(`the row does not show ${name} in full on hover: ${before}`)
+    const link = await row.getByRole('link', { name: 'Open' }).getAttribute('href')
+    if (link !== `${env('CAIRN_UPLOAD_URL')}/ipns/${name}/`) throw new Error(`the name links to ${link}`)
+
+    await row.getByRole('button', { name: 'Point to…' }).click()
+    const form = row.getByRole('form', { name: 'site' })
+    await form.getByRole('button', { name: 'Point', exact: true }).click()
+    await form.getByRole('alert').filter({ hasText: 'Enter the CID' }).waitFor()
+    await form.getByLabel('New CID').fill('not-a-cid')
+    await form.getByRole('button', { name: 'Point', exact: true }).click()
+    // The server's own reason, as its 400 gave it.
+    const refused = await form.getByRole('alert').filter({ hasText: 'is not a CID' }).textContent()
+    await form.getByLabel('New CID').fill(second)
+    await form.getByRole('button', { name: 'Point', exact: true }).click()
+    const shown = await until('the row to show the new CID', async () => {
+      const text = await row.innerText()
+      return text.includes(second) && text.includes('sequence 1') ? text : undefined
+    })
+    const answer = await fetch(`${env('CAIRN_UPLOAD_URL')}/api/names`, { headers: { Authorization: `Bearer ${env('CAIRN_TOKEN')}` } })
+    const record = (await answer.json()).results.find(result => result.name === name)
+    return { shown, refused, record }
   },
 
   // Origin isolation: a website opened from the gateway (as a person would, by a link to the
