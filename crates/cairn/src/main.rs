@@ -5,6 +5,8 @@
 //! - `key` manages an account's API keys over the API (`keys.rs`);
 //! - `name` manages the account's IPNS names, and resolves any name with its record verified
 //!   here (`names.rs`);
+//! - `backup` and `restore` copy the embedded store while it serves, and put a copy back
+//!   (`backup.rs`);
 //! - `cid` and `car` work offline with the same engine the server uses (`local.rs`,
 //!   `spill.rs`), so a CID computed here is the CID the service returns.
 //!
@@ -12,6 +14,7 @@
 //! stderr with the chain of causes.
 
 mod admin;
+mod backup;
 mod client;
 mod config;
 mod follow;
@@ -193,6 +196,36 @@ enum Command {
         json: bool,
         #[command(flatten)]
         storage: StorageArgs,
+    },
+    /// Copy the embedded store to DEST while it serves: a consistent copy of the database,
+    /// the packs it references, the node and names keys, and a manifest of checksums.
+    /// `--verify DEST` checks a backup instead (exit 1, naming the first file that differs).
+    Backup {
+        dest: PathBuf,
+        /// Check the backup DEST against its manifest; copy nothing.
+        #[arg(long)]
+        verify: bool,
+        #[arg(long, env = "CAIRN_DATA_DIR", default_value = config::DEFAULT_DATA_DIR)]
+        data_dir: PathBuf,
+        /// The names key, as given to `cairn serve` [default: DATA_DIR/names.key].
+        #[arg(long, env = "CAIRN_NAMES_KEY")]
+        names_key: Option<PathBuf>,
+        /// Refused: a database elsewhere is backed up with its own tools (README, "Backup and
+        /// restore").
+        #[arg(long, env = "CAIRN_DATABASE_URL", hide = true)]
+        database_url: Option<String>,
+        /// Refused: a bucket is backed up with its own tools (README, "Backup and restore").
+        #[arg(long, env = "CAIRN_STORE", hide = true)]
+        store: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Restore a backup made by `cairn backup` into a new or empty data directory, once it
+    /// verifies against its manifest.
+    Restore {
+        src: PathBuf,
+        #[arg(long, required = true)]
+        data_dir: PathBuf,
     },
     /// List a directory CID (or CID/path).
     Ls {
@@ -468,6 +501,13 @@ fn run(command: Command) -> Result<bool> {
             println!("{root}");
             Ok(true)
         }
+        Command::Backup {
+            dest,
+            verify: true,
+            json,
+            ..
+        } => backup::verify(&dest, json),
+        Command::Restore { src, data_dir } => backup::restore(&src, &data_dir).map(|()| true),
         command => runtime()?.block_on(run_async(command)),
     }
 }
@@ -710,7 +750,31 @@ async fn run_async(command: Command) -> Result<bool> {
             let (store, packs) = storage.open().await?;
             admin::fsck(store, packs, json).await
         }
-        Command::Cid { .. } | Command::Car { .. } => unreachable!("handled synchronously"),
+        Command::Backup {
+            dest,
+            verify: false,
+            data_dir,
+            names_key,
+            database_url,
+            store,
+            json,
+        } => {
+            if database_url.is_some() || store.is_some() {
+                anyhow::bail!(
+                    "cairn backup copies the embedded store (DATA_DIR); with a database URL \
+                     or a bucket, follow the README's \"Backup and restore\""
+                );
+            }
+            let source = backup::Source {
+                data_dir,
+                names_key,
+            };
+            backup::backup(&source, &dest, json).await.map(|()| true)
+        }
+        Command::Cid { .. }
+        | Command::Car { .. }
+        | Command::Backup { verify: true, .. }
+        | Command::Restore { .. } => unreachable!("handled synchronously"),
     }
 }
 

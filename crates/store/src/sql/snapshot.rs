@@ -95,18 +95,56 @@ pub async fn read_snapshot(path: &Path) -> Result<SnapshotContents, StoreError> 
 
 /// The size and sha2-256 of the file at `path`, read in full (blocking).
 pub fn file_sha256(path: &Path) -> std::io::Result<(u64, [u8; 32])> {
-    use sha2::{Digest, Sha256};
+    let mut sink = std::io::sink();
+    hash_copy(&mut std::fs::File::open(path)?, &mut sink)
+}
+
+/// A file [`copy_hashed`] wrote.
+#[derive(Clone, Copy, Debug)]
+pub struct CopiedFile {
+    pub size: u64,
+    pub sha256: [u8; 32],
+    /// The source's permission bits, which the copy has too.
+    pub mode: u32,
+}
+
+/// Copy `from` (its first `limit` bytes) to the new file `to`, with the same permission bits
+/// (not masked by the umask: a key stays `0600`), hashing what is written, and sync it
+/// (blocking).
+pub fn copy_hashed(from: &Path, to: &Path, limit: Option<u64>) -> std::io::Result<CopiedFile> {
     use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let source = std::fs::File::open(from)?;
+    let mode = source.metadata()?.permissions().mode() & 0o777;
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(to)?;
+    out.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    let (size, sha256) = match limit {
+        Some(limit) => hash_copy(&mut source.take(limit), &mut out)?,
+        None => hash_copy(&mut { source }, &mut out)?,
+    };
+    out.sync_all()?;
+    Ok(CopiedFile { size, sha256, mode })
+}
+
+fn hash_copy(
+    from: &mut impl std::io::Read,
+    to: &mut impl std::io::Write,
+) -> std::io::Result<(u64, [u8; 32])> {
+    use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
     let mut size = 0u64;
     loop {
-        let n = file.read(&mut buffer)?;
+        let n = from.read(&mut buffer)?;
         if n == 0 {
             break;
         }
         hasher.update(&buffer[..n]);
+        to.write_all(&buffer[..n])?;
         size += n as u64;
     }
     Ok((size, hasher.finalize().into()))
