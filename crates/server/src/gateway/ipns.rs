@@ -6,7 +6,7 @@
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
-use axum::http::{HeaderMap, Method, Uri};
+use axum::http::{header, HeaderMap, Method, Uri};
 use axum::response::Response;
 use cairn_p2p::ipns::Name;
 use cairn_service::names as service_names;
@@ -45,7 +45,16 @@ pub async fn get(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no valid record of {name} is known")))?;
     if wants_record {
-        return Ok(record_response(&name, &resolved));
+        let mut response = record_response(&name, &resolved);
+        // The download's name, when asked (path gateway spec, `filename`: "gateway will
+        // include it in `Content-Disposition`"), non-ASCII as the spec's header section says.
+        if let Some(filename) = &query.filename {
+            response.headers_mut().insert(
+                header::CONTENT_DISPOSITION,
+                super::content_disposition("attachment", filename),
+            );
+        }
+        return Ok(response);
     }
     let record = &resolved.record;
     let (cid, inner) = record.target().ok_or_else(|| {
