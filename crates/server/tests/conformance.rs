@@ -1,45 +1,59 @@
 //! The IPFS gateway conformance suite (ipfs/gateway-conformance, Go, at 22c76440), ported: the
-//! cases for a trustless and path gateway serving UnixFS, and for the subdomain gateway, run
-//! on Cairn with the suite's own fixture CARs (`tests/conformance/`, see its README). Each
-//! case names its upstream test function and case; a group's failures are listed together.
+//! cases for a trustless and path gateway serving UnixFS, for the subdomain gateway, and for
+//! IPNS names, run on Cairn with the suite's own fixture CARs and IPNS records
+//! (`tests/conformance/`, see its README). A record reaches Cairn as any publisher's does, by
+//! `PUT /routing/v1/ipns/{name}`. Each case names its upstream test function and case; a
+//! group's failures are listed together.
 //!
-//! The specs (ipfs/specs: `trustless-gateway.md`, `path-gateway.md`, `subdomain-gateway.md`)
-//! are the reference: where a case asks for more than their text, the spec wins, and the
-//! case says so ("spec over suite") and checks what the spec asks.
+//! The specs (ipfs/specs: `trustless-gateway.md`, `path-gateway.md`, `subdomain-gateway.md`,
+//! `ipns/ipns-record.md`) are the reference: where a case asks for more than their text, the
+//! spec wins, and the case says so ("spec over suite") and checks what the spec asks.
 //!
 //! Counts, by upstream case (a `Name:` in the suite's Go; a templated name counts once; a CAR
 //! case runs with `?format=car` and with `Accept`, as the suite's `StandardCARTestTransforms`
 //! does, and counts once). Of the suite's 215 cases:
 //!
-//! - Ported: 102, all passing. The subdomain cases that first failed have tests of their own:
+//! - Ported: 126, all passing. The subdomain cases that first failed have tests of their own:
 //!   `subdomain_gateway_redirects_programs_too` (9: the redirect from `example.com/ipfs/{cid}`
 //!   to `{cid}.ipfs.example.com` is a MUST for every client on the gateway's host),
 //!   `subdomain_gateway_refuses_cids_too_long_for_dns` (2: 400 for a CID longer than a DNS
-//!   label) and `subdomain_gateway_uri_router` (1: `/ipfs/?uri=`).
+//!   label) and `subdomain_gateway_uri_router` (1: `/ipfs/?uri=`). One IPNS case first failed
+//!   and the gateway was fixed: `?filename=` with `?format=ipns-record` (the path gateway
+//!   spec's `filename` parameter).
 //!   By upstream file: trustless_gateway_raw 6 of 6; trustless_gateway_car 30 of 30;
-//!   path_gateway_raw 6 of 6; path_gateway_unixfs 28 of 28; path_gateway_dag 6 of 6;
-//!   path_gateway_cors 2 of 2; subdomain_gateway_ipfs 24 of 24.
-//! - Spec over suite: 9 of the passing cases, each saying what it leaves out: the HTML of
+//!   trustless_gateway_ipns 5 of 5; path_gateway_raw 6 of 6; path_gateway_unixfs 33 of 33
+//!   (`TestGatewayCacheWithIPNS`'s 5 in `gateway_cache_with_ipns`); path_gateway_dag 6 of 6;
+//!   path_gateway_ipns 9 of 9; path_gateway_cors 2 of 2; subdomain_gateway_ipfs 24 of 24;
+//!   subdomain_gateway_ipns 5 of 5 (`TestGatewaySubdomainAndIPNS`; its other 7 are DNSLink's).
+//! - The fixture IPNS records are all still valid: the suite's records expire in 2123, the
+//!   one whose value has a path (`TestGatewayIPNSRecordWithSubpath`) on 2126-01-31; an
+//!   expired one would fail its test where it is loaded, saying so.
+//! - Spec over suite: 15 of the passing cases, each saying what it leaves out: the HTML of
 //!   listings (5: Kubo's breadcrumbs, `..` and absolute links; the spec leaves a listing's
 //!   HTML to the gateway), an error's wording (1: the spec asks for the status), a request
 //!   for several ranges (1: the spec lets a gateway answer it whole), CORS (2: the specs say
-//!   nothing of it). The too-long CID's wording is checked the same way.
-//!   `TestTrustlessRawRanges` draws its ranges at random upstream; here they are fixed.
-//! - Not applicable, not ported: 113.
-//!   - Pending, IPNS names are being added (35): `TestGatewayCacheWithIPNS` (5),
-//!     `path_gateway_ipns` (9), `trustless_gateway_ipns` (5), `subdomain_gateway_ipns` (12),
-//!     `TestGatewayJSONCborAndIPNS` (4).
-//!   - DNSLink (6, `dnslink_gateway*`): Cairn resolves no DNS names.
-//!   - DAG-JSON, DAG-CBOR, JSON and CBOR blocks (31: `TestPlainCodec`, `TestPathing`,
-//!     `TestNativeDag`, the three non-UnixFS cases of `TestCodecMismatchReturns406`, and the
-//!     DAG-CBOR cases of `TestTrustlessCarPathing` and `TestTrustlessCarDagScopeEntity`):
-//!     Cairn stores UnixFS DAGs only; a CAR holding another codec is refused.
+//!   nothing of it), a name whose only record is invalid (3: the suite asks for 5XX; the spec
+//!   lets a gateway answer `404` for content it cannot serve, `500` "can be used"), a name
+//!   asked by its peer ID (2: the suite asks for Kubo's redirect to the base36 CID, which no
+//!   spec asks for; serving the name is taken too), a name's key hash as a dag-pb CID in an
+//!   origin (1: the suite asks for a redirect; a dag-pb CID is no IPNS name, and the spec's
+//!   answer to a host it cannot make a content path of is `400`). The too-long CID's wording
+//!   is checked the same way. `TestTrustlessRawRanges` draws its ranges at random upstream;
+//!   here they are fixed.
+//! - Not applicable, not ported: 89.
+//!   - DNSLink (13: `dnslink_gateway*` (6), and `TestSubdomainGatewayDNSLinkInlining` (7) of
+//!     subdomain_gateway_ipns): Cairn resolves no DNS names.
+//!   - DAG-JSON, DAG-CBOR, JSON and CBOR blocks (35: `TestPlainCodec`, `TestPathing`,
+//!     `TestNativeDag`, the three non-UnixFS cases of `TestCodecMismatchReturns406`, the
+//!     DAG-CBOR cases of `TestTrustlessCarPathing` and `TestTrustlessCarDagScopeEntity`, and
+//!     `TestGatewayJSONCborAndIPNS` (4), whose names point at such blocks): Cairn stores
+//!     UnixFS DAGs only; a CAR holding another codec is refused.
 //!   - A block missing from the gateway (4: the `missing a block` cases of
 //!     `TestTrustlessCarEntityBytes` and `TestGatewayUnixFSFileRanges`): Cairn stores only
 //!     complete DAGs (`import_complete`), so it never holds one with a block missing.
 //!   - TAR (6, `path_gateway_tar`): an optional response type Cairn does not serve.
 //!   - `_redirects` (23, `redirects_file`): a SHOULD of the subdomain spec Cairn does not
-//!     implement (its DNSLink and IPNS cases would be pending as well).
+//!     implement (its DNSLink cases would not apply either).
 //!   - The gateway as an HTTP proxy (8, `subdomain_gateway_proxy`): Kubo's, in no spec.
 
 mod support;
@@ -56,7 +70,7 @@ use reqwest::multipart::Part;
 use reqwest::{Method, StatusCode};
 use support::TestServer;
 
-/// The fixture CARs, copied from the suite's `fixtures/`.
+/// The fixture CARs and IPNS records, copied from the suite's `fixtures/`.
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance");
 
 /// A fixture CAR: its root and blocks, read with a CAR and dag-pb reader of its own (a few
@@ -1788,6 +1802,501 @@ async fn subdomain_gateway_uri_router() {
         &answer,
         "location",
         &format!("/ipfs/{wikipedia}/wiki/Diego_Maradona.html"),
+    );
+    std::mem::take(c).finish();
+}
+
+/// A fixture IPNS record (`MustOpenIPNSRecordWithKey`): its name, from its file name as the
+/// suite takes it (what comes before `_` or `.ipns-record`), and its bytes.
+struct FixtureRecord {
+    name: String,
+    bytes: Vec<u8>,
+}
+
+impl FixtureRecord {
+    fn open(file: &str) -> Self {
+        let bytes = std::fs::read(format!("{FIXTURES}/{file}")).unwrap();
+        let base = file.rsplit('/').next().unwrap();
+        let name = base.trim_end_matches(".ipns-record").split('_').next();
+        Self {
+            name: name.unwrap().to_owned(),
+            bytes,
+        }
+    }
+
+    /// The content path the record signs (`data[Value]` in its DAG-CBOR), read here with no
+    /// help from Cairn: the text key `Value`, then a byte string.
+    fn value(&self) -> String {
+        let data = protobuf(&self.bytes)
+            .into_iter()
+            .find_map(|(field, value)| match (field, value) {
+                (9, Field::Bytes(data)) => Some(data),
+                _ => None,
+            })
+            .expect("a record with signed data");
+        let at = data.windows(6).position(|w| w == b"eValue").unwrap() + 6;
+        let (len, start) = match data[at] {
+            head @ 0x40..=0x57 => (usize::from(head - 0x40), at + 1),
+            0x58 => (usize::from(data[at + 1]), at + 2),
+            head => panic!("Value is not a short byte string (head {head:#x})"),
+        };
+        String::from_utf8(data[start..start + len].to_vec()).unwrap()
+    }
+
+    /// What `/ipns/{name}` serves when the value is an identity CID, as the suite's records'
+    /// are (`mustBytesFromRawCID`): the CID's digest.
+    fn identity_bytes(&self) -> Vec<u8> {
+        let value = self.value();
+        let cid: Cid = value.strip_prefix("/ipfs/").unwrap().parse().unwrap();
+        assert_eq!(cid.hash().code(), 0x00, "{value}");
+        cid.hash().digest().to_vec()
+    }
+
+    /// The name as a CIDv1 of `codec` in base36: with `libp2p-key` (0x72), the suite's
+    /// `IdV1()`; with dag-pb (0x70), `ToCID(DagPb, Base36)`. From the peer ID (base58) of the
+    /// file name, not from Cairn's `Name`.
+    fn cid_of(&self, codec: u64) -> String {
+        assert!(!self.name.starts_with('k'), "{} is no peer ID", self.name);
+        let (_, multihash) = cid::multibase::decode(format!("z{}", self.name)).unwrap();
+        let multihash = cid::multihash::Multihash::<64>::from_bytes(&multihash).unwrap();
+        Cid::new_v1(codec, multihash)
+            .to_string_of_base(cid::multibase::Base::Base36Lower)
+            .unwrap()
+    }
+}
+
+impl Gateway {
+    /// Push a fixture record to the router, as any publisher may
+    /// (`PUT /routing/v1/ipns/{name}`): how the suite's records reach Cairn. `valid`: whether
+    /// the IPNS spec's "Record Verification" passes it, so Cairn takes it (`200`) or refuses
+    /// it (`400`); an expired fixture fails here, saying so.
+    async fn load_record(&self, file: &str, valid: bool) -> FixtureRecord {
+        let record = FixtureRecord::open(file);
+        let response = self
+            .client
+            .put(format!(
+                "{}/routing/v1/ipns/{}",
+                self.server.upload, record.name
+            ))
+            .header("Content-Type", "application/vnd.ipfs.ipns-record")
+            .body(record.bytes.clone())
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let body = response.text().await.unwrap();
+        let expected = if valid { 200 } else { 400 };
+        assert_eq!(status.as_u16(), expected, "{file}: {body}");
+        record
+    }
+}
+
+/// The records of `fixtures/ipns_records` (the IPNS spec's test vectors): the file, and
+/// whether the spec's verification takes it.
+const V1_ONLY: &str =
+    "ipns_records/k51qzi5uqu5dm4tm0wt8srkg9h9suud4wuiwjimndrkydqm81cqtlb5ak6p7ku_v1.ipns-record";
+const V1_V2_BROKEN_VALUE_V1: &str = "ipns_records/\
+    k51qzi5uqu5dlmit2tuwdvnx4sbnyqgmvbxftl0eo3f33wwtb9gr7yozae9kpw_v1-v2-broken-v1-value.ipns-record";
+const V1_V2_BROKEN_SIG_V2: &str = "ipns_records/\
+    k51qzi5uqu5diamp7qnnvs1p1gzmku3eijkeijs3418j23j077zrkok63xdm8c_v1-v2-broken-signature-v2.ipns-record";
+const V1_V2_BROKEN_SIG_V1: &str = "ipns_records/\
+    k51qzi5uqu5dilgf7gorsh9vcqqq4myo6jd4zmqkuy9pxyxi5fua3uf7axph4y_v1-v2-broken-signature-v1.ipns-record";
+const V1_V2: &str =
+    "ipns_records/k51qzi5uqu5dlkw8pxuw9qmqayfdeh4kfebhmreauqdc6a7c3y7d5i9fi8mk9w_v1-v2.ipns-record";
+const V2: &str =
+    "ipns_records/k51qzi5uqu5dit2ku9mutlfgwyz8u730on38kd10m97m36bjt66my99hb6103f_v2.ipns-record";
+/// `gateway-cache`'s record: `/ipfs/{ROOT1_CID}`, and one whose value has a path,
+/// `/ipfs/{ROOT1_CID}/root2`.
+const CACHE_RECORD: &str =
+    "gateway-cache/k51qzi5uqu5dlxdsdu5fpuu7h69wu4ohp32iwm9pdt9nq3y5rpn3ln9j12zfhe.ipns-record";
+const SUBPATH_RECORD: &str =
+    "gateway-cache/k51qzi5uqu5djokp3m1keo36hoxtd6u3a1d2rg1camf6al7p3huy63dojlm57c.ipns-record";
+/// `subdomain_gateway`'s records, named by peer ID: an Ed25519 key and an RSA one (whose
+/// record carries the key), both pointing at `hello-CIDv1`.
+const ED25519_RECORD: &str =
+    "subdomain_gateway/12D3KooWLQzUv2FHWGVPXTXSZpdHs7oHbXub2G5WC8Tx4NQhyd2d.ipns-record";
+const RSA_RECORD: &str =
+    "subdomain_gateway/QmVujd5Vb7moysJj8itnGufN7MEtPRCNHkKpNuA4onsRa3.ipns-record";
+
+/// path_gateway_ipns_test.go
+#[tokio::test]
+async fn path_gateway_ipns() {
+    let gateway = Gateway::start().await;
+    let cache = gateway.load("gateway-cache/fixtures.car").await;
+    let c = &mut Cases::default();
+
+    // TestGatewayIPNSPath: the IPNS spec's test vectors (IPIP-428). The invalid ones cannot
+    // be loaded: the router refuses them, as the spec's verification does.
+    for file in [V1_ONLY, V1_V2_BROKEN_VALUE_V1, V1_V2_BROKEN_SIG_V2] {
+        gateway.load_record(file, false).await;
+    }
+    let broken_sig_v1 = gateway.load_record(V1_V2_BROKEN_SIG_V1, true).await;
+    let v1_v2 = gateway.load_record(V1_V2, true).await;
+    let v2 = gateway.load_record(V2, true).await;
+
+    // TestGatewayIPNSPath / "GET for /ipns/name with V1-only signature MUST fail with 5XX",
+    // "... with valid V1+V2 signatures with V1-vs-V2 value mismatch MUST fail with 5XX" and
+    // "... with valid V1 and broken V2 signature MUST fail with 5XX". Spec over suite: the
+    // path gateway spec says `500` "can be used" for "IPNS keys that cannot be resolved",
+    // and `404` is what a gateway MUST use when the content is not available from it; a name
+    // whose only record is invalid has no content here. Either is taken; content is not.
+    for (case, file) in [
+        (
+            "GET for /ipns/name with V1-only signature MUST fail",
+            V1_ONLY,
+        ),
+        (
+            "GET for /ipns/name with valid V1+V2 signatures with V1-vs-V2 value mismatch MUST \
+             fail",
+            V1_V2_BROKEN_VALUE_V1,
+        ),
+        (
+            "GET for /ipns/name with valid V1 and broken V2 signature MUST fail",
+            V1_V2_BROKEN_SIG_V2,
+        ),
+    ] {
+        let name = FixtureRecord::open(file).name;
+        let answer = gateway.get(&format!("/ipns/{name}"), &[]).await;
+        let status = answer.status.as_u16();
+        c.check(
+            case,
+            status == 404 || (500..600).contains(&status),
+            format!("status {status}: {}", answer.text()),
+        );
+    }
+    // TestGatewayIPNSPath / "GET for /ipns/name with valid V2 and broken V1 signature
+    // succeeds", "... with valid V1+V2 signatures succeeds" and "... with valid V2-only
+    // signature succeeds"
+    for (case, record) in [
+        (
+            "GET for /ipns/name with valid V2 and broken V1 signature succeeds",
+            &broken_sig_v1,
+        ),
+        (
+            "GET for /ipns/name with valid V1+V2 signatures succeeds",
+            &v1_v2,
+        ),
+        (
+            "GET for /ipns/name with valid V2-only signature succeeds",
+            &v2,
+        ),
+    ] {
+        let answer = gateway.get(&format!("/ipns/{}", record.name), &[]).await;
+        c.status(case, &answer, 200);
+        c.body(case, &answer, &record.identity_bytes());
+    }
+
+    // TestRedirectCanonicalIPNS / "GET for /ipns/{b58-multihash-of-ed25519-key} redirects to
+    // /ipns/{cidv1-libp2p-key-base36}" and "GET for /ipns/{cidv0-like-b58-multihash-of-rsa-key}
+    // redirects to /ipns/{cidv1-libp2p-key-base36}". Spec over suite: no spec asks for this
+    // redirect (the IPNS spec says a name "should be represented" as a base36 CIDv1, and the
+    // path gateway spec takes any "cryptographic IPNS key hash"), so serving the name under
+    // its peer ID is taken as well as Kubo's 302 to `/ipns/{base36}{path}`. Upstream asks for
+    // names no record exists for (Kubo redirects before resolving); here the subdomain
+    // fixture's Ed25519 and RSA names are asked, so that serving them can be checked.
+    let hello = cache.raw(&["root2", "root3", "root4", "index.html"]);
+    for (case, file) in [
+        (
+            "GET for /ipns/{b58-multihash-of-ed25519-key} redirects to \
+             /ipns/{cidv1-libp2p-key-base36}",
+            ED25519_RECORD,
+        ),
+        (
+            "GET for /ipns/{cidv0-like-b58-multihash-of-rsa-key} redirects to \
+             /ipns/{cidv1-libp2p-key-base36}",
+            RSA_RECORD,
+        ),
+    ] {
+        let record = gateway.load_record(file, true).await;
+        let answer = gateway.get(&format!("/ipns/{}", record.name), &[]).await;
+        let canonical = format!("/ipns/{}", record.cid_of(0x72));
+        let redirected =
+            [301, 302].contains(&answer.status.as_u16()) && answer.header("location") == canonical;
+        let served = answer.status == StatusCode::OK && answer.body == hello;
+        c.check(
+            case,
+            redirected || served,
+            format!(
+                "status {}, Location {:?}: {}",
+                answer.status,
+                answer.header("location"),
+                answer.text()
+            ),
+        );
+    }
+
+    // TestGatewayIPNSRecordWithSubpath / "GET /ipns/{key}/root3/root4/index.html returns file
+    // when IPNS record Value has sub-path"
+    let case = "GET /ipns/{key}/root3/root4/index.html returns file when IPNS record Value has \
+                sub-path";
+    let record = gateway.load_record(SUBPATH_RECORD, true).await;
+    assert_eq!(record.value(), format!("/ipfs/{}/root2", cache.root));
+    let answer = gateway
+        .get(
+            &format!("/ipns/{}/root3/root4/index.html", record.name),
+            &[],
+        )
+        .await;
+    c.status(case, &answer, 200);
+    c.body(case, &answer, b"hello\n");
+    std::mem::take(c).finish();
+}
+
+/// trustless_gateway_ipns_test.go
+#[tokio::test]
+async fn trustless_gateway_ipns() {
+    let gateway = Gateway::start().await;
+    let v1_v2 = gateway.load_record(V1_V2, true).await;
+    let v2 = gateway.load_record(V2, true).await;
+    let c = &mut Cases::default();
+    let record_type = "application/vnd.ipfs.ipns-record";
+
+    // TestGatewayIPNSRecord / "GET IPNS Record (V1+V2) with format=ipns-record has expected
+    // HTTP headers and valid key", the same for V2, and both with 'Accept:
+    // application/vnd.ipfs.ipns-record'. The suite checks the body is a valid record of the
+    // name pointing at the fixture's value: here, that it is the fixture record itself.
+    for (case, record, query, accept) in [
+        (
+            "GET IPNS Record (V1+V2) with format=ipns-record has expected HTTP headers and \
+             valid key",
+            &v1_v2,
+            "?format=ipns-record",
+            None,
+        ),
+        (
+            "GET IPNS Record (V2) with format=ipns-record has expected HTTP headers and valid \
+             key",
+            &v2,
+            "?format=ipns-record",
+            None,
+        ),
+        (
+            "GET IPNS Record (V1+V2) with 'Accept: application/vnd.ipfs.ipns-record' has \
+             expected HTTP headers and valid key",
+            &v1_v2,
+            "",
+            Some(record_type),
+        ),
+        (
+            "GET IPNS Record (V2) with 'Accept: application/vnd.ipfs.ipns-record' has expected \
+             HTTP headers and valid key",
+            &v2,
+            "",
+            Some(record_type),
+        ),
+    ] {
+        let headers: Vec<(&str, &str)> = accept.map(|a| ("Accept", a)).into_iter().collect();
+        let answer = gateway
+            .get(&format!("/ipns/{}{query}", record.name), &headers)
+            .await;
+        c.status(case, &answer, 200);
+        c.header_has(case, &answer, "content-disposition", "attachment;");
+        c.header_has(case, &answer, "content-type", record_type);
+        // The records' TTL is 30 minutes.
+        c.header_has(case, &answer, "cache-control", "public, max-age=1800");
+        c.body(case, &answer, &record.bytes);
+    }
+
+    // TestGatewayIPNSRecord / "GET IPNS Record with explicit ?filename= succeeds with modified
+    // Content-Disposition header"
+    let case = "GET IPNS Record with explicit ?filename= succeeds with modified \
+                Content-Disposition header";
+    let answer = gateway
+        .get(
+            &format!(
+                "/ipns/{}?format=ipns-record&filename=test%D1%82%D0%B5%D1%81%D1%82.ipns-record",
+                v1_v2.name
+            ),
+            &[],
+        )
+        .await;
+    c.header_has(
+        case,
+        &answer,
+        "content-disposition",
+        "attachment; filename=\"test____.ipns-record\"; \
+         filename*=UTF-8''test%D1%82%D0%B5%D1%81%D1%82.ipns-record",
+    );
+    std::mem::take(c).finish();
+}
+
+/// path_gateway_unixfs_test.go: TestGatewayCacheWithIPNS, the name of `gateway-cache`'s root.
+#[tokio::test]
+async fn gateway_cache_with_ipns() {
+    let gateway = Gateway::start().await;
+    let fixture = gateway.load("gateway-cache/fixtures.car").await;
+    let record = gateway.load_record(CACHE_RECORD, true).await;
+    let c = &mut Cases::default();
+    let key = &record.name;
+    let root = fixture.root;
+    let root2 = fixture.cid(&["root2"]);
+    let root3 = fixture.cid(&["root2", "root3"]);
+    let root4 = fixture.cid(&["root2", "root3", "root4"]);
+    let index = fixture.cid(&["root2", "root3", "root4", "index.html"]);
+    // Every case but the 304 takes no `Cache-Control` or `public, max-age=...` (the record's
+    // TTL, 100 years here); `immutable` would be wrong for a name.
+    let ttl_or_none = |c: &mut Cases, case: &str, answer: &Answer| {
+        let value = answer.header("cache-control");
+        c.check(
+            case,
+            value.is_empty() || value.starts_with("public, max-age="),
+            format!("Cache-Control: {value:?}"),
+        );
+    };
+
+    // TestGatewayCacheWithIPNS / "GET for /ipns/ unixfs dir listing succeeds"
+    let case = "GET for /ipns/ unixfs dir listing succeeds";
+    let path = format!("/ipns/{key}/root2/root3/");
+    let answer = gateway.get(&path, &[]).await;
+    c.status(case, &answer, 200);
+    c.header(case, &answer, "x-ipfs-path", &path);
+    c.header(
+        case,
+        &answer,
+        "x-ipfs-roots",
+        &format!("{root},{root2},{root3}"),
+    );
+    let etag = answer.header("etag");
+    c.check(
+        case,
+        etag.contains("DirIndex-") && etag.contains(&format!("_CID-{root3}")),
+        format!("Etag: {etag:?}"),
+    );
+    ttl_or_none(c, case, &answer);
+
+    // TestGatewayCacheWithIPNS / "GET for /ipns/ unixfs dir with index.html succeeds"
+    let case = "GET for /ipns/ unixfs dir with index.html succeeds";
+    let path = format!("/ipns/{key}/root2/root3/root4/");
+    let answer = gateway.get(&path, &[]).await;
+    c.status(case, &answer, 200);
+    c.header(case, &answer, "x-ipfs-path", &path);
+    c.header(
+        case,
+        &answer,
+        "x-ipfs-roots",
+        &format!("{root},{root2},{root3},{root4}"),
+    );
+    c.header(case, &answer, "etag", &format!("\"{root4}\""));
+    ttl_or_none(c, case, &answer);
+
+    // TestGatewayCacheWithIPNS / "GET for /ipns/ unixfs file succeeds"
+    let case = "GET for /ipns/ unixfs file succeeds";
+    let path = format!("/ipns/{key}/root2/root3/root4/index.html");
+    let answer = gateway.get(&path, &[]).await;
+    c.status(case, &answer, 200);
+    c.header(case, &answer, "x-ipfs-path", &path);
+    c.header(
+        case,
+        &answer,
+        "x-ipfs-roots",
+        &format!("{root},{root2},{root3},{root4},{index}"),
+    );
+    c.header(case, &answer, "etag", &format!("\"{index}\""));
+    ttl_or_none(c, case, &answer);
+
+    // TestGatewayCacheWithIPNS / "GET for /ipns/ unixfs dir as raw block succeeds"
+    let case = "GET for /ipns/ unixfs dir as raw block succeeds";
+    let answer = gateway
+        .get(&format!("/ipns/{key}/root2/root3/root4/?format=raw"), &[])
+        .await;
+    c.status(case, &answer, 200);
+    c.body(case, &answer, fixture.block(&root4));
+    ttl_or_none(c, case, &answer);
+
+    // TestGatewayCacheWithIPNS / "GET for /ipns/ file with matching Etag in If-None-Match
+    // returns 304 Not Modified"
+    let case = "GET for /ipns/ file with matching Etag in If-None-Match returns 304 Not Modified";
+    let answer = gateway
+        .get(&path, &[("If-None-Match", &format!("\"{index}\""))])
+        .await;
+    c.status(case, &answer, 304);
+    std::mem::take(c).finish();
+}
+
+/// subdomain_gateway_ipns_test.go: TestGatewaySubdomainAndIPNS, for the fixture's RSA and
+/// Ed25519 names.
+#[tokio::test]
+async fn subdomain_gateway_ipns() {
+    let gateway = subdomain_gateway().await;
+    let fixture = load_subdomain_fixture(&gateway).await;
+    let payload = fixture.raw(&["hello-CIDv1"]);
+    let rsa = gateway.load_record(RSA_RECORD, true).await;
+    let ed25519 = gateway.load_record(ED25519_RECORD, true).await;
+    let c = &mut Cases::default();
+    let gateway_host = [("Host", "example.com")];
+
+    for (key, record) in [("RSA", &rsa), ("Ed25519", &ed25519)] {
+        let id_v0 = &record.name;
+        let id_v1 = record.cid_of(0x72);
+        let origin = format!("http://{id_v1}.ipns.example.com/");
+
+        // TestGatewaySubdomainAndIPNS / "request for /ipns/{CIDv0} redirects to CIDv1 with
+        // libp2p-key multicodec in subdomain"
+        let case = format!(
+            "{key}: request for /ipns/{{CIDv0}} redirects to CIDv1 with libp2p-key multicodec \
+             in subdomain"
+        );
+        let answer = gateway.get(&format!("/ipns/{id_v0}"), &gateway_host).await;
+        c.status(&case, &answer, 301);
+        c.header(&case, &answer, "location", &origin);
+
+        // TestGatewaySubdomainAndIPNS / "request for /ipns/{CIDv1} redirects to same CIDv1 on
+        // subdomain"
+        let case =
+            format!("{key}: request for /ipns/{{CIDv1}} redirects to same CIDv1 on subdomain");
+        let answer = gateway.get(&format!("/ipns/{id_v1}"), &gateway_host).await;
+        c.status(&case, &answer, 301);
+        c.header(&case, &answer, "location", &origin);
+
+        // TestGatewaySubdomainAndIPNS / "request for {CIDv1-base36-libp2p-key}.ipns.{gateway}
+        // returns expected payload"
+        let case = format!(
+            "{key}: request for {{CIDv1-base36-libp2p-key}}.ipns.{{gateway}} returns expected \
+             payload"
+        );
+        let host = format!("{id_v1}.ipns.example.com");
+        let answer = gateway.get("/", &[("Host", &host)]).await;
+        c.status(&case, &answer, 200);
+        c.body(&case, &answer, &payload);
+
+        // TestGatewaySubdomainAndIPNS / "request for {CIDv1-dag-pb}.ipns.{gateway} redirects
+        // to CID with libp2p-key multicodec". Spec over suite: an IPNS name is a CIDv1 with
+        // the libp2p-key codec (IPNS spec, "String Representation"), and the subdomain spec's
+        // host for a name is `{libp2p-key-mbase36}`; a dag-pb CID names no key, and "if it is
+        // impossible to construct a content path from Host", the spec's answer is `400`.
+        // Kubo's redirect to the libp2p-key origin is taken as well.
+        let case = format!(
+            "{key}: request for {{CIDv1-dag-pb}}.ipns.{{gateway}} redirects to CID with \
+             libp2p-key multicodec"
+        );
+        let host = format!("{}.ipns.example.com", record.cid_of(0x70));
+        let answer = gateway.get("/", &[("Host", &host)]).await;
+        let redirected =
+            answer.status == StatusCode::MOVED_PERMANENTLY && answer.header("location") == origin;
+        c.check(
+            &case,
+            redirected || answer.status == StatusCode::BAD_REQUEST,
+            format!(
+                "status {}, Location {:?}: {}",
+                answer.status,
+                answer.header("location"),
+                answer.text()
+            ),
+        );
+    }
+
+    // TestGatewaySubdomainAndIPNS / "request for a ED25519 libp2p-key at example.com/ipns/{b58mh}
+    // returns Location HTTP header for DNS-safe subdomain redirect in browsers"
+    let case = "request for a ED25519 libp2p-key at example.com/ipns/{b58mh} returns Location \
+                HTTP header for DNS-safe subdomain redirect in browsers";
+    let answer = gateway
+        .get(&format!("/ipns/{}", ed25519.name), &gateway_host)
+        .await;
+    c.header(
+        case,
+        &answer,
+        "location",
+        &format!("http://{}.ipns.example.com/", ed25519.cid_of(0x72)),
     );
     std::mem::take(c).finish();
 }
