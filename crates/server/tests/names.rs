@@ -137,6 +137,14 @@ async fn a_name_follows_a_site_to_its_next_version_on_the_gateway_and_the_router
     // And the gateway hands out the record itself to a client that verifies.
     let asked = get(&server, &format!("/ipns/{name}?format=ipns-record"), &[]).await;
     assert_eq!(asked.headers()["content-type"], RECORD);
+    // Of the name alone: with a path, the spec's 400.
+    let with_path = get(
+        &server,
+        &format!("/ipns/{name}/index.txt?format=ipns-record"),
+        &[],
+    )
+    .await;
+    assert_eq!(with_path.status(), StatusCode::BAD_REQUEST);
 
     let (status, listed) = send(&server, reqwest::Method::GET, "/api/names", Value::Null).await;
     assert_eq!(status, StatusCode::OK);

@@ -41,6 +41,12 @@ pub async fn get(
     })?;
     let wants_record = query.format.as_deref() == Some("ipns-record")
         || super::accept(&headers).contains(IPNS_RECORD);
+    // A record is the name's, not a path's (path gateway spec, `application/vnd.ipfs.ipns-record`).
+    if wants_record && !param("path").is_empty() {
+        return Err(ApiError::BadRequest(format!(
+            "an IPNS record is asked for by its name alone: /ipns/{name}?format=ipns-record"
+        )));
+    }
     let resolved = service_names::resolve(&state.service, &name)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no valid record of {name} is known")))?;
