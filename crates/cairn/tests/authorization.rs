@@ -1,13 +1,14 @@
 //! The authorization matrix (issues 19 and 34): every route of both hosts, called with no
 //! token, with malformed tokens, with a well-formed token no one holds, with a revoked key, an
 //! expired key, and (where the path names an account's resource: an upload, an operation, a
-//! TUS upload, a pin, a key, a link) with another account's valid token; then every route with
-//! a key of each scope (README "Scopes"), and the routes an upload link opens with links
-//! tampered with, used up, expired and revoked. Each answer is checked against `docs/contract.md` "Authentication" and
-//! "Errors": the status, `WWW-Authenticate`, and the JSON error body (the Pinning Service
-//! API's own shape under `/pins`, see the spec, `tests/pinning/ipfs-pinning-service.yaml`). The public routes
-//! (the gateway, delegated routing, `/healthz`, `/metrics`, `/api/openapi.json`, the web page)
-//! must answer without a token.
+//! TUS upload, a pin, a key, a link, a webhook, an IPNS name) with another account's valid
+//! token; then every route with a key of each scope (README "Scopes"), and the routes an
+//! upload link opens with links tampered with, used up, expired and revoked. Each answer is
+//! checked against `docs/contract.md` "Authentication" and "Errors": the status,
+//! `WWW-Authenticate`, and the JSON error body (the Pinning Service API's own shape under
+//! `/pins`, see the spec, `tests/pinning/ipfs-pinning-service.yaml`). The public routes (the
+//! gateway by CID and by IPNS name, delegated routing, `/healthz`, `/metrics`,
+//! `/api/openapi.json`, the web page) must answer without a token.
 //!
 //! [`ROUTES`] is the list, written out by hand. [`registered_routes`] (`support/routes.rs`)
 //! reads the routers' sources and the test fails when the two differ, so a route added to the
@@ -21,7 +22,7 @@ mod routes;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use reqwest::{Method, RequestBuilder, Response};
 use routes::registered_routes;
 use serde_json::{json, Value};
@@ -38,17 +39,20 @@ const CHALLENGE_EXPIRED: &str =
     "Bearer error=\"invalid_token\", error_description=\"the key has expired\"";
 
 /// The scopes a key can have, each of which the matrix tries on every route.
-const SCOPES: [&str; 6] = ["upload", "read", "delete", "pins", "keys", "all"];
+const SCOPES: [&str; 7] = ["upload", "read", "delete", "pins", "keys", "names", "all"];
 /// The scopes a route accepts (a key with `all` is accepted everywhere).
 const UPLOAD: &[&str] = &["upload"];
 const READ: &[&str] = &["read"];
 const DELETE: &[&str] = &["delete"];
 const PINS: &[&str] = &["pins"];
 const KEYS: &[&str] = &["keys"];
+const NAMES: &[&str] = &["names"];
+/// IPNS names are read with either.
+const NAMES_OR_READ: &[&str] = &["names", "read"];
 /// The upload limit and the operations: an upload-only key reads those it began.
 const UPLOAD_OR_READ: &[&str] = &["upload", "read"];
 /// What the node is: any key.
-const ANY: &[&str] = &["upload", "read", "delete", "pins", "keys"];
+const ANY: &[&str] = &["upload", "read", "delete", "pins", "keys", "names"];
 
 /// A peer id in valid syntax (a public IPFS bootstrap node's, not this service's).
 const SOME_PEER: &str = "QmNnooDu7bfjPFoTZYxMNLWUQJyrVwtbZg5gBMjTezGAJN";
@@ -56,6 +60,8 @@ const SOME_PEER: &str = "QmNnooDu7bfjPFoTZYxMNLWUQJyrVwtbZg5gBMjTezGAJN";
 /// that a PATCH or a DELETE that got through would visibly change it.
 const TUS_LENGTH: usize = 10;
 const TUS_SENT: usize = 5;
+/// An IPNS record's media type (IPFS HTTP Routing V1, the trustless gateway).
+const IPNS_RECORD: &str = "application/vnd.ipfs.ipns-record";
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 enum Host {
@@ -84,6 +90,10 @@ enum Resource {
     Link,
     /// A webhook endpoint's id.
     Webhook,
+    /// An IPNS name's `k51...` form...
+    Name,
+    /// ... and its label, which the routes take as well.
+    NameLabel,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -119,7 +129,7 @@ const fn route(method: &'static str, host: Host, path: &'static str, access: Acc
 
 use Access::{Owned, Public, Token};
 use Host::{Account, Upload};
-use Resource::{Key, Link, Pin, PostOperation, PostUpload, TusUpload, Webhook};
+use Resource::{Key, Link, Name, NameLabel, Pin, PostOperation, PostUpload, TusUpload, Webhook};
 
 /// What an operation id may be: an operation's integer id, or the upload id of its upload
 /// (`docs/contract.md` "Operation record"); a pin is an operation too.
@@ -130,6 +140,8 @@ const UPLOAD_IDS: &[Resource] = &[PostUpload, TusUpload];
 const KEPT_IDS: &[Resource] = &[PostUpload, TusUpload, Pin];
 /// What `/pins/{requestid}` names: pins, and every upload with a root.
 const PIN_IDS: &[Resource] = &[Pin, PostUpload];
+/// What `/api/names/{name}` names: a name, by itself or by its label.
+const NAME_IDS: &[Resource] = &[Name, NameLabel];
 
 /// Every route of both hosts. axum's `get` answers HEAD too, so every GET has its HEAD line:
 /// a HEAD must not get around the token check either.
@@ -188,6 +200,15 @@ const ROUTES: &[Route] = &[
     route("GET", Upload, "/api/upload-links", Token(KEYS)),
     route("HEAD", Upload, "/api/upload-links", Token(KEYS)),
     route("DELETE", Upload, "/api/upload-links/{id}", Owned(&[Link], KEYS)),
+    // IPNS names (`routes::names`): made, pointed and deleted with `names`, read with `names`
+    // or `read`.
+    route("POST", Upload, "/api/names", Token(NAMES)),
+    route("GET", Upload, "/api/names", Token(NAMES_OR_READ)),
+    route("HEAD", Upload, "/api/names", Token(NAMES_OR_READ)),
+    route("GET", Upload, "/api/names/{name}", Owned(NAME_IDS, NAMES_OR_READ)),
+    route("HEAD", Upload, "/api/names/{name}", Owned(NAME_IDS, NAMES_OR_READ)),
+    route("PUT", Upload, "/api/names/{name}", Owned(NAME_IDS, NAMES)),
+    route("DELETE", Upload, "/api/names/{name}", Owned(NAME_IDS, NAMES)),
     route("POST", Upload, "/api/upload/link/{secret}", Access::Link),
     route("POST", Upload, "/api/upload/link/{secret}/tus", Access::Link),
     route("OPTIONS", Upload, "/api/upload/link/{secret}/tus", Public(Some(204))),
@@ -206,12 +227,29 @@ const ROUTES: &[Route] = &[
     route("HEAD", Upload, "/ipfs/{cid}/", Public(Some(200))),
     route("GET", Upload, "/ipfs/{cid}/{*path}", Public(Some(200))),
     route("HEAD", Upload, "/ipfs/{cid}/{*path}", Public(Some(200))),
+    // ... by IPNS name: the owner's names, kept here, resolve without the IPFS node ...
+    route("GET", Upload, "/ipns/{name}", Public(Some(200))),
+    route("HEAD", Upload, "/ipns/{name}", Public(Some(200))),
+    route("GET", Upload, "/ipns/{name}/", Public(Some(200))),
+    route("HEAD", Upload, "/ipns/{name}/", Public(Some(200))),
+    route("GET", Upload, "/ipns/{name}/{*path}", Public(Some(200))),
+    route("HEAD", Upload, "/ipns/{name}/{*path}", Public(Some(200))),
+    // ... and the URI router (`?uri=ipfs://...`), which redirects to the content path.
+    route("GET", Upload, "/ipfs/", Public(Some(301))),
+    route("HEAD", Upload, "/ipfs/", Public(Some(301))),
+    route("GET", Upload, "/ipns/", Public(Some(301))),
+    route("HEAD", Upload, "/ipns/", Public(Some(301))),
     // Delegated routing: public like the gateway it points to. Without the IPFS node (tests run
     // without it) both answer `404`, with a token or without.
     route("GET", Upload, "/routing/v1/providers/{cid}", Public(None)),
     route("HEAD", Upload, "/routing/v1/providers/{cid}", Public(None)),
     route("GET", Upload, "/routing/v1/peers/{peer}", Public(None)),
     route("HEAD", Upload, "/routing/v1/peers/{peer}", Public(None)),
+    // IPNS records: a name kept here is answered without the node; a record of a name no
+    // longer kept here is taken from anyone (its signature is the credential).
+    route("GET", Upload, "/routing/v1/ipns/{name}", Public(Some(200))),
+    route("HEAD", Upload, "/routing/v1/ipns/{name}", Public(Some(200))),
+    route("PUT", Upload, "/routing/v1/ipns/{name}", Public(Some(200))),
     // The IPNI chain, public as the DHT's records are; `404` without the IPFS node too.
     route("GET", Upload, "/ipni/v1/ad/{name}", Public(None)),
     route("HEAD", Upload, "/ipni/v1/ad/{name}", Public(None)),
@@ -296,6 +334,15 @@ struct World {
     link_id: String,
     /// A webhook endpoint of the owner's.
     webhook_id: String,
+    /// An IPNS name of the owner's (`k51...`) pointing at `file_cid`, and its label.
+    name: String,
+    name_label: String,
+    /// Another, pointing at `dir_cid`.
+    site_name: String,
+    /// A name the owner made and deleted, and its record: no longer kept here, it is one that
+    /// anybody may push to `PUT /routing/v1/ipns/{name}`.
+    pushed_name: String,
+    pushed_record: Vec<u8>,
     /// An upload link's secret with its last digit changed.
     tampered_link: String,
     file_cid: String,
@@ -326,6 +373,8 @@ impl World {
             Resource::Key => &self.key_id,
             Resource::Link => &self.link_id,
             Resource::Webhook => &self.webhook_id,
+            Resource::Name => &self.name,
+            Resource::NameLabel => &self.name_label,
         }
     }
 
@@ -343,16 +392,31 @@ impl World {
         } else {
             &self.file_cid
         };
+        // A name the same way; a record to push is of a name not kept here; IPNI's is `head`.
+        let name = match route.path {
+            "/ipns/{name}" | "/routing/v1/ipns/{name}" if route.method != "PUT" => &self.name,
+            "/routing/v1/ipns/{name}" => &self.pushed_name,
+            path if path.starts_with("/ipns/{name}/") => &self.site_name,
+            path if path.starts_with("/api/names/") => id,
+            _ => "head",
+        };
+        // The URI routers' one parameter: an address to redirect to.
+        let query = match route.path {
+            "/ipfs/" => format!("?uri=ipfs://{}", self.file_cid),
+            "/ipns/" => format!("?uri=ipns://{}", self.name),
+            _ => String::new(),
+        };
         let path = (route.path)
             .replace("{cid}", cid)
             .replace("{*path}", "hello.txt")
             .replace("{peer}", SOME_PEER)
-            .replace("{name}", "head")
+            .replace("{name}", name)
             .replace("{file}", "app.js")
             .replace("{id}", id)
             .replace("{requestid}", id)
             .replace("{delivery}", "1")
-            .replace("{secret}", &self.tampered_link);
+            .replace("{secret}", &self.tampered_link)
+            + &query;
         assert!(
             !path.contains('{'),
             "{} {}: a parameter this test does not know how to fill in",
@@ -391,6 +455,15 @@ impl World {
                 request.json(&json!({"url": "https://1.1.1.1/probe", "events": ["pin.removed"]}))
             }
             ("PATCH", "/api/uploads/{id}") => request.json(&json!({"keyvalues": {"probe": "1"}})),
+            // A name with no label (a label is the account's once), or pointed, at the file.
+            ("POST", "/api/names") | ("PUT", "/api/names/{name}") => {
+                request.json(&json!({"cid": self.file_cid}))
+            }
+            // The routing API answers records only to whom asks for one.
+            ("GET" | "HEAD", "/routing/v1/ipns/{name}") => request.header(ACCEPT, IPNS_RECORD),
+            ("PUT", "/routing/v1/ipns/{name}") => request
+                .header(CONTENT_TYPE, IPNS_RECORD)
+                .body(self.pushed_record.clone()),
             // The upload's missing bytes, at the right offset.
             ("PATCH", "/api/upload/tus/{id}") => request
                 .header("Upload-Offset", TUS_SENT.to_string())
@@ -698,7 +771,11 @@ async fn world() -> World {
     let data_dir = data.path().to_owned();
     let running = start(&data_dir, &[]);
     let owner = running.token.clone();
-    let client = reqwest::Client::new();
+    // Each route's own answer: a redirect is not followed to another route's.
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
     let other = create_account(&data_dir, "other", &[]);
 
     let created = admin(
@@ -779,6 +856,37 @@ async fn world() -> World {
         .await
         .unwrap();
     let webhook_id = webhook["id"].as_str().expect("a webhook").to_owned();
+    // IPNS names: one at the file (with a label), one at the directory, and one deleted once
+    // its record is read.
+    let make_name = |cid: &str, label: Option<&str>| {
+        let request = (client.post(format!("{}/api/names", running.upload)))
+            .bearer_auth(&owner)
+            .json(&json!({"cid": cid, "label": label}));
+        async move {
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 201);
+            let made: Value = response.json().await.unwrap();
+            made["name"].as_str().expect("a name").to_owned()
+        }
+    };
+    let name_label = "site".to_owned();
+    let name = make_name(&file_cid, Some(&name_label)).await;
+    let site_name = make_name(&dir_cid, None).await;
+    let pushed_name = make_name(&file_cid, None).await;
+    let record = (client.get(format!("{}/routing/v1/ipns/{pushed_name}", running.upload)))
+        .header(ACCEPT, IPNS_RECORD)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(record.status(), 200);
+    assert_eq!(record.headers()[CONTENT_TYPE], IPNS_RECORD);
+    let pushed_record = record.bytes().await.unwrap().to_vec();
+    let deleted = (client.delete(format!("{}/api/names/{pushed_name}", running.upload)))
+        .bearer_auth(&owner)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
 
     let world = World {
@@ -799,6 +907,11 @@ async fn world() -> World {
         key_id,
         link_id,
         webhook_id,
+        name,
+        name_label,
+        site_name,
+        pushed_name,
+        pushed_record,
         tampered_link,
         _data: data,
     };
@@ -982,9 +1095,9 @@ async fn links_refuse_what_they_should(world: &World, report: &mut Report) {
 /// route that takes a body gets a request declaring 1 GiB and sending none of it: the `401`
 /// must come at once, where a server reading the body first would wait for it.
 async fn authentication_before_the_body(world: &World, report: &mut Report) {
-    let with_body = ROUTES
-        .iter()
-        .filter(|r| matches!(r.method, "POST" | "PATCH") && !matches!(r.access, Access::Public(_)));
+    let with_body = ROUTES.iter().filter(|r| {
+        matches!(r.method, "POST" | "PATCH" | "PUT") && !matches!(r.access, Access::Public(_))
+    });
     for route in with_body {
         let revoked = format!("Bearer {}", world.revoked);
         let by_link = matches!(route.access, Access::Link);
@@ -1014,9 +1127,8 @@ async fn authentication_before_the_body(world: &World, report: &mut Report) {
                 "/api/upload" | "/api/upload/link/{secret}" => {
                     "multipart/form-data; boundary=cairn"
                 }
-                "/api/keys" | "/api/upload-links" | "/api/uploads/{id}" | "/api/webhooks" => {
-                    "application/json"
-                }
+                "/api/keys" | "/api/upload-links" | "/api/uploads/{id}" | "/api/webhooks"
+                | "/api/names" | "/api/names/{name}" => "application/json",
                 path if path.starts_with("/pins") => "application/json",
                 _ => "application/offset+octet-stream",
             };
@@ -1126,21 +1238,26 @@ async fn host_membership(
     }
 }
 
-/// A content origin (`{cid}.ipfs.localhost`, the default gateway domain) is the gateway too: a
-/// fallback service around the upload host's routes, not a `.route`, so it is checked here.
+/// A content origin (`{cid}.ipfs.localhost`, the default gateway domain, and a name's,
+/// `{name}.ipns.localhost`) is the gateway too: a fallback service around the upload host's
+/// routes, not a `.route`, so it is checked here.
 async fn subdomain_gateway(world: &World, report: &mut Report) {
     let base = url_of(&world.running.upload);
-    let host = format!("{}.ipfs.localhost", world.file_cid);
-    let client = reqwest::Client::builder()
-        .resolve(&host, base)
-        .build()
-        .unwrap();
-    let url = format!("http://{host}:{}/", base.port());
-    let response = client.get(&url).send().await.unwrap();
-    let label = format!("GET {url} (no token, public)");
-    report
-        .check(&label, response, &Expect::Allowed(200), false, false, None)
-        .await;
+    for host in [
+        format!("{}.ipfs.localhost", world.file_cid),
+        format!("{}.ipns.localhost", world.name),
+    ] {
+        let client = reqwest::Client::builder()
+            .resolve(&host, base)
+            .build()
+            .unwrap();
+        let url = format!("http://{host}:{}/", base.port());
+        let response = client.get(&url).send().await.unwrap();
+        let label = format!("GET {url} (no token, public)");
+        report
+            .check(&label, response, &Expect::Allowed(200), false, false, None)
+            .await;
+    }
 }
 
 fn url_of(base: &str) -> std::net::SocketAddr {
@@ -1176,6 +1293,7 @@ async fn other_account_lists_are_empty(world: &World, report: &mut Report) {
         (Host::Upload, "/api/uploads", "/uploads"),
         (Host::Account, "/api/uploads", "/uploads"),
         (Host::Upload, "/pins", "/results"),
+        (Host::Upload, "/api/names", "/results"),
     ];
     for (host, path, items) in lists {
         let url = format!("{}{path}", world.base(host));
@@ -1197,8 +1315,8 @@ async fn other_account_lists_are_empty(world: &World, report: &mut Report) {
 }
 
 /// Nothing above changed the first account's resources: the TUS upload still holds the bytes
-/// it had (no PATCH got through), and the upload, operation, TUS upload and pin are all there
-/// (no DELETE got through).
+/// it had (no PATCH got through), the name still points where it did (no PUT), and the upload,
+/// operation, TUS upload, pin and name are all there (no DELETE got through).
 async fn first_account_still_has_everything(world: &World, report: &mut Report) {
     let base = &world.running.upload;
     let checks = [
@@ -1251,6 +1369,22 @@ async fn first_account_still_has_everything(world: &World, report: &mut Report) 
         report.mismatches.push(format!(
             "the owner's upload list lost {}: {listed}",
             world.post_upload
+        ));
+    }
+    // The name is there (no DELETE got through) and was never pointed (no PUT did).
+    let name = (world.client.get(format!("{base}/api/names/{}", world.name)))
+        .bearer_auth(&world.owner)
+        .send()
+        .await
+        .unwrap();
+    let status = name.status().as_u16();
+    let name: Value = name.json().await.unwrap_or_default();
+    report.checks += 1;
+    if status != 200 || name["sequence"] != 0 || name["cid"] != world.file_cid.as_str() {
+        report.mismatches.push(format!(
+            "GET /api/names/{} (the owner, after the matrix): {status} {name}: a request with \
+             bad credentials changed it",
+            world.name
         ));
     }
 }
