@@ -65,7 +65,7 @@ pub fn upload_app(state: AppState) -> Router {
             "/routing/v1/ipns/{name}",
             get(names::routing_get)
                 .put(names::routing_put)
-                .layer(DefaultBodyLimit::max(MAX_RECORD_BYTES + 1)),
+                .layer(DefaultBodyLimit::max(MAX_RECORD_BYTES)),
         )
         .route("/ipni/v1/ad/{name}", get(ipni::chain_block))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))

@@ -234,6 +234,8 @@ pub async fn find(
 ) -> Result<KeptName, NameError> {
     let kept = match name_or_label.parse::<Name>() {
         Ok(name) => service.store.kept_name(&name.to_string()).await?,
+        // No name has a label it could not have been given (nor is a NUL sent to the database).
+        Err(_) if check_label(name_or_label).is_err() => None,
         Err(_) => {
             service
                 .store
