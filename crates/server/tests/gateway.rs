@@ -420,6 +420,43 @@ async fn the_probe_identity_cids_and_formats_answer_as_todays_specs_say() {
         bytes.extend([7; 129]);
         cid::multibase::encode(cid::multibase::Base::Base32Lower, bytes)
     };
+    // Past the CID type's 64 bytes and within the limit: read from the CID all the same.
+    let inline: Vec<u8> = (0..100u8).map(|i| b'a' + i % 26).collect();
+    let long = {
+        let mut bytes = vec![0x01, 0x55, 0x00, 100];
+        bytes.extend(&inline);
+        cid::multibase::encode(cid::multibase::Base::Base32Lower, bytes)
+    };
+    let response = get(&server, &format!("/ipfs/{long}"), &[]).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; charset=utf-8"
+    );
+    assert_eq!(response.bytes().await.unwrap(), &inline[..]);
+    let response = get(
+        &server,
+        &format!("/ipfs/{long}?format=raw"),
+        &[("Range", "bytes=0-9")],
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::PARTIAL_CONTENT);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/vnd.ipld.raw"
+    );
+    assert_eq!(response.bytes().await.unwrap(), &inline[..10]);
+    let car = get(&server, &format!("/ipfs/{long}?format=car"), &[]).await;
+    let car = car.bytes().await.unwrap();
+    // A header naming the root, and no block: the header's length prefix, then the header.
+    let (header_len, header) = unsigned_varint::decode::usize(&car).unwrap();
+    assert_eq!(header.len(), header_len, "a block follows the header");
+    assert!(
+        header.windows(inline.len()).any(|w| w == inline),
+        "the root is not in the header"
+    );
+    let response = get(&server, &format!("/ipfs/{long}/a/path"), &[]).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     let response = get(&server, &format!("/ipfs/{big}?format=raw"), &[]).await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     let body: serde_json::Value = response.json().await.unwrap();

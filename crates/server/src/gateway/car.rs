@@ -20,7 +20,7 @@ use super::{
 };
 use crate::error::ApiError;
 
-const RAW_TYPE: &str = "application/vnd.ipld.raw";
+pub(super) const RAW_TYPE: &str = "application/vnd.ipld.raw";
 
 /// `?format=raw`: the target's block itself.
 pub(super) async fn raw(

@@ -4,6 +4,7 @@
 //! - [`resolve`]: the CID and path of a request, followed through directories and HAMTs.
 //! - [`car`]: trustless CAR responses (IPFS Trustless Gateway spec) with `dag-scope`,
 //!   `entity-bytes`, `car-version`/`car-order`/`car-dups`; raw blocks are here too.
+//! - `inline`: identity CIDs of 65 to 128 bytes, which the CID type cannot hold.
 //! - [`file`]: plain files for browsers and curl, with `Range`, a content type from the name
 //!   or the bytes, `?filename=` and `?download=true`.
 //! - [`ipns`]: `/ipns/{name}`: the name resolved, then served as `/ipfs/` is, or its record.
@@ -21,6 +22,7 @@
 
 mod car;
 mod file;
+mod inline;
 pub mod ipns;
 mod listing;
 mod resolve;
@@ -248,6 +250,19 @@ async fn serve(
         content_origin,
         headers,
     } = asked;
+    let param = |key: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    if let Some(inline) = param("cid").and_then(inline::Inline::parse) {
+        let path: Vec<String> = (param("path").unwrap_or_default().split('/'))
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned)
+            .collect();
+        return inline.respond(negotiate(&query, &headers)?, &path, &headers, &uri);
+    }
     let (root, path) = resolve::parse(params, state.service.config.read_limits.max_depth)?;
     let format = negotiate(&query, &headers)?;
     let on_path_gateway = content_origin.is_none();

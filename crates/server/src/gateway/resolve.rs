@@ -3,11 +3,9 @@
 use cairn_unixfs::read::{ReadError, Resolved};
 use cairn_unixfs::Cid;
 
+use super::inline::MAX_IDENTITY_BYTES;
 use super::{blocking, Request, StoredReader};
 use crate::error::ApiError;
-
-/// The largest identity CID digest (inline data) anyone may use (IPIP-0512).
-const MAX_IDENTITY_BYTES: u64 = 128;
 
 /// The root CID and the path's names from the route's parameters. A path deeper than the
 /// reader may walk is refused here, before any block is read.
