@@ -190,8 +190,8 @@ pub struct ServeConfig {
     pub webhook_allow_private: bool,
     /// The certificate chain and key both hosts serve TLS with.
     pub tls: Option<(PathBuf, PathBuf)>,
-    /// The file of the key that seals names' keys.
-    pub names_key: PathBuf,
+    /// The file of the key that seals names' keys, when given (`--names-key`).
+    pub names_key: Option<PathBuf>,
 }
 
 /// Where the IPFS node listens, what it announces, and whom it joins.
@@ -248,10 +248,11 @@ impl ServeConfig {
         let file = Settings::load(config)?;
         let default_addr = |a: &str| a.parse::<SocketAddr>().expect("valid default address");
         let profile = flags.profile.or(file.profile);
-        let data_dir = (flags.data_dir.clone().or(file.data_dir.clone()))
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
         Ok(Self {
-            data_dir: data_dir.clone(),
+            data_dir: flags
+                .data_dir
+                .or(file.data_dir)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
             database_url: flags.database_url.or(file.database_url),
             store: flags.store.or(file.store),
             listen: flags
@@ -316,10 +317,7 @@ impl ServeConfig {
             web_dir: flags.web_dir.or(file.web_dir),
             webhook_allow_private: (flags.webhook_allow_private.or(file.webhook_allow_private))
                 .unwrap_or(false),
-            names_key: match flags.names_key.or(file.names_key) {
-                Some(path) => path,
-                None => data_dir.join("names.key"),
-            },
+            names_key: flags.names_key.or(file.names_key),
             tls: match (
                 flags.tls_cert.or(file.tls_cert),
                 flags.tls_key.or(file.tls_key),

@@ -139,11 +139,26 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         Some(p2p) => Some(start_node(&config, p2p, store.clone(), packs.clone()).await?),
         None => None,
     };
-    let names_key = NamesKey::load_or_create(&config.names_key)
-        .with_context(|| format!("the names key {}", config.names_key.display()))?;
-    let service = Service::new(store, packs, staging, tus_bytes, service_config)
-        .with_node(node.clone())
-        .with_names_key(names_key);
+    // Nodes sharing a database must share the names key: one made by a node alone would seal
+    // names the others cannot open. Given none there, names are off, said in one line.
+    let names_key = match (&config.names_key, config.database_url.is_some()) {
+        (Some(path), _) => Some(path.clone()),
+        (None, false) => Some(config.data_dir.join("names.key")),
+        (None, true) => {
+            tracing::warn!(
+                "IPNS names are off: nodes sharing a database need the same names key; give \
+                 each --names-key FILE (32 bytes in base64: `openssl rand -base64 32`)"
+            );
+            None
+        }
+    };
+    let mut service =
+        Service::new(store, packs, staging, tus_bytes, service_config).with_node(node.clone());
+    if let Some(path) = names_key {
+        let key = NamesKey::load_or_create(&path)
+            .with_context(|| format!("the names key {}", path.display()))?;
+        service = service.with_names_key(key);
+    }
     service
         .nodes
         .refresh(service.store.as_ref())

@@ -1,5 +1,5 @@
-//! The few CBOR items Cairn writes by hand, each of one fixed shape: the CAR header here, and
-//! the IPNI announce (`cairn-p2p`). Item heads in their shortest form, as DAG-CBOR requires.
+//! The few CBOR items Cairn writes by hand, each of one fixed shape: the CAR header here, the
+//! IPNI announce and IPNS records' data (`cairn-p2p`), a long identity CID's CAR (the gateway). Item heads in their shortest form, as DAG-CBOR requires.
 
 use cairn_unixfs::Cid;
 
@@ -39,11 +39,21 @@ pub fn bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// A text string.
+pub fn text(out: &mut Vec<u8>, text: &str) {
+    head(out, MAJOR_TEXT, text.len() as u64);
+    out.extend_from_slice(text.as_bytes());
+}
+
 /// A CID: tag 42 over its binary form behind the identity multibase prefix 0x00.
 pub fn cid(out: &mut Vec<u8>, cid: &Cid) {
-    let binary = cid.to_bytes();
+    cid_bytes(out, &cid.to_bytes());
+}
+
+/// A CID given as its binary form (one the `Cid` type cannot hold: a long identity CID).
+pub fn cid_bytes(out: &mut Vec<u8>, binary: &[u8]) {
     head(out, MAJOR_TAG, CID_TAG);
     head(out, MAJOR_BYTES, binary.len() as u64 + 1);
     out.push(0);
-    out.extend_from_slice(&binary);
+    out.extend_from_slice(binary);
 }

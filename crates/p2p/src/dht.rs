@@ -45,7 +45,8 @@ pub fn behaviour(local: PeerId, protocol: StreamProtocol, lan: bool) -> Kademlia
         .set_provider_record_ttl(Some(PROVIDER_RECORD_TTL))
         .set_query_timeout(Duration::from_secs(60))
         .set_kbucket_inserts(kad::BucketInserts::Manual)
-        // Records other peers put are checked before they are kept (`acceptable`).
+        // Records other peers put are checked before they are kept (`acceptable`); this
+        // hands provider records to the node too, which keeps them as they come.
         .set_record_filtering(kad::StoreInserts::FilterBoth);
     let mut dht = kad::Behaviour::with_config(local, ProviderRecords::new(local), config);
     if lan {

@@ -295,18 +295,19 @@ struct SignedData<'a> {
 /// The DAG-CBOR map, its keys in DAG-CBOR's order (shorter first, then bytewise): any other
 /// order is other bytes, and the signature would not verify elsewhere.
 fn signed_data(value: &str, validity: &str, sequence: u64, ttl: u64) -> Vec<u8> {
+    use cairn_car::cbor::{bytes, head, text, MAJOR_MAP, MAJOR_UINT};
     let mut out = Vec::with_capacity(value.len() + validity.len() + 64);
-    cbor::head(&mut out, cbor::MAP, 5);
-    cbor::text(&mut out, "TTL");
-    cbor::head(&mut out, cbor::UNSIGNED, ttl);
-    cbor::text(&mut out, "Value");
-    cbor::bytes(&mut out, value.as_bytes());
-    cbor::text(&mut out, "Sequence");
-    cbor::head(&mut out, cbor::UNSIGNED, sequence);
-    cbor::text(&mut out, "Validity");
-    cbor::bytes(&mut out, validity.as_bytes());
-    cbor::text(&mut out, "ValidityType");
-    cbor::head(&mut out, cbor::UNSIGNED, EOL);
+    head(&mut out, MAJOR_MAP, 5);
+    text(&mut out, "TTL");
+    head(&mut out, MAJOR_UINT, ttl);
+    text(&mut out, "Value");
+    bytes(&mut out, value.as_bytes());
+    text(&mut out, "Sequence");
+    head(&mut out, MAJOR_UINT, sequence);
+    text(&mut out, "Validity");
+    bytes(&mut out, validity.as_bytes());
+    text(&mut out, "ValidityType");
+    head(&mut out, MAJOR_UINT, EOL);
     out
 }
 
@@ -377,52 +378,20 @@ pub fn unix_ms(at: SystemTime) -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// The little of CBOR an IPNS record's data needs: heads, text keys, byte strings and
-/// unsigned integers, and skipping whatever else an extension put there.
+/// Reading the little of CBOR an IPNS record's data needs: heads, text keys, byte strings and
+/// unsigned integers, and skipping whatever else an extension put there (writing is
+/// `cairn_car::cbor`'s).
 mod cbor {
     use super::RecordError;
-
-    pub const UNSIGNED: u8 = 0;
-    const BYTES: u8 = 2;
-    const TEXT: u8 = 3;
-    const ARRAY: u8 = 4;
-    pub const MAP: u8 = 5;
-    const TAG: u8 = 6;
+    use cairn_car::cbor::{
+        MAJOR_ARRAY as ARRAY, MAJOR_BYTES as BYTES, MAJOR_TAG as TAG, MAJOR_TEXT as TEXT,
+    };
+    pub use cairn_car::cbor::{MAJOR_MAP as MAP, MAJOR_UINT as UNSIGNED};
     /// Nesting deeper than this in an extension is refused rather than recursed into.
     const MAX_DEPTH: usize = 16;
 
     fn malformed() -> RecordError {
         RecordError::Malformed("its signed data is not valid DAG-CBOR")
-    }
-
-    pub fn head(out: &mut Vec<u8>, major: u8, argument: u64) {
-        let major = major << 5;
-        match argument {
-            0..=23 => out.push(major | argument as u8),
-            24..=0xff => out.extend_from_slice(&[major | 24, argument as u8]),
-            0x100..=0xffff => {
-                out.push(major | 25);
-                out.extend_from_slice(&(argument as u16).to_be_bytes());
-            }
-            0x1_0000..=0xffff_ffff => {
-                out.push(major | 26);
-                out.extend_from_slice(&(argument as u32).to_be_bytes());
-            }
-            _ => {
-                out.push(major | 27);
-                out.extend_from_slice(&argument.to_be_bytes());
-            }
-        }
-    }
-
-    pub fn text(out: &mut Vec<u8>, text: &str) {
-        head(out, TEXT, text.len() as u64);
-        out.extend_from_slice(text.as_bytes());
-    }
-
-    pub fn bytes(out: &mut Vec<u8>, bytes: &[u8]) {
-        head(out, BYTES, bytes.len() as u64);
-        out.extend_from_slice(bytes);
     }
 
     pub fn take_head(data: &mut &[u8]) -> Result<(u8, u64), RecordError> {

@@ -40,6 +40,10 @@ pub fn private_file(
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let bytes = make()?;
+            // A data directory on shared stores may hold nothing else yet.
+            if let Some(dir) = path.parent() {
+                fs::create_dir_all(dir)?;
+            }
             // Written whole or not at all: a temporary file, synced, then renamed.
             let temporary = path.with_extension("tmp");
             let mut file = OpenOptions::new()

@@ -536,19 +536,7 @@ impl Task {
                         }
                     }
                 }
-                if queries.is_empty() {
-                    let _ = reply.send(0);
-                    return;
-                }
-                let slot = providing.len();
-                for query in &queries {
-                    self.provides.insert(*query, slot);
-                }
-                providing.push(Some(Providing {
-                    reply: Some(reply),
-                    queries,
-                    peers: 0,
-                }));
+                self.track_write(queries, reply, providing);
             }
             Command::PutRecord { record, reply } => {
                 let behaviour = self.swarm.behaviour_mut();
@@ -559,15 +547,7 @@ impl Task {
                         Err(e) => tracing::warn!(error = %e, "a record could not be kept"),
                     }
                 }
-                let slot = providing.len();
-                for query in &queries {
-                    self.provides.insert(*query, slot);
-                }
-                providing.push(Some(Providing {
-                    reply: Some(reply),
-                    queries,
-                    peers: 0,
-                }));
+                self.track_write(queries, reply, providing);
             }
             Command::GetRecord { key, found } => {
                 let behaviour = self.swarm.behaviour_mut();
@@ -670,6 +650,22 @@ impl Task {
                     let _ = dht.store_mut().put(record);
                 }
             }
+            // Filtering records filters provider records too: those are kept as they come
+            // (the store bounds them).
+            kad::Event::InboundRequest {
+                request:
+                    kad::InboundRequest::AddProvider {
+                        record: Some(record),
+                    },
+            } => {
+                let behaviour = self.swarm.behaviour_mut();
+                let dht = if lan {
+                    &mut behaviour.lan
+                } else {
+                    &mut behaviour.wan
+                };
+                let _ = dht.store_mut().add_provider(record);
+            }
             kad::Event::OutboundQueryProgressed {
                 id,
                 result: kad::QueryResult::GetRecord(result),
@@ -731,6 +727,29 @@ impl Task {
             }
             _ => {}
         }
+    }
+
+    /// Answer `reply` with the peers `queries` reach once they have all ended (at once, 0,
+    /// when there are none: the routing tables are empty, or the store refused the record).
+    fn track_write(
+        &mut self,
+        queries: Vec<QueryId>,
+        reply: oneshot::Sender<usize>,
+        providing: &mut Vec<Option<Providing>>,
+    ) {
+        if queries.is_empty() {
+            let _ = reply.send(0);
+            return;
+        }
+        let slot = providing.len();
+        for query in &queries {
+            self.provides.insert(*query, slot);
+        }
+        providing.push(Some(Providing {
+            reply: Some(reply),
+            queries,
+            peers: 0,
+        }));
     }
 
     /// A provide's or a put's query ended, having reached `peers`: answer once all its

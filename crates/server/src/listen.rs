@@ -23,6 +23,7 @@ use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceExt;
 
 use crate::error::ApiError;
 
@@ -119,6 +120,20 @@ async fn begins_http2(stream: &TcpStream, within: Duration) -> Option<bool> {
     looked.await.ok()?.ok()
 }
 
+/// An HTTP/2 request names its host in the `:authority` pseudo-header, which hyper puts in
+/// the URI, not in `Host`: copied there, so that everything that reads the host (content
+/// origins, the subdomain redirect, CORS) sees the same over either version.
+fn host_from_authority<B>(mut request: axum::http::Request<B>) -> axum::http::Request<B> {
+    if !request.headers().contains_key(axum::http::header::HOST) {
+        let host = (request.uri().authority())
+            .and_then(|authority| axum::http::HeaderValue::from_str(authority.as_str()).ok());
+        if let Some(host) = host {
+            request.headers_mut().insert(axum::http::header::HOST, host);
+        }
+    }
+    request
+}
+
 /// One accepted connection, to be served over HTTP/1.1 or HTTP/2.
 struct Connection {
     app: Router,
@@ -131,7 +146,7 @@ impl Connection {
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        let service = TowerToHyperService::new(self.app);
+        let service = TowerToHyperService::new(self.app.map_request(host_from_authority));
         if http2 {
             let mut builder = http2::Builder::new(TokioExecutor::new());
             builder

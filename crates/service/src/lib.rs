@@ -29,6 +29,7 @@ pub mod gc;
 pub mod ipni_publisher;
 pub mod metrics;
 pub mod names;
+mod names_key;
 pub mod nodes;
 mod outcome;
 pub mod pin;
@@ -54,7 +55,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::events::EventBus;
 use crate::metrics::Metrics;
-use crate::names::NamesKey;
+use crate::names_key::NamesKey;
 use crate::nodes::NodeDirectory;
 use crate::progress::{IpniStats, ProvideStats};
 use crate::served::ServedBytes;

@@ -7,18 +7,16 @@
 //! (the store's compare-and-set on the sequence picks one), and each node puts every name to
 //! the DHT when it starts.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use base64::Engine;
 use cairn_p2p::ipns::{self, Name, Record};
-use cairn_p2p::key::{private_file, Keypair};
+use cairn_p2p::key::Keypair;
 use cairn_store::names::{ForeignRecord, KeptName};
 use cairn_store::{now_ms, StoreError};
 use cairn_unixfs::Cid;
-use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_LEN};
 
+pub use crate::names_key::NamesKey;
 use crate::{sleep_unless_stopped, Service};
 
 /// How long a record is valid.
@@ -48,68 +46,6 @@ pub enum NameError {
     Unsealable,
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-/// The key that seals names' secret keys in the metadata store: without it the database
-/// alone cannot sign. Kept in the data directory, or given (`--names-key`) so that every
-/// node of a deployment shares it.
-pub struct NamesKey(LessSafeKey);
-
-impl NamesKey {
-    /// The key in `path` (32 bytes in base64), made there first if there is none.
-    pub fn load_or_create(path: &Path) -> std::io::Result<Self> {
-        let text = private_file(path, || {
-            let mut key = [0u8; 32];
-            getrandom::fill(&mut key).map_err(std::io::Error::other)?;
-            Ok(base64::engine::general_purpose::STANDARD
-                .encode(key)
-                .into_bytes())
-        })?;
-        Self::from_base64(&String::from_utf8_lossy(&text)).map_err(|e| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("{}: {e}", path.display()),
-            )
-        })
-    }
-
-    pub fn from_base64(text: &str) -> Result<Self, String> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text.trim())
-            .map_err(|_| "the names key is not base64 (make one with `openssl rand -base64 32`)")?;
-        let key = UnboundKey::new(&CHACHA20_POLY1305, &bytes)
-            .map_err(|_| format!("the names key is {} bytes; it must be 32", bytes.len()))?;
-        Ok(Self(LessSafeKey::new(key)))
-    }
-
-    /// A random nonce, then the sealed bytes and their tag.
-    fn seal(&self, secret: &[u8]) -> Vec<u8> {
-        let mut nonce = [0u8; NONCE_LEN];
-        getrandom::fill(&mut nonce).expect("OS random source");
-        let mut sealed = secret.to_vec();
-        self.0
-            .seal_in_place_append_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::empty(),
-                &mut sealed,
-            )
-            .expect("sealing a key in memory does not fail");
-        [&nonce[..], &sealed].concat()
-    }
-
-    fn open(&self, sealed: &[u8]) -> Result<Keypair, NameError> {
-        if sealed.len() < NONCE_LEN {
-            return Err(NameError::Unsealable);
-        }
-        let (nonce, sealed) = sealed.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| NameError::Unsealable)?;
-        let mut bytes = sealed.to_vec();
-        let secret = self
-            .0
-            .open_in_place(nonce, Aad::empty(), &mut bytes)
-            .map_err(|_| NameError::Unsealable)?;
-        Keypair::from_protobuf_encoding(secret).map_err(|_| NameError::Unsealable)
-    }
 }
 
 /// A name resolved: what its record says, and the record as it travels.
@@ -186,7 +122,7 @@ async fn sign_again(
     value: String,
     step: u64,
 ) -> Result<KeptName, NameError> {
-    let key = names_key(service)?.open(&kept.sealed_key)?;
+    let key = (names_key(service)?.open(&kept.sealed_key)).ok_or(NameError::Unsealable)?;
     let previous = kept.sequence;
     let sequence = previous.saturating_add(step);
     let (record, validity) = signed(&key, &value, sequence);
@@ -398,20 +334,6 @@ async fn republish_round(service: &Service) -> Result<(), NameError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_sealed_key_opens_with_its_names_key_and_no_other() {
-        let dir = tempfile::tempdir().unwrap();
-        let sealer = NamesKey::load_or_create(&dir.path().join("names.key")).unwrap();
-        let again = NamesKey::load_or_create(&dir.path().join("names.key")).unwrap();
-        let key = Keypair::generate_ed25519();
-        let sealed = sealer.seal(&key.to_protobuf_encoding().unwrap());
-        assert_eq!(again.open(&sealed).unwrap().public(), key.public());
-        let other = NamesKey::load_or_create(&dir.path().join("other.key")).unwrap();
-        assert!(matches!(other.open(&sealed), Err(NameError::Unsealable)));
-        let short = NamesKey::from_base64("c2hvcnQ=").err().unwrap();
-        assert!(short.contains("32"), "{short}");
-    }
 
     #[test]
     fn labels_are_short_plain_and_never_a_name() {

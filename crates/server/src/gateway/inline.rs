@@ -122,22 +122,15 @@ impl Inline {
 
     /// A CAR v1 whose header names this CID as its root, and no block.
     fn car(&self) -> Vec<u8> {
-        // DAG-CBOR `{"roots": [CID], "version": 1}`: a CID is tag 42 over a byte string of a
-        // zero byte and the CID's bytes.
-        let mut header = vec![0xa2, 0x65];
-        header.extend_from_slice(b"roots");
-        header.extend_from_slice(&[0x81, 0xd8, 0x2a]);
-        let cid_len = self.bytes.len() + 1;
-        if cid_len < 24 {
-            header.push(0x40 | cid_len as u8);
-        } else {
-            header.extend_from_slice(&[0x58, cid_len as u8]);
-        }
-        header.push(0x00);
-        header.extend_from_slice(&self.bytes);
-        header.push(0x67);
-        header.extend_from_slice(b"version");
-        header.push(0x01);
+        use cairn_car::cbor::{cid_bytes, head, text, MAJOR_ARRAY, MAJOR_MAP, MAJOR_UINT};
+        // DAG-CBOR `{"roots": [CID], "version": 1}`, keys in DAG-CBOR's order.
+        let mut header = Vec::with_capacity(self.bytes.len() + 24);
+        head(&mut header, MAJOR_MAP, 2);
+        text(&mut header, "roots");
+        head(&mut header, MAJOR_ARRAY, 1);
+        cid_bytes(&mut header, &self.bytes);
+        text(&mut header, "version");
+        head(&mut header, MAJOR_UINT, 1);
         let mut car = Vec::with_capacity(header.len() + 2);
         let mut length = unsigned_varint::encode::u64_buffer();
         car.extend_from_slice(unsigned_varint::encode::u64(
