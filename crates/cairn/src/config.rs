@@ -130,7 +130,8 @@ pub struct Settings {
     pub tls_key: Option<PathBuf>,
     /// File holding the key (32 bytes, base64) that seals the keys of IPNS names in the
     /// database; every node sharing a database needs the same one [default:
-    /// {data-dir}/names.key, made on first start].
+    /// {data-dir}/names.key, made on first start; on a shared database (--database-url) none,
+    /// and names are off].
     #[arg(long, env = "CAIRN_NAMES_KEY")]
     pub names_key: Option<PathBuf>,
 }
