@@ -639,12 +639,7 @@ impl Task {
                         ..
                     },
             } => {
-                let behaviour = self.swarm.behaviour_mut();
-                let dht = if lan {
-                    &mut behaviour.lan
-                } else {
-                    &mut behaviour.wan
-                };
+                let dht = self.dht(lan);
                 let kept = dht.store_mut().get(&record.key).map(|r| r.into_owned());
                 if dht::acceptable(&record, kept.as_ref()) {
                     let _ = dht.store_mut().put(record);
@@ -658,12 +653,7 @@ impl Task {
                         record: Some(record),
                     },
             } => {
-                let behaviour = self.swarm.behaviour_mut();
-                let dht = if lan {
-                    &mut behaviour.lan
-                } else {
-                    &mut behaviour.wan
-                };
+                let dht = self.dht(lan);
                 let _ = dht.store_mut().add_provider(record);
             }
             kad::Event::OutboundQueryProgressed {
@@ -726,6 +716,16 @@ impl Task {
                 self.write_ended(id, stats.num_successes() as usize, providing);
             }
             _ => {}
+        }
+    }
+
+    /// The LAN DHT, or the WAN one.
+    fn dht(&mut self, lan: bool) -> &mut dht::Kademlia {
+        let behaviour = self.swarm.behaviour_mut();
+        if lan {
+            &mut behaviour.lan
+        } else {
+            &mut behaviour.wan
         }
     }
 
