@@ -334,6 +334,57 @@ async fn republish_round(service: &Service) -> Result<(), NameError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cairn_store::packs::Packs;
+    use cairn_store::sqlite::SqliteStore;
+    use cairn_store::staging::Staging;
+    use cairn_store::tus_bytes::FileTusBytes;
+    use cairn_store::{AccountLimits, MetadataStore};
+
+    use crate::ServiceConfig;
+
+    /// A record with less than a day left is signed again, same sequence, valid two days
+    /// more; one with more left is not touched.
+    #[tokio::test]
+    async fn a_record_near_its_end_is_signed_again_with_its_sequence() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(
+            SqliteStore::open(&dir.path().join("cairn.db"))
+                .await
+                .unwrap(),
+        );
+        let service = Service::new(
+            store.clone(),
+            Packs::open(dir.path().join("packs")).unwrap(),
+            Staging::open(dir.path().join("staging")).unwrap(),
+            Arc::new(FileTusBytes::open(dir.path().join("tus")).unwrap()),
+            ServiceConfig::default(),
+        )
+        .with_names_key(NamesKey::load_or_create(&dir.path().join("names.key")).unwrap());
+        let account = store
+            .create_account("names", AccountLimits::default())
+            .await
+            .unwrap();
+        let cid: Cid = "bafkqaaa".parse().unwrap();
+        let ending = create(&service, account.id, &cid, None).await.unwrap();
+        let fresh = create(&service, account.id, &cid, None).await.unwrap();
+        // As if made 47 hours ago: an hour left.
+        let aged = KeptName {
+            expires_at_ms: now_ms() + 3_600_000,
+            ..ending.clone()
+        };
+        assert!(store.update_name(&aged, 0).await.unwrap());
+
+        republish_round(&service).await.unwrap();
+        let renewed = store.kept_name(&ending.name).await.unwrap().unwrap();
+        let name: Name = ending.name.parse().unwrap();
+        let record = Record::verify(&name, &renewed.record, SystemTime::now()).unwrap();
+        assert_eq!((renewed.sequence, record.sequence), (0, 0));
+        let two_days = SystemTime::now() + RECORD_LIFETIME - Duration::from_secs(60);
+        assert!(record.validity > two_days, "{:?}", record.validity);
+        assert_eq!(ipns::unix_ms(record.validity), renewed.expires_at_ms);
+        let untouched = store.kept_name(&fresh.name).await.unwrap().unwrap();
+        assert_eq!(untouched.record, fresh.record);
+    }
 
     #[test]
     fn labels_are_short_plain_and_never_a_name() {
