@@ -29,15 +29,8 @@ impl Inline {
     /// are ordinary CIDs) and at most [`MAX_IDENTITY_BYTES`].
     pub(super) fn parse(text: &str) -> Option<Self> {
         let (_, bytes) = cid::multibase::decode(text).ok()?;
-        let varint = |bytes| unsigned_varint::decode::u64(bytes).ok();
-        let (version, rest) = varint(&bytes)?;
-        let (codec, rest) = varint(rest)?;
-        let (hash, rest) = varint(rest)?;
-        let (len, data) = varint(rest)?;
-        let fits = version == 1
-            && hash == cairn_unixfs::block::IDENTITY
-            && (65..=MAX_IDENTITY_BYTES).contains(&len)
-            && data.len() as u64 == len;
+        let (codec, len, data) = identity_parts(&bytes)?;
+        let fits = (65..=MAX_IDENTITY_BYTES).contains(&len) && data.len() as u64 == len;
         let data = Bytes::copy_from_slice(data);
         fits.then(|| Self {
             text: text.to_owned(),
@@ -140,4 +133,22 @@ impl Inline {
         car.extend_from_slice(&header);
         car
     }
+}
+
+/// The digest length of a CIDv1 whose multihash is the identity, however long it is (for
+/// saying what an identity CID the `Cid` type refused is).
+pub(super) fn identity_digest_len(text: &str) -> Option<u64> {
+    let (_, bytes) = cid::multibase::decode(text).ok()?;
+    identity_parts(&bytes).map(|(_, len, _)| len)
+}
+
+/// A binary CIDv1 with the identity multihash: its codec, the digest length it declares, and
+/// the bytes after that length.
+fn identity_parts(bytes: &[u8]) -> Option<(u64, u64, &[u8])> {
+    let varint = |bytes| unsigned_varint::decode::u64(bytes).ok();
+    let (version, rest) = varint(bytes)?;
+    let (codec, rest) = varint(rest)?;
+    let (hash, rest) = varint(rest)?;
+    let (len, data) = varint(rest)?;
+    (version == 1 && hash == cairn_unixfs::block::IDENTITY).then_some((codec, len, data))
 }

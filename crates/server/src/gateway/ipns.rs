@@ -4,28 +4,23 @@
 //! application/vnd.ipfs.ipns-record` answers the signed record itself (trustless gateway spec),
 //! for a client that verifies it.
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, State};
-use axum::http::{header, HeaderMap, Method, Uri};
+use axum::extract::{Path, State};
+use axum::http::header;
 use axum::response::Response;
 use cairn_p2p::ipns::Name;
 use cairn_service::names as service_names;
 
-use super::{serve, subdomain, Asked, GatewayParams};
+use super::{serve, Asked};
 use crate::error::ApiError;
 use crate::routes::names::{record_response, IPNS_RECORD};
 use crate::state::AppState;
 
 pub async fn get(
     State(state): State<AppState>,
-    method: Method,
-    uri: Uri,
     Path(params): Path<Vec<(String, String)>>,
-    query: Result<Query<GatewayParams>, QueryRejection>,
-    content_origin: Option<Extension<subdomain::ContentOrigin>>,
-    headers: HeaderMap,
+    asked: Asked,
 ) -> Result<Response, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let (query, headers) = (&asked.query, &asked.headers);
     let param = |key: &str| {
         params
             .iter()
@@ -40,7 +35,7 @@ pub async fn get(
         ))
     })?;
     let wants_record = query.format.as_deref() == Some("ipns-record")
-        || super::accept(&headers).contains(IPNS_RECORD);
+        || super::accept(headers).contains(IPNS_RECORD);
     // A record is the name's, not a path's (path gateway spec, `application/vnd.ipfs.ipns-record`).
     if wants_record && !param("path").is_empty() {
         return Err(ApiError::BadRequest(format!(
@@ -78,13 +73,6 @@ pub async fn get(
         ("cid".to_owned(), cid.to_string()),
         ("path".to_owned(), path),
     ];
-    let asked = Asked {
-        method,
-        uri,
-        query,
-        content_origin,
-        headers,
-    };
     let name_text = name.to_string();
     serve(&state, asked, &params, Some((&name_text, record.ttl))).await
 }

@@ -40,7 +40,8 @@ use std::io;
 
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -178,21 +179,9 @@ struct Request {
 /// `GET /ipfs/{cid}` and `GET /ipfs/{cid}/{*path}` (HEAD too).
 pub async fn get(
     State(state): State<AppState>,
-    method: Method,
-    uri: Uri,
     Path(params): Path<Vec<(String, String)>>,
-    query: Result<Query<GatewayParams>, QueryRejection>,
-    content_origin: Option<Extension<subdomain::ContentOrigin>>,
-    headers: HeaderMap,
+    asked: Asked,
 ) -> Result<Response, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let asked = Asked {
-        method,
-        uri,
-        query,
-        content_origin,
-        headers,
-    };
     serve(&state, asked, &params, None).await
 }
 
@@ -235,6 +224,23 @@ pub struct Asked {
     headers: HeaderMap,
 }
 
+impl<S: Send + Sync> FromRequestParts<S> for Asked {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Query(query) = Query::<GatewayParams>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+        Ok(Self {
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+            query,
+            content_origin: parts.extensions.get().cloned().map(Extension),
+            headers: parts.headers.clone(),
+        })
+    }
+}
+
 /// Serve `params` (`cid` and `path`). `name`: the request came as `/ipns/{name}/...`, whose
 /// record may be cached for `ttl`: the content changes when the name is pointed elsewhere.
 async fn serve(
@@ -250,20 +256,16 @@ async fn serve(
         content_origin,
         headers,
     } = asked;
-    let param = |key: &str| {
-        params
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    };
-    if let Some(inline) = param("cid").and_then(inline::Inline::parse) {
-        let path: Vec<String> = (param("path").unwrap_or_default().split('/'))
-            .filter(|name| !name.is_empty())
-            .map(str::to_owned)
-            .collect();
+    let max_depth = state.service.config.read_limits.max_depth;
+    let cid = params
+        .iter()
+        .find(|(k, _)| k == "cid")
+        .map(|(_, v)| v.as_str());
+    if let Some(inline) = cid.and_then(inline::Inline::parse) {
+        let path = resolve::path_names(params, max_depth)?;
         return inline.respond(negotiate(&query, &headers)?, &path, &headers, &uri);
     }
-    let (root, path) = resolve::parse(params, state.service.config.read_limits.max_depth)?;
+    let (root, path) = resolve::parse(params, max_depth)?;
     let format = negotiate(&query, &headers)?;
     let on_path_gateway = content_origin.is_none();
     if let Some(domain) = &state.config.gateway_domain {

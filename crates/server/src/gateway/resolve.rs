@@ -3,7 +3,7 @@
 use cairn_unixfs::read::{ReadError, Resolved};
 use cairn_unixfs::Cid;
 
-use super::inline::MAX_IDENTITY_BYTES;
+use super::inline::{identity_digest_len, MAX_IDENTITY_BYTES};
 use super::{blocking, Request, StoredReader};
 use crate::error::ApiError;
 
@@ -33,8 +33,17 @@ pub fn parse(
             )),
             None => ApiError::BadRequest(format!("{cid_text:?} is not a CID: {e}")),
         })?;
-    let path: Vec<String> = param("path")
-        .unwrap_or_default()
+    Ok((root, path_names(params, max_depth)?))
+}
+
+/// The path's names from the route's parameters, refused past `max_depth`.
+pub(super) fn path_names(
+    params: &[(String, String)],
+    max_depth: usize,
+) -> Result<Vec<String>, ApiError> {
+    let path: Vec<String> = (params.iter())
+        .find(|(k, _)| k == "path")
+        .map_or("", |(_, v)| v.as_str())
         .split('/')
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
@@ -45,7 +54,7 @@ pub fn parse(
             path.len()
         )));
     }
-    Ok((root, path))
+    Ok(path)
 }
 
 /// Follow the request's path from its root; with the CID each name leads to, root first
@@ -87,16 +96,4 @@ fn whole_path(e: ReadError, path: &[String]) -> ReadError {
         },
         e => e,
     }
-}
-
-/// The digest length of a CIDv1 whose multihash is the identity, however long it is (the
-/// CID type holds at most 64 bytes, so a longer one is read here to say what it is).
-fn identity_digest_len(text: &str) -> Option<u64> {
-    let (_, bytes) = cid::multibase::decode(text).ok()?;
-    let varint = |bytes| unsigned_varint::decode::u64(bytes).ok();
-    let (version, rest) = varint(&bytes)?;
-    let (_codec, rest) = varint(rest)?;
-    let (hash, rest) = varint(rest)?;
-    let (len, _) = varint(rest)?;
-    (version == 1 && hash == cairn_unixfs::block::IDENTITY).then_some(len)
 }
