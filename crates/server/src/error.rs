@@ -5,6 +5,7 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use cairn_service::names::NameError;
 use cairn_store::{Spent, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -215,6 +216,19 @@ const STORAGE_UNAVAILABLE: &str = "the server's storage is unavailable; retry sh
 /// 460, the status TUS's checksum extension uses for a mismatch (not an IANA status).
 fn checksum_mismatch_status() -> StatusCode {
     StatusCode::from_u16(460).unwrap_or(StatusCode::BAD_REQUEST)
+}
+
+impl From<NameError> for ApiError {
+    fn from(e: NameError) -> Self {
+        match e {
+            NameError::NotFound(why) => Self::NotFound(why),
+            NameError::Invalid(why) => Self::BadRequest(why),
+            NameError::Raced => Self::Conflict(e.to_string()),
+            NameError::Disabled => Self::Unavailable(e.to_string()),
+            NameError::Unsealable => Self::internal(e),
+            NameError::Store(e) => e.into(),
+        }
+    }
 }
 
 impl From<StoreError> for ApiError {

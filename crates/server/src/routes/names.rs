@@ -20,7 +20,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use cairn_p2p::ipns::Name;
-use cairn_service::names::{self as service_names, NameError, Resolved};
+use cairn_service::names::{self as service_names, Resolved};
 use cairn_store::names::KeptName;
 use cairn_unixfs::Cid;
 use serde::{Deserialize, Serialize};
@@ -36,19 +36,6 @@ use crate::state::AppState;
 pub const IPNS_RECORD: &str = "application/vnd.ipfs.ipns-record";
 /// How long "no record" may be cached (the routing spec's example).
 const NO_RECORD_MAX_AGE: u64 = 15;
-
-impl From<NameError> for ApiError {
-    fn from(e: NameError) -> Self {
-        match e {
-            NameError::NotFound(why) => Self::NotFound(why),
-            NameError::Invalid(why) => Self::BadRequest(why),
-            NameError::Raced => Self::Conflict(e.to_string()),
-            NameError::Disabled => Self::Unavailable(e.to_string()),
-            NameError::Unsealable => Self::internal(e),
-            NameError::Store(e) => e.into(),
-        }
-    }
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
