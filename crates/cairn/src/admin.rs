@@ -156,17 +156,38 @@ pub async fn gc(
     Ok(true)
 }
 
-/// `cairn fsck`: `false` (exit 1) when anything is wrong.
-pub async fn fsck(store: Arc<dyn MetadataStore>, packs: Packs, as_json: bool) -> Result<bool> {
-    let report = gc::fsck::check(store, packs).await?;
+/// `cairn fsck [--deep]`: `false` (exit 1) when anything is wrong. Orphan packs are a note.
+pub async fn fsck(
+    store: Arc<dyn MetadataStore>,
+    packs: Packs,
+    deep: bool,
+    as_json: bool,
+) -> Result<bool> {
+    let report = if deep {
+        gc::fsck::check_deep(store, packs).await?
+    } else {
+        gc::fsck::check(store, packs).await?
+    };
     if as_json {
         println!("{}", serde_json::to_value(&report)?);
     } else {
         for problem in &report.problems {
             println!("{problem}");
         }
+        let orphans = report.orphan_packs.as_deref().unwrap_or_default();
+        for orphan in orphans {
+            println!(
+                "note: pack {} ({} bytes) is named by no index entry (written after the \
+                 database's copy, or being written now)",
+                orphan.name, orphan.bytes
+            );
+        }
+        let orphans = match &report.orphan_packs {
+            Some(orphans) => format!(", {} orphan packs", orphans.len()),
+            None => String::new(),
+        };
         println!(
-            "{} live roots, {} blocks checked, {} problems",
+            "{} live roots, {} blocks checked, {} problems{orphans}",
             report.live_roots,
             report.blocks_checked,
             report.problems.len()

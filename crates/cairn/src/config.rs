@@ -58,6 +58,15 @@ pub struct Settings {
     #[arg(long, env = "CAIRN_GC_INTERVAL")]
     #[serde(default, deserialize_with = "parsed")]
     pub gc_interval: Option<humantime::Duration>,
+    /// How often this node reads every stored block again and checks it against its CID,
+    /// repairing a damaged one from peers (`24h`, `30m`; a pass begins that long after the
+    /// last one ended); `0s` never (`cairn fsck --deep` checks once) [default: 0s].
+    #[arg(long, env = "CAIRN_SCRUB_INTERVAL")]
+    #[serde(default, deserialize_with = "parsed")]
+    pub scrub_interval: Option<humantime::Duration>,
+    /// Bytes a second scrubbing reads at most [default: 52428800, 50 MiB].
+    #[arg(long, env = "CAIRN_SCRUB_RATE")]
+    pub scrub_rate: Option<u64>,
     /// Build TUS `Location` URLs from `X-Forwarded-Proto`/`X-Forwarded-Host`; only behind a
     /// proxy that sets them [default: false].
     #[arg(long, env = "CAIRN_TRUST_FORWARDED_HEADERS")]
@@ -174,6 +183,9 @@ pub struct ServeConfig {
     pub pin_timeout: std::time::Duration,
     /// Zero: no collection in the background.
     pub gc_interval: std::time::Duration,
+    /// Zero: no scrubbing.
+    pub scrub_interval: std::time::Duration,
+    pub scrub_rate: u64,
     pub trust_forwarded_headers: bool,
     pub uploads_per_minute: u32,
     pub tus_max_size: u64,
@@ -281,6 +293,15 @@ impl ServeConfig {
                 .gc_interval
                 .or(file.gc_interval)
                 .map_or(std::time::Duration::from_secs(3600), Into::into),
+            scrub_interval: flags
+                .scrub_interval
+                .or(file.scrub_interval)
+                .map_or(std::time::Duration::ZERO, Into::into),
+            scrub_rate: flags
+                .scrub_rate
+                .or(file.scrub_rate)
+                .unwrap_or(cairn_service::config::DEFAULT_SCRUB_RATE)
+                .max(1),
             trust_forwarded_headers: flags
                 .trust_forwarded_headers
                 .or(file.trust_forwarded_headers)

@@ -192,6 +192,10 @@ enum Command {
     /// Check that every live upload's and pin's DAG is whole and every stored block hashes to
     /// its CID (reads every stored byte); exit 1 with the list of problems otherwise.
     Fsck {
+        /// Also check the pack store against the index: every pack it names is there and
+        /// long enough, and packs it does not name are listed (after a restore).
+        #[arg(long)]
+        deep: bool,
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -746,9 +750,13 @@ async fn run_async(command: Command) -> Result<bool> {
             let (store, packs) = storage.open().await?;
             admin::gc(store, packs, dry_run, json).await
         }
-        Command::Fsck { json, storage } => {
+        Command::Fsck {
+            deep,
+            json,
+            storage,
+        } => {
             let (store, packs) = storage.open().await?;
-            admin::fsck(store, packs, json).await
+            admin::fsck(store, packs, deep, json).await
         }
         Command::Backup {
             dest,

@@ -95,6 +95,8 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         read_limits: config.read_limits,
         ipni_announce: config.ipni_announce.clone(),
         provide_strategy: config.provide_strategy,
+        scrub_interval: config.scrub_interval,
+        scrub_rate: config.scrub_rate,
         ..ServiceConfig::default()
     };
     let mut server_config = ServerConfig {
@@ -231,6 +233,11 @@ pub async fn run(config: ServeConfig) -> Result<()> {
             stop_rx.clone(),
         ));
     }
+    tokio::spawn(cairn_service::scrub::keep_scrubbing(
+        service.clone(),
+        config.data_dir.clone(),
+        stop_rx.clone(),
+    ));
     tokio::spawn(cairn_service::events::follow_events(
         service.store.clone(),
         service.events.clone(),

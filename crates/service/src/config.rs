@@ -8,6 +8,11 @@ use cairn_p2p::Multiaddr;
 use cairn_unixfs::read::ReadLimits;
 use cairn_unixfs::Profile;
 
+/// The default `--scrub-rate`: 50 MiB/s reads 4 TiB a day, a full pass of a large node's disk
+/// daily, while leaving most of a disk's (150 to 500 MB/s) or a bucket link's bandwidth to
+/// serving.
+pub const DEFAULT_SCRUB_RATE: u64 = 50 << 20;
+
 /// What the work behind the hosts is told: how to import, what to read, how long work may
 /// hold, and what to announce.
 #[derive(Clone, Debug)]
@@ -33,6 +38,10 @@ pub struct ServiceConfig {
     pub provide_strategy: ProvideStrategy,
     /// IPNI indexers told of each new advertisement (`PUT`, `--ipni-announce`).
     pub ipni_announce: Vec<reqwest::Url>,
+    /// How long after a scrub pass ends the next begins; zero: no scrubbing.
+    pub scrub_interval: Duration,
+    /// Bytes a second scrubbing may read, at most.
+    pub scrub_rate: u64,
 }
 
 impl Default for ServiceConfig {
@@ -47,6 +56,8 @@ impl Default for ServiceConfig {
             gateway_addr: None,
             provide_strategy: ProvideStrategy::default(),
             ipni_announce: Vec::new(),
+            scrub_interval: Duration::ZERO,
+            scrub_rate: DEFAULT_SCRUB_RATE,
         }
     }
 }

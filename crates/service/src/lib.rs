@@ -18,6 +18,8 @@
 //! - [`webhooks`]: webhook deliveries, signed and sent from the durable queue.
 //! - [`names`]: IPNS names kept for accounts: keys sealed, records signed, put to the DHT and
 //!   republished; names resolved.
+//! - [`scrub`]: every stored block read again at a bounded rate, checked, and repaired from
+//!   peers when damaged.
 //! - [`served`]: bytes served of each account's content, for its usage.
 //! - [`content_kind`]: what an upload is, from its first bytes.
 //! - [`metrics`]: the process's counters and their Prometheus text.
@@ -35,6 +37,7 @@ mod outcome;
 pub mod pin;
 pub mod progress;
 pub mod provide;
+pub mod scrub;
 pub mod served;
 mod stop;
 pub mod webhooks;
@@ -57,7 +60,7 @@ use crate::events::EventBus;
 use crate::metrics::Metrics;
 use crate::names_key::NamesKey;
 use crate::nodes::NodeDirectory;
-use crate::progress::{IpniStats, ProvideStats};
+use crate::progress::{IpniStats, ProvideStats, ScrubStats};
 use crate::served::ServedBytes;
 
 /// The stores, the node and what the background tasks share. Cheap to clone.
@@ -81,6 +84,8 @@ pub struct Service {
     pub ipni: Arc<IpniStats>,
     /// New events, for this node's streams (`events::follow_events` fills it).
     pub events: Arc<EventBus>,
+    /// What scrubbing found (`scrub::keep_scrubbing` fills it).
+    pub scrub: Arc<ScrubStats>,
     /// Bytes the gateway served, not yet credited to accounts (`served::record_served`).
     pub served: Arc<ServedBytes>,
     /// Seals the keys of the names accounts keep; names are refused without it.
@@ -111,6 +116,7 @@ impl Service {
             provides: Arc::default(),
             ipni: Arc::default(),
             events: Arc::default(),
+            scrub: Arc::default(),
             served: Arc::default(),
             names_key: None,
             stop: Arc::new(watch::channel(false).0),

@@ -89,6 +89,10 @@ pub struct ServiceMetrics {
     gc_bytes_reclaimed: Counter,
     gc_packs_deleted: Counter,
     gc_packs_compacted: Counter,
+    scrub_blocks: Counter,
+    scrub_bytes: Counter,
+    scrub_damaged: Counter,
+    scrub_repaired: Counter,
 }
 
 impl ServiceMetrics {
@@ -105,6 +109,10 @@ impl ServiceMetrics {
             gc_bytes_reclaimed: Counter::default(),
             gc_packs_deleted: Counter::default(),
             gc_packs_compacted: Counter::default(),
+            scrub_blocks: Counter::default(),
+            scrub_bytes: Counter::default(),
+            scrub_damaged: Counter::default(),
+            scrub_repaired: Counter::default(),
         };
         // Every kind is listed from the start, at zero.
         for kind in UploadKind::ALL {
@@ -164,6 +172,27 @@ impl ServiceMetrics {
             "gc_packs_compacted",
             "Mostly dead packs whose live blocks garbage collection moved to a new pack",
             metrics.gc_packs_compacted.clone(),
+        );
+        registry.register(
+            "scrub_blocks",
+            "Stored blocks scrubbing read and checked against their CIDs",
+            metrics.scrub_blocks.clone(),
+        );
+        registry.register_with_unit(
+            "scrub",
+            "Stored bytes scrubbing read and checked",
+            Unit::Bytes,
+            metrics.scrub_bytes.clone(),
+        );
+        registry.register(
+            "scrub_damaged_blocks",
+            "Stored blocks scrubbing found unreadable or not matching their CIDs",
+            metrics.scrub_damaged.clone(),
+        );
+        registry.register(
+            "scrub_repaired_blocks",
+            "Damaged blocks fetched again from peers and stored anew",
+            metrics.scrub_repaired.clone(),
         );
         metrics
     }
@@ -354,6 +383,19 @@ impl Metrics {
         service.gc_bytes_reclaimed.inc_by(report.bytes_reclaimed);
         service.gc_packs_deleted.inc_by(report.packs_deleted);
         service.gc_packs_compacted.inc_by(report.packs_compacted);
+    }
+
+    pub fn scrub_checked(&self, blocks: u64, bytes: u64) {
+        self.service.scrub_blocks.inc_by(blocks);
+        self.service.scrub_bytes.inc_by(bytes);
+    }
+
+    pub fn scrub_damaged(&self) {
+        self.service.scrub_damaged.inc();
+    }
+
+    pub fn scrub_repaired(&self) {
+        self.service.scrub_repaired.inc();
     }
 
     pub fn upload_stored(&self, kind: UploadKind, bytes: u64, took: Duration) {

@@ -1,7 +1,10 @@
-//! How far the background tasks have come: what `/metrics` and `/api/node` show of providing
-//! and of IPNI publishing, kept by the tasks and read by anyone.
+//! How far the background tasks have come: what `/metrics` and `/api/node` show of providing,
+//! of IPNI publishing and of scrubbing, kept by the tasks and read by anyone.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use cairn_store::model::LogPlace;
 
@@ -44,4 +47,105 @@ pub struct IpniStats {
     pub multihashes: AtomicU64,
     pub announces_sent: AtomicU64,
     pub announces_failed: AtomicU64,
+}
+
+/// Damaged blocks `GET /api/node` lists, the latest.
+const DAMAGED_LISTED: usize = 100;
+
+/// What scrubbing has done since this process started (`GET /api/node`, `/metrics`).
+#[derive(Default)]
+pub struct ScrubStats {
+    pub(crate) passes_completed: AtomicU64,
+    /// 0: no pass finished yet.
+    pub(crate) last_pass_finished_at_ms: AtomicI64,
+    pub(crate) blocks_checked: AtomicU64,
+    pub(crate) bytes_checked: AtomicU64,
+    damaged: Mutex<VecDeque<DamagedEntry>>,
+}
+
+/// A damaged block found, as `GET /api/node` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DamagedEntry {
+    pub cid: String,
+    pub pack: String,
+    pub error: String,
+    pub repaired: bool,
+}
+
+/// A snapshot of [`ScrubStats`].
+#[derive(Clone, Debug)]
+pub struct ScrubReport {
+    pub enabled: bool,
+    pub rate_bytes_per_second: u64,
+    pub passes_completed: u64,
+    pub last_pass_finished_at_ms: Option<i64>,
+    pub blocks_checked: u64,
+    pub bytes_checked: u64,
+    /// Oldest first.
+    pub damaged: Vec<DamagedEntry>,
+}
+
+impl ScrubStats {
+    pub fn report(&self, interval: Duration, rate: u64) -> ScrubReport {
+        ScrubReport {
+            enabled: !interval.is_zero(),
+            rate_bytes_per_second: rate,
+            passes_completed: self.passes_completed.load(Ordering::Relaxed),
+            last_pass_finished_at_ms: match self.last_pass_finished_at_ms.load(Ordering::Relaxed) {
+                0 => None,
+                ms => Some(ms),
+            },
+            blocks_checked: self.blocks_checked.load(Ordering::Relaxed),
+            bytes_checked: self.bytes_checked.load(Ordering::Relaxed),
+            damaged: self.damaged().iter().cloned().collect(),
+        }
+    }
+
+    fn damaged(&self) -> MutexGuard<'_, VecDeque<DamagedEntry>> {
+        // A poisoned lock only means a panic mid-update of a list that stays well formed.
+        self.damaged.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Listed once however many passes find it, as the latest.
+    pub(crate) fn found_damaged(&self, entry: DamagedEntry) {
+        let mut damaged = self.damaged();
+        damaged.retain(|e| e.cid != entry.cid);
+        if damaged.len() == DAMAGED_LISTED {
+            damaged.pop_front();
+        }
+        damaged.push_back(entry);
+    }
+
+    pub(crate) fn repaired(&self, cid: &str) {
+        if let Some(entry) = self.damaged().iter_mut().find(|e| e.cid == cid) {
+            entry.repaired = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn damaged_blocks_are_listed_once_and_at_most_a_hundred() {
+        let stats = ScrubStats::default();
+        let entry = |i: usize| DamagedEntry {
+            cid: format!("cid{i}"),
+            pack: "p.car".into(),
+            error: "hash mismatch".into(),
+            repaired: false,
+        };
+        for i in 0..150 {
+            stats.found_damaged(entry(i));
+        }
+        stats.found_damaged(entry(120));
+        stats.repaired("cid120");
+        let listed = stats.report(Duration::from_secs(1), 1).damaged;
+        assert_eq!(listed.len(), DAMAGED_LISTED);
+        assert_eq!(listed[0].cid, "cid50");
+        let last = listed.last().unwrap();
+        assert!(last.cid == "cid120" && last.repaired, "{last:?}");
+        assert_eq!(listed.iter().filter(|e| e.cid == "cid120").count(), 1);
+    }
 }

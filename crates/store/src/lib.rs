@@ -556,6 +556,11 @@ pub trait MetadataStore: Send + Sync {
         since_ms: i64,
         walked: &std::collections::HashSet<String>,
     ) -> Result<Collected, StoreError>;
+    /// Point blocks at fresh copies in `moved.pack` (a repair), each only while its entry
+    /// still names its pack in `moved.sources`, recording the pack, in one transaction; how
+    /// many moved. When none did (collected or moved meanwhile) nothing is recorded, and the
+    /// caller deletes the pack's blob.
+    async fn relocate_blocks(&self, moved: &model::Compaction) -> Result<u64, StoreError>;
     /// Packs a collection removed whose blobs may still exist.
     async fn dead_packs(&self) -> Result<Vec<String>, StoreError>;
     /// Their blobs are gone.

@@ -7,7 +7,7 @@
 //! never modified once committed (on local disk its name exists, empty, before it is written).
 
 use std::collections::HashSet;
-use std::io::{self, BufWriter};
+use std::io::{self, BufWriter, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,6 +95,17 @@ impl Packs {
     pub fn read_many(&self, pack: &str, locations: &[&BlockLocation]) -> io::Result<Vec<Vec<u8>>> {
         let ranges: Vec<(u64, u64)> = locations.iter().map(|l| (l.offset, l.length)).collect();
         self.blobs.read_ranges(pack, &ranges)
+    }
+
+    /// Every stored pack's name (empty ones made ahead for writers included: see
+    /// [`Packs::length`]).
+    pub fn names(&self) -> io::Result<Vec<String>> {
+        self.blobs.list(Duration::ZERO)
+    }
+
+    /// A stored pack's length in bytes (`NotFound` when it is not there).
+    pub fn length(&self, name: &str) -> io::Result<u64> {
+        self.blobs.open(name)?.seek(SeekFrom::End(0))
     }
 
     /// Delete leftovers of interrupted writes and packs that no metadata references, written

@@ -1,4 +1,5 @@
-//! `GET /api/node` (both hosts, token required): this node on the IPFS network.
+//! `GET /api/node` (both hosts, token required): this node on the IPFS network, and what
+//! scrubbing its stored blocks found.
 
 use std::sync::atomic::Ordering;
 
@@ -39,6 +40,13 @@ pub async fn node(
         0 => None,
         ms => Some(crate::routes::rfc3339(ms)),
     };
+    let config = &state.service.config;
+    let scrub = (state.service.scrub).report(config.scrub_interval, config.scrub_rate);
+    let damaged: Vec<Value> = scrub
+        .damaged
+        .iter()
+        .map(|d| json!({"cid": d.cid, "pack": d.pack, "error": d.error, "repaired": d.repaired}))
+        .collect();
     Ok(Json(json!({
         "peerId": node.peer_id().to_string(),
         "addrs": with_id(node.listen_addrs()),
@@ -46,5 +54,14 @@ pub async fn node(
         "connectedPeers": connected.len(),
         "provideQueue": provide_queue,
         "lastReprovideAt": last_reprovide_at,
+        "scrub": {
+            "enabled": scrub.enabled,
+            "rateBytesPerSecond": scrub.rate_bytes_per_second,
+            "passesCompleted": scrub.passes_completed,
+            "lastPassFinishedAt": scrub.last_pass_finished_at_ms.map(crate::routes::rfc3339),
+            "blocksChecked": scrub.blocks_checked,
+            "bytesChecked": scrub.bytes_checked,
+            "damaged": damaged,
+        },
     })))
 }

@@ -18,6 +18,7 @@ use super::rows::{
     account_from, key_from, node_from, now_ms, operation_from, tus_from, unique_violation, ModelRow,
 };
 use super::write_queue::Line;
+use super::writer::WriteTx;
 use super::SqlStore;
 use crate::access::{ApiKey, NewKey, NewLink, UploadLink};
 use crate::events::{
@@ -25,10 +26,10 @@ use crate::events::{
 };
 use crate::model::Packed;
 use crate::model::{
-    Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
-    KeptFilter, LeaseAttempt, LogPlace, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
-    OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, StoredDag,
-    TusConcat, TusState, TusUpload,
+    Account, BlockLocation, Collected, Collection, Compaction, IndexedBlock, IpniChain,
+    IpniPublication, KeptFilter, LeaseAttempt, LogPlace, NewPin, NewTusUpload, NewUpload,
+    NodeRecord, Operation, OperationError, OperationFilter, OperationRef, OperationStatus,
+    ProvideProgress, StoredDag, TusConcat, TusState, TusUpload,
 };
 use crate::names::{ForeignRecord, KeptName};
 use crate::{AccountLimits, CollectorLock, MetadataStore, StoreError};
@@ -53,6 +54,37 @@ impl<B: Backend> SqlStore<B> {
             .fetch_one(&mut self.conn().await?)
             .await?;
         operation_from(&row)
+    }
+}
+
+impl<B: Backend> SqlStore<B> {
+    /// Record `moved.pack` and point each of its blocks at it, where the block's entry still
+    /// names its source pack; how many moved.
+    async fn move_blocks(tx: &mut WriteTx<B>, moved: &Compaction) -> Result<u64, StoreError> {
+        let pack = &moved.pack;
+        let pack_id =
+            B::query("INSERT INTO packs (name, size, created_at) VALUES ($1, $2, $3) RETURNING id")
+                .bind(&pack.name)
+                .bind(pack.size as i64)
+                .bind(now_ms())
+                .fetch_one(&mut *tx)
+                .await?
+                .int("id");
+        let mut count = 0;
+        for (block, source) in pack.blocks.iter().zip(&moved.sources) {
+            count += B::query(
+                "UPDATE blocks SET pack_id = $1, \"offset\" = $2, length = $3
+                  WHERE multihash = $4 AND pack_id = (SELECT id FROM packs WHERE name = $5)",
+            )
+            .bind(pack_id)
+            .bind(block.offset as i64)
+            .bind(block.length as i64)
+            .bind(&block.multihash)
+            .bind(source)
+            .execute(&mut *tx)
+            .await?;
+        }
+        Ok(count)
     }
 }
 
@@ -1023,29 +1055,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             return Ok(Collected::NewRoots(new_roots));
         }
         if let Some(compaction) = &collection.compacted {
-            let pack = &compaction.pack;
-            let pack_id = B::query(
-                "INSERT INTO packs (name, size, created_at) VALUES ($1, $2, $3) RETURNING id",
-            )
-            .bind(&pack.name)
-            .bind(pack.size as i64)
-            .bind(now_ms())
-            .fetch_one(&mut tx)
-            .await?
-            .int("id");
-            for (block, source) in pack.blocks.iter().zip(&compaction.sources) {
-                B::query(
-                    "UPDATE blocks SET pack_id = $1, \"offset\" = $2, length = $3
-                      WHERE multihash = $4 AND pack_id = (SELECT id FROM packs WHERE name = $5)",
-                )
-                .bind(pack_id)
-                .bind(block.offset as i64)
-                .bind(block.length as i64)
-                .bind(&block.multihash)
-                .bind(source)
-                .execute(&mut tx)
-                .await?;
-            }
+            Self::move_blocks(&mut tx, compaction).await?;
         }
         for multihash in &collection.dead {
             B::query("DELETE FROM blocks WHERE multihash = $1")
@@ -1080,6 +1090,16 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         }
         tx.commit().await?;
         Ok(Collected::Applied { packs_removed })
+    }
+
+    async fn relocate_blocks(&self, moved: &Compaction) -> Result<u64, StoreError> {
+        let mut tx = self.write(Line::Requests).await?;
+        let count = Self::move_blocks(&mut tx, moved).await?;
+        // Dropping the transaction rolls the pack's row back with it.
+        if count > 0 {
+            tx.commit().await?;
+        }
+        Ok(count)
     }
 
     async fn dead_packs(&self) -> Result<Vec<String>, StoreError> {
