@@ -2015,6 +2015,48 @@ async fn collections_never_remove_a_block_a_commit_reused(
         .unwrap();
     assert_eq!(read, Some(bytes));
 
+    // A repair moves a block to a fresh copy, only while its entry still names the pack the
+    // damaged copy was found in: a second repair from that pack moves and records nothing.
+    let cid = [&[1u8, 0x55][..], &block.multihash].concat();
+    let cid = cairn_unixfs::Cid::try_from(cid.as_slice()).unwrap();
+    let copy_of = |bytes: &[u8]| {
+        let mut writer = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
+        use cairn_unixfs::BlockSink;
+        writer
+            .put_block(&cid, cairn_unixfs::BlockBytes::new(bytes))
+            .unwrap();
+        writer.seal().unwrap().pack.unwrap()
+    };
+    let good = packs.read(&now).unwrap();
+    let repair = Compaction {
+        pack: copy_of(&good),
+        sources: vec![moved_to.name.clone()],
+    };
+    assert_eq!(store.relocate_blocks(&repair).await.unwrap(), 1);
+    let repaired = store
+        .block_location(&block.multihash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(repaired.pack, repair.pack.name);
+    assert_eq!(packs.read(&repaired).unwrap(), good);
+    let late = Compaction {
+        pack: copy_of(&good),
+        sources: vec![moved_to.name.clone()],
+    };
+    assert_eq!(store.relocate_blocks(&late).await.unwrap(), 0);
+    let names = store.pack_names().await.unwrap();
+    assert!(names.contains(&repair.pack.name) && !names.contains(&late.pack.name));
+    assert_eq!(
+        store
+            .block_location(&block.multihash)
+            .await
+            .unwrap()
+            .unwrap(),
+        repaired
+    );
+    packs.delete(&late.pack.name).unwrap();
+
     // One collector at a time; its end releases the lock.
     let lock = store.lock_collector().await.unwrap().expect("free");
     assert!(store.lock_collector().await.unwrap().is_none());
