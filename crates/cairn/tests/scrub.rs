@@ -229,3 +229,57 @@ fn fsck_deep_names_a_missing_pack_and_an_orphan_pack() {
         "{printed}"
     );
 }
+
+/// The same on PostgreSQL and S3, as a restore of a dump and a bucket copy taken at different
+/// moments leaves them.
+#[test]
+fn fsck_deep_checks_a_postgres_and_s3_deployment() {
+    use cairn_store::blobs::BlobStore;
+    use cairn_test_support::moto::Moto;
+    use cairn_test_support::postgres::Database;
+    use std::io::Write;
+
+    let moto = Moto::start();
+    let bucket = moto.bucket("scrub-deep");
+    let database = Database::create("scrub_deep");
+    let shared = ["--database-url", &database.url, "--store", &bucket];
+    let dir = tempfile::tempdir().unwrap();
+    let running = start(&dir.path().join("node"), &shared);
+    upload(&running, "one.bin", content(200_000, 3));
+    assert!(terminate(running).0.success());
+    let deep = |extra: &[&str]| {
+        cairn()
+            .args(["fsck", "--deep"])
+            .args(shared)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let clean = deep(&[]);
+    assert!(
+        clean.status.success(),
+        "{}",
+        String::from_utf8_lossy(&clean.stdout)
+    );
+
+    let packs = cairn_store::s3::S3Blobs::open(&bucket, "packs").unwrap();
+    let [lost] = &packs.list(Duration::ZERO).unwrap()[..] else {
+        panic!("one pack");
+    };
+    packs.delete(lost).unwrap();
+    let mut orphan = packs.create("0123456789abcdef.car").unwrap();
+    orphan.write_all(b"written after the dump").unwrap();
+    orphan.commit().unwrap();
+
+    let checked = deep(&[]);
+    let printed = String::from_utf8(checked.stdout).unwrap();
+    assert_eq!(checked.status.code(), Some(1), "{printed}");
+    assert!(
+        printed.contains(&format!("pack {lost}: missing from the pack store")),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("note: pack 0123456789abcdef.car (22 bytes)"),
+        "{printed}"
+    );
+}
