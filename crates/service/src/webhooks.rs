@@ -16,11 +16,12 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use cairn_store::events::{Attempt, ClaimedDelivery, DeliveryStatus, Event};
-use cairn_store::model::{Operation, OperationRef};
+use cairn_store::model::Operation;
 use cairn_store::{now_ms, random_name};
 use futures_util::future::join_all;
 use reqwest::Url;
 
+use crate::events::operations_of;
 use crate::{sleep_unless_stopped, Service};
 
 /// Turns an event and its upload or pin into the body sent (`{"type", "timestamp",
@@ -31,7 +32,7 @@ pub type RenderEvent = Arc<dyn Fn(&Event, &Operation) -> serde_json::Value + Sen
 /// An endpoint has this long to answer.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// What a dispatcher claims at a time, sent concurrently.
-const CLAIM: u32 = 32;
+const CLAIM: u32 = 64;
 /// A claim's lease: longer than an attempt, so a live sender keeps it.
 const LEASE: Duration = Duration::from_secs(20);
 /// How often the queue is looked at when it was empty.
@@ -180,12 +181,14 @@ pub async fn deliver_webhooks(service: Service, render: RenderEvent, allow_priva
             }
             continue;
         }
-        // Sent together, recorded together: one write for the batch.
-        let attempted = join_all(
-            claimed
-                .iter()
-                .map(|delivery| deliver(&service, &client, &render, delivery, allow_private)),
-        )
+        // Read together, sent together, recorded together: one read and one write for the
+        // batch.
+        let events: Vec<Event> = claimed.iter().map(|d| d.event.clone()).collect();
+        let operations = operations_of(service.store.as_ref(), &events).await;
+        let attempted = join_all(claimed.iter().map(|delivery| {
+            let operation = operations.get(&delivery.event.id);
+            deliver(&client, &render, delivery, operation, allow_private)
+        }))
         .await;
         let attempts: Vec<(&ClaimedDelivery, &Attempt)> = claimed
             .iter()
@@ -227,29 +230,20 @@ pub async fn deliver_webhooks(service: Service, render: RenderEvent, allow_priva
 /// One delivery's attempt; `None` when its event's operation could not be read (it is
 /// claimed again once the lease lapses).
 async fn deliver(
-    service: &Service,
     client: &reqwest::Client,
     render: &RenderEvent,
     delivery: &ClaimedDelivery,
+    operation: Option<&Operation>,
     allow_private: bool,
 ) -> Option<Attempt> {
-    let event = &delivery.event;
-    let operation = match service
-        .store
-        .operation(event.account_id, &OperationRef::Id(event.operation_id))
-        .await
-    {
-        Ok(Some(op)) => op,
-        Ok(None) => {
-            tracing::error!(event = event.id, "an event's operation is missing");
-            return None;
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "reading an event's operation failed; retrying");
-            return None;
-        }
+    let Some(operation) = operation else {
+        tracing::warn!(
+            event = delivery.event.id,
+            "an event's operation could not be read; it is sent again later"
+        );
+        return None;
     };
-    let body = render(event, &operation).to_string();
+    let body = render(&delivery.event, operation).to_string();
     Some(send(client, delivery, &body, allow_private).await)
 }
 

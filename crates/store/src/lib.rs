@@ -382,6 +382,10 @@ pub trait MetadataStore: Send + Sync {
         account_id: i64,
         id: &OperationRef,
     ) -> Result<Option<Operation>, StoreError>;
+    /// The operations of `ids` that exist, in no order, in one read: what a page of events
+    /// or webhook deliveries is about. Any account's: for the node's own use, never with an
+    /// id a caller chose.
+    async fn operations_by_id(&self, ids: &[i64]) -> Result<Vec<Operation>, StoreError>;
     /// How many operations are in each status, over all accounts.
     async fn operation_counts(&self) -> Result<Vec<(OperationStatus, u64)>, StoreError>;
 

@@ -25,6 +25,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use cairn_service::events::{operations_of, LiveEvent};
 use cairn_store::events::{parse_types, Event, EventType};
 use cairn_store::model::{Operation, OperationKind, OperationRef, OperationStatus};
 use serde::Deserialize;
@@ -162,7 +163,7 @@ async fn follow_account(
     account_id: i64,
     types: Vec<EventType>,
     mut after: i64,
-    mut live: broadcast::Receiver<Arc<Event>>,
+    mut live: broadcast::Receiver<Arc<LiveEvent>>,
     out: mpsc::Sender<SseEvent>,
 ) {
     // The bus hands this stream its account's events only.
@@ -185,8 +186,9 @@ async fn follow_account(
                     }
                 };
                 let full = page.len() == PAGE as usize;
+                let operations = operations_of(state.service.store.as_ref(), &page).await;
                 for event in page {
-                    if !send_event(&state, &out, &event).await {
+                    if !send_event(&state, &out, &event, operations.get(&event.id)).await {
                         return;
                     }
                     after = event.id;
@@ -199,9 +201,10 @@ async fn follow_account(
         }
         tokio::select! {
             received = live.recv() => match received {
-                Ok(event) => {
-                    if event.id > after && wanted(&event) {
-                        if !send_event(&state, &out, &event).await {
+                Ok(live) => {
+                    let event = &live.event;
+                    if event.id > after && wanted(event) {
+                        if !send_event(&state, &out, event, live.operation.as_ref()).await {
                             return;
                         }
                         after = event.id;
@@ -216,22 +219,35 @@ async fn follow_account(
     }
 }
 
-async fn send_event(state: &AppState, out: &mpsc::Sender<SseEvent>, event: &Event) -> bool {
-    let op = state
-        .service
-        .store
-        .operation(event.account_id, &OperationRef::Id(event.operation_id))
-        .await;
-    let Ok(Some(op)) = op else {
-        tracing::warn!(event = event.id, "an event's operation could not be read");
-        return false;
+/// Send `event` with its upload or pin (read here when the caller could not).
+async fn send_event(
+    state: &AppState,
+    out: &mpsc::Sender<SseEvent>,
+    event: &Event,
+    operation: Option<&Operation>,
+) -> bool {
+    let read;
+    let op = match operation {
+        Some(op) => op,
+        None => {
+            read = state
+                .service
+                .store
+                .operation(event.account_id, &OperationRef::Id(event.operation_id))
+                .await;
+            let Ok(Some(op)) = &read else {
+                tracing::warn!(event = event.id, "an event's operation could not be read");
+                return false;
+            };
+            op
+        }
     };
     push(
         out,
         SseEvent::default()
             .id(event.id.to_string())
             .event(event.kind.as_str())
-            .data(event_body(event, &op).to_string()),
+            .data(event_body(event, op).to_string()),
     )
 }
 
@@ -254,7 +270,7 @@ async fn follow_operation(
     state: AppState,
     mut op: Operation,
     mut last: Option<String>,
-    mut live: broadcast::Receiver<Arc<Event>>,
+    mut live: broadcast::Receiver<Arc<LiveEvent>>,
     out: mpsc::Sender<SseEvent>,
 ) {
     loop {
@@ -281,7 +297,7 @@ async fn follow_operation(
             tokio::select! {
                 () = &mut wait => break,
                 received = live.recv() => match received {
-                    Ok(event) if event.operation_id == op.id => break,
+                    Ok(live) if live.event.operation_id == op.id => break,
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return,
                 },

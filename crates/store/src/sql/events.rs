@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::dialect::{parameters, values_rows};
 use super::rows::{now_ms, ModelRow};
 use super::write_queue::Line;
 use super::{Backend, SqlStore};
@@ -53,14 +54,6 @@ fn deliveries_and_events() -> String {
         "SELECT d.*, {EVENT_COLUMNS}
            FROM webhook_deliveries d JOIN events e ON e.id = d.event_id"
     )
-}
-
-/// `$first, $first+1, ...`: `count` parameters for an `IN` list.
-fn parameters(first: usize, count: usize) -> String {
-    (first..first + count)
-        .map(|n| format!("${n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 impl<B: Backend> SqlStore<B> {
@@ -361,47 +354,83 @@ impl<B: Backend> SqlStore<B> {
         worker: &str,
         attempts: &[(&ClaimedDelivery, &Attempt)],
     ) -> Result<Vec<DeliveryStatus>, StoreError> {
-        let mut statuses = Vec::with_capacity(attempts.len());
+        if attempts.is_empty() {
+            return Ok(Vec::new());
+        }
+        // A few statements for the whole batch, not two per delivery: each statement holds
+        // the one writer every upload waits for.
+        let statuses: Vec<DeliveryStatus> = attempts
+            .iter()
+            .map(|(delivery, attempt)| {
+                if attempt.succeeded() {
+                    DeliveryStatus::Delivered
+                } else if next_attempt_ms(delivery, attempt) > delivery.expires_at_ms {
+                    DeliveryStatus::Failed
+                } else {
+                    DeliveryStatus::Pending
+                }
+            })
+            .collect();
+        let now = now_ms();
         let mut tx = self.write(Line::Operations).await?;
+        let sql = format!(
+            "INSERT INTO webhook_attempts
+                (delivery_id, attempt, at, duration_ms, response_status, error)
+             VALUES {}
+             ON CONFLICT (delivery_id, attempt) DO NOTHING",
+            values_rows(attempts.len(), 6)
+        );
+        let mut insert = B::query(&sql);
         for (delivery, attempt) in attempts {
-            let number = delivery.attempts + 1;
-            let next = attempt.at_ms + attempt.duration_ms + retry_after_ms(number);
-            let status = if attempt.succeeded() {
-                DeliveryStatus::Delivered
-            } else if next > delivery.expires_at_ms {
-                DeliveryStatus::Failed
-            } else {
-                DeliveryStatus::Pending
-            };
-            B::query(
-                "INSERT INTO webhook_attempts
-                    (delivery_id, attempt, at, duration_ms, response_status, error)
-                 VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (delivery_id, attempt) DO NOTHING",
-            )
-            .bind(delivery.id)
-            .bind(number as i64)
-            .bind(attempt.at_ms)
-            .bind(attempt.duration_ms)
-            .bind(attempt.response_status.map(i64::from))
-            .bind(attempt.error.as_deref())
-            .execute(&mut tx)
-            .await?;
+            insert = insert
+                .bind(delivery.id)
+                .bind(i64::from(delivery.attempts + 1))
+                .bind(attempt.at_ms)
+                .bind(attempt.duration_ms)
+                .bind(attempt.response_status.map(i64::from))
+                .bind(attempt.error.as_deref());
+        }
+        insert.execute(&mut tx).await?;
+        // Delivered (nearly all of them): one statement.
+        let delivered: Vec<i64> = attempts
+            .iter()
+            .zip(&statuses)
+            .filter(|(_, status)| **status == DeliveryStatus::Delivered)
+            .map(|((delivery, _), _)| delivery.id)
+            .collect();
+        if !delivered.is_empty() {
+            let sql = format!(
+                "UPDATE webhook_deliveries
+                    SET attempts = attempts + 1, status = 'delivered', next_attempt_at = $1,
+                        updated_at = $1, claimed_by = NULL, claimed_until = NULL
+                  WHERE claimed_by = $2 AND status = 'pending' AND id IN ({})",
+                parameters(3, delivered.len())
+            );
+            let mut update = B::query(&sql).bind(now).bind(worker);
+            for id in &delivered {
+                update = update.bind(*id);
+            }
+            update.execute(&mut tx).await?;
+        }
+        // The rest each have their own next time.
+        for ((delivery, attempt), status) in attempts.iter().zip(&statuses) {
+            if *status == DeliveryStatus::Delivered {
+                continue;
+            }
             B::query(
                 "UPDATE webhook_deliveries
                     SET attempts = $1, status = $2, next_attempt_at = $3, updated_at = $4,
                         claimed_by = NULL, claimed_until = NULL
                   WHERE id = $5 AND claimed_by = $6 AND status = 'pending'",
             )
-            .bind(number as i64)
+            .bind(i64::from(delivery.attempts + 1))
             .bind(status.as_str())
-            .bind(next)
-            .bind(now_ms())
+            .bind(next_attempt_ms(delivery, attempt))
+            .bind(now)
             .bind(delivery.id)
             .bind(worker)
             .execute(&mut tx)
             .await?;
-            statuses.push(status);
         }
         tx.commit().await?;
         Ok(statuses)
@@ -529,4 +558,9 @@ fn attempt_from(row: &impl ModelRow) -> Attempt {
         response_status: row.maybe_int("response_status").map(|s| s as u16),
         error: row.maybe_text("error"),
     }
+}
+
+/// When a delivery is due again after `attempt` failed.
+fn next_attempt_ms(delivery: &ClaimedDelivery, attempt: &Attempt) -> i64 {
+    attempt.at_ms + attempt.duration_ms + retry_after_ms(delivery.attempts + 1)
 }

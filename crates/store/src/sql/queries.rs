@@ -13,6 +13,7 @@ use async_trait::async_trait;
 
 use super::backend::{Backend, Param};
 use super::commit::Starts;
+use super::dialect::parameters;
 use super::ipni_chain::IpniRoots;
 use super::rows::{
     account_from, key_from, node_from, now_ms, operation_from, tus_from, unique_violation, ModelRow,
@@ -734,6 +735,22 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .fetch_optional(&mut self.conn().await?)
             .await?;
         row.as_ref().map(operation_from).transpose()
+    }
+
+    async fn operations_by_id(&self, ids: &[i64]) -> Result<Vec<Operation>, StoreError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT * FROM operations WHERE id IN ({})",
+            parameters(1, ids.len())
+        );
+        let mut query = B::query(&sql);
+        for id in ids {
+            query = query.bind(*id);
+        }
+        let rows = query.fetch_all(&mut self.conn().await?).await?;
+        rows.iter().map(operation_from).collect()
     }
 
     async fn operation_counts(&self) -> Result<Vec<(OperationStatus, u64)>, StoreError> {
