@@ -16,13 +16,13 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use cairn_p2p::PeerId;
-use cairn_store::model::{Compaction, IndexedBlock};
+use cairn_store::model::Compaction;
 use cairn_store::now_ms;
 use cairn_unixfs::block::verify_block;
 use cairn_unixfs::{BlockBytes, BlockSink, Cid};
 use tokio::sync::watch;
 
-use crate::gc::fsck::{verify_blocks, DamagedBlock};
+use crate::gc::fsck::{batches, verify_blocks, DamagedBlock};
 use crate::gc::GcError;
 use crate::progress::DamagedEntry;
 use crate::stop::sleep_unless_stopped;
@@ -101,23 +101,6 @@ fn chunk_bytes(rate: u64) -> u64 {
     (rate / 4).clamp(1 << 20, 64 << 20)
 }
 
-/// `blocks` in runs of at most `max_bytes` (a larger block alone).
-fn chunks(blocks: &[IndexedBlock], max_bytes: u64) -> Vec<&[IndexedBlock]> {
-    let mut runs = Vec::new();
-    let (mut start, mut bytes) = (0, 0);
-    for (i, block) in blocks.iter().enumerate() {
-        if i > start && bytes + block.location.length > max_bytes {
-            runs.push(&blocks[start..i]);
-            (start, bytes) = (i, 0);
-        }
-        bytes += block.location.length;
-    }
-    if start < blocks.len() {
-        runs.push(&blocks[start..]);
-    }
-    runs
-}
-
 /// Scrub every `interval` (a pass begins that long after the last one ended; at once at the
 /// first start, and a pass interrupted by a stop resumes at the next start) until `stop`.
 /// `state_dir` keeps the pass's place.
@@ -191,7 +174,7 @@ async fn pass(
             return Ok(true);
         };
         after = last.multihash.clone();
-        for chunk in chunks(&page, chunk_bytes(rate)) {
+        for chunk in batches(&page, chunk_bytes(rate)) {
             let bytes: u64 = chunk.iter().map(|b| b.location.length).sum();
             let (packs, blocks) = (service.packs.clone(), chunk.to_vec());
             let damaged = tokio::task::spawn_blocking(move || verify_blocks(&packs, &blocks))

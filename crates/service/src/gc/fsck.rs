@@ -2,6 +2,7 @@
 //! It reads every stored byte once. `--deep` also holds the pack store against the index:
 //! every pack the index names is there and long enough, and packs nobody names are listed.
 
+use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::Arc;
@@ -221,16 +222,18 @@ pub fn verify_blocks(packs: &Packs, blocks: &[IndexedBlock]) -> io::Result<Vec<D
     Ok(damaged)
 }
 
-/// `blocks` in runs of at most `batch_bytes` (each block alone when it is 0, or larger).
-fn batches<'a>(blocks: &'a [&'a IndexedBlock], batch_bytes: u64) -> Vec<&'a [&'a IndexedBlock]> {
+/// `blocks` in runs of at most `max_bytes` (a block that size or larger alone): what one read
+/// of a pack takes (fsck), or what the scrubber reads between two waits.
+pub(crate) fn batches<T: Borrow<IndexedBlock>>(blocks: &[T], max_bytes: u64) -> Vec<&[T]> {
     let mut runs = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (i, block) in blocks.iter().enumerate() {
-        if i > start && bytes + block.location.length > batch_bytes {
+        let length = block.borrow().location.length;
+        if i > start && bytes + length > max_bytes {
             runs.push(&blocks[start..i]);
             (start, bytes) = (i, 0);
         }
-        bytes += block.location.length;
+        bytes += length;
     }
     if start < blocks.len() {
         runs.push(&blocks[start..]);
