@@ -82,6 +82,7 @@ pub fn upload_app(state: AppState) -> Router {
     let routes = gateway::subdomain::with_content_origins(routes, &state);
     with_cors(routes)
         .layer(middleware::from_fn(key_origins))
+        .layer(middleware::from_fn(no_nul))
         .layer(middleware::from_fn(json_errors))
 }
 
@@ -201,6 +202,7 @@ pub fn account_app(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state, count_response))
+        .layer(middleware::from_fn(no_nul))
         .layer(middleware::from_fn(json_errors))
 }
 
@@ -236,6 +238,23 @@ async fn not_found(uri: Uri) -> ApiError {
 
 async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
     ApiError::MethodNotAllowed(format!("{method} is not allowed on {}", uri.path()))
+}
+
+/// A URL whose path or query decodes to a NUL byte is refused before any route reads it: no
+/// id, name, label or filter here holds one, and PostgreSQL refuses it in text (a `500`
+/// instead of the answer the same request gets on SQLite). Percent-encoding is the only way
+/// a NUL reaches a URL.
+async fn no_nul(request: Request, next: Next) -> Response {
+    let encoded_nul = |text: &str| text.as_bytes().windows(3).any(|w| w == b"%00");
+    let uri = request.uri();
+    if encoded_nul(uri.path()) || uri.query().is_some_and(encoded_nul) {
+        return ApiError::BadRequest(
+            "the URL holds a NUL byte (%00), which no id, name, path or filter here may contain"
+                .into(),
+        )
+        .into_response();
+    }
+    next.run(request).await
 }
 
 /// Every error body is the contract's JSON, including the rejections of axum's extractors and

@@ -249,6 +249,19 @@ async fn unknown_routes_wrong_methods_and_bad_requests_are_json() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert_error(&response.json().await.unwrap(), "bad_request");
+
+    // A NUL byte in an id, a name or a filter is refused the same way on every database
+    // (PostgreSQL cannot hold one in text).
+    for url in [
+        format!("{}/api/uploads/abc%00def", server.upload),
+        format!("{}/pins?name=a%00", server.upload),
+        format!("{}/api/webhooks/%00/deliveries", server.account),
+    ] {
+        let (status, _, body) = server.get(url.clone(), Some(&server.token)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{url}");
+        assert_error(&body, "bad_request");
+        assert!(body["message"].as_str().unwrap().contains("NUL"), "{body}");
+    }
 }
 
 #[tokio::test]
