@@ -309,6 +309,17 @@ async fn soak(backend: &Backend, rounds: usize) {
                 String::from_utf8_lossy(&collected.stderr)
             );
         }
+        if number % 100 == 99 {
+            // Long runs show how they go.
+            eprintln!(
+                "soak: round {}, {} acknowledged, {} lost, {} corrupted, {:.0} s",
+                number + 1,
+                round.journal().acknowledged.values().sum::<u64>(),
+                round.journal().lost.len(),
+                round.journal().corrupted.len(),
+                began.elapsed().as_secs_f64()
+            );
+        }
         journal = Arc::try_unwrap(round)
             .ok()
             .expect("the clients are done")
