@@ -311,12 +311,13 @@ async fn soak(backend: &Backend, rounds: usize) {
         }
         if number % 100 == 99 {
             // Long runs show how they go.
+            let journal = round.journal();
             eprintln!(
                 "soak: round {}, {} acknowledged, {} lost, {} corrupted, {:.0} s",
                 number + 1,
-                round.journal().acknowledged.values().sum::<u64>(),
-                round.journal().lost.len(),
-                round.journal().corrupted.len(),
+                journal.acknowledged.values().sum::<u64>(),
+                journal.lost.len(),
+                journal.corrupted.len(),
                 began.elapsed().as_secs_f64()
             );
         }
