@@ -770,6 +770,38 @@ async fn listed(running: &Running, token: &str) -> HashMap<String, Value> {
     all
 }
 
+/// Every pin of the account (live ones, in any status), by `requestid`, as the uploads list
+/// puts them: one request, however many were deleted (asking for each would meet the rate
+/// limit on reads).
+async fn listed_pins(running: &Running, token: &str) -> HashMap<String, Value> {
+    let url = format!(
+        "{}/pins?status=queued,pinning,pinned,failed&limit=1000",
+        running.upload
+    );
+    let page = server::get_json(&url, token).await;
+    let results = page["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{page}"));
+    assert_eq!(
+        page["count"].as_u64(),
+        Some(results.len() as u64),
+        "one page"
+    );
+    let status = |pin: &Value| match pin["status"].as_str() {
+        Some("pinned") => "completed",
+        Some("failed") => "failed",
+        _ => "pending",
+    };
+    results
+        .iter()
+        .map(|pin| {
+            let id = pin["requestid"].as_str().unwrap().to_owned();
+            let record = serde_json::json!({ "status": status(pin), "cid": pin["pin"]["cid"] });
+            (id, record)
+        })
+        .collect()
+}
+
 /// Reads `cid` (and each file of a tree) back through the gateway: `Err` names what is
 /// missing, `Ok(false)` that bytes differ.
 async fn reads_back(
@@ -806,12 +838,12 @@ async fn reads_back(
     Ok(true)
 }
 
-/// After a restart: what was acknowledged is there, and what was deleted is not. `last`: queued
-/// work must have finished, and every deleted pin is asked about (otherwise only the ones
-/// deleted in the round before, to spare requests).
+/// After a restart: what was acknowledged is there, and what was deleted is not (both by
+/// the lists of uploads and pins, one request each). `last`: queued work must have finished.
 async fn check(running: &Running, token: &str, journal: &mut Journal, round: usize, last: bool) {
     let http = client();
     let listed = listed(running, token).await;
+    let pins = listed_pins(running, token).await;
     let Journal {
         entries,
         tus,
@@ -821,33 +853,10 @@ async fn check(running: &Running, token: &str, journal: &mut Journal, round: usi
     } = journal;
     for e in entries.iter_mut().filter(|e| !e.failed) {
         let what = format!("round {round}: {:?} {}", e.kind, e.id);
-        // A pin is asked about on its own route; the uploads list leaves pins out.
-        let record = if e.kind == Kind::Pin {
-            let recent = matches!(e.state, State::Deleted(r) if r + 1 == round);
-            if e.state != State::Live && !(last || recent) {
-                continue;
-            }
-            let response = http
-                .get(format!("{}/pins/{}", running.upload, e.id))
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap();
-            match response.status() {
-                StatusCode::OK => {
-                    let pin: Value = response.json().await.unwrap();
-                    let status = match pin["status"].as_str() {
-                        Some("pinned") => "completed",
-                        Some("failed") => "failed",
-                        _ => "pending",
-                    };
-                    Some(serde_json::json!({ "status": status, "cid": pin["pin"]["cid"] }))
-                }
-                StatusCode::NOT_FOUND => None,
-                other => panic!("{what}: GET /pins answered {other}"),
-            }
-        } else {
-            listed.get(&e.id).cloned()
+        // Pins are listed on their own route; the uploads list leaves them out.
+        let record = match e.kind {
+            Kind::Pin => pins.get(&e.id).cloned(),
+            _ => listed.get(&e.id).cloned(),
         };
         match (e.state, record) {
             (State::Deleting, _) => {}
@@ -942,6 +951,15 @@ async fn check(running: &Running, token: &str, journal: &mut Journal, round: usi
             .await
             .unwrap();
         assert_eq!(response.status(), StatusCode::NO_CONTENT, "deleting {id}");
+    }
+    for id in pins.keys().filter(|id| !known.contains(id.as_str())) {
+        let response = http
+            .delete(format!("{}/pins/{id}", running.upload))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::ACCEPTED, "deleting pin {id}");
     }
 }
 
