@@ -95,6 +95,7 @@ pub async fn pack_content(
 pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     accounts_and_tokens(store).await;
     uploads_dedup_and_quota(store, packs).await;
+    deletes_and_commits_of_one_account_at_once_all_succeed(store).await;
     operations_are_private_and_listed_newest_first(store, packs).await;
     the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claims(store, packs).await;
     tus_uploads_become_claimable_only_when_complete(store).await;
@@ -915,6 +916,58 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
             .collect::<Vec<_>>(),
         ["use-2", "use-1"]
     );
+}
+
+/// Deletes and commits of one account at the same moment: each changes the account's stored
+/// bytes and an operation, and on PostgreSQL each change to an operation takes the event log's
+/// lock; taken in opposite orders, they deadlocked (a `500` to the client).
+async fn deletes_and_commits_of_one_account_at_once_all_succeed(store: &dyn MetadataStore) {
+    let account = store
+        .create_account("concurrent", AccountLimits::default())
+        .await
+        .unwrap();
+    let dag = |i: usize, kind: &str| StoredDag {
+        cid: format!("bafy-concurrent-{kind}-{i}"),
+        size: 1000 + i as u64,
+    };
+    const EACH: usize = 24;
+    for i in 0..EACH {
+        store
+            .commit_completed_upload(
+                upload(&format!("old-{i}"), account.id),
+                Packed::default(),
+                &dag(i, "old"),
+            )
+            .await
+            .unwrap();
+    }
+    let deletes = (0..EACH).map(|i| async move {
+        store
+            .delete_kept(account.id, &format!("old-{i}"))
+            .await
+            .map(|_| ())
+    });
+    let commits = (0..EACH).map(|i| async move {
+        store
+            .commit_completed_upload(
+                upload(&format!("new-{i}"), account.id),
+                Packed::default(),
+                &dag(i, "new"),
+            )
+            .await
+            .map(|_| ())
+    });
+    let (deleted, committed) = futures_util::future::join(
+        futures_util::future::join_all(deletes),
+        futures_util::future::join_all(commits),
+    )
+    .await;
+    for outcome in deleted.iter().chain(&committed) {
+        assert!(outcome.is_ok(), "{outcome:?}");
+    }
+    let stored = store.account_by_name("concurrent").await.unwrap().unwrap();
+    let expected: u64 = (0..EACH).map(|i| dag(i, "new").size).sum();
+    assert_eq!(stored.stored_bytes, expected);
 }
 
 async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {

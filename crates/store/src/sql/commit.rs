@@ -383,6 +383,13 @@ impl<B: Backend> SqlStore<B> {
         if op.deleted_at_ms.is_some() {
             return Ok(Some(op));
         }
+        // The account's rows before the operation's: changing an operation fires the event
+        // trigger, which holds the event log's lock (PostgreSQL) until the commit, and commits
+        // that keep a root lock the account first and take that lock after. In the other order
+        // a delete and an upload of one account deadlocked.
+        if let (OperationStatus::Completed, Some(cid)) = (op.status, &op.cid) {
+            Self::release_root(tx, account_id, cid).await?;
+        }
         let now = now_ms();
         B::query("UPDATE operations SET deleted_at = $1, updated_at = $2 WHERE id = $3")
             .bind(now)
@@ -390,32 +397,26 @@ impl<B: Backend> SqlStore<B> {
             .bind(op.id)
             .execute(tx)
             .await?;
-        match (op.status, &op.cid) {
-            (OperationStatus::Completed, Some(cid)) => {
-                Self::release_root(tx, account_id, cid).await?;
-            }
-            (status, _) if !status.is_terminal() => {
-                let message = "deleted by its owner before it finished";
-                B::query(
-                    "UPDATE operations SET status = 'failed', status_message = $1,
-                        error_code = 'deleted', error_message = $2, completed_at = $3
-                      WHERE id = $4",
-                )
-                .bind(message)
-                .bind(message)
-                .bind(now)
-                .bind(op.id)
-                .execute(tx)
-                .await?;
-                B::query(
-                    "UPDATE tus_uploads SET state = 'terminated'
-                      WHERE operation_id = $1 AND state = 'receiving'",
-                )
-                .bind(op.id)
-                .execute(tx)
-                .await?;
-            }
-            _ => {}
+        if !op.status.is_terminal() {
+            let message = "deleted by its owner before it finished";
+            B::query(
+                "UPDATE operations SET status = 'failed', status_message = $1,
+                    error_code = 'deleted', error_message = $2, completed_at = $3
+                  WHERE id = $4",
+            )
+            .bind(message)
+            .bind(message)
+            .bind(now)
+            .bind(op.id)
+            .execute(tx)
+            .await?;
+            B::query(
+                "UPDATE tus_uploads SET state = 'terminated'
+                  WHERE operation_id = $1 AND state = 'receiving'",
+            )
+            .bind(op.id)
+            .execute(tx)
+            .await?;
         }
         Ok(Some(op))
     }
