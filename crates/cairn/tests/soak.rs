@@ -778,7 +778,18 @@ async fn listed_pins(running: &Running, token: &str) -> HashMap<String, Value> {
         "{}/pins?status=queued,pinning,pinned,failed&limit=1000",
         running.upload
     );
-    let page = server::get_json(&url, token).await;
+    // The count and the page are two reads: an upload that gets its CID between them (a
+    // worker finishing an archive) is in one and not the other. Asked again until they agree.
+    let mut attempts = 0;
+    let page = loop {
+        let page = server::get_json(&url, token).await;
+        let listed = page["results"].as_array().map(Vec::len);
+        if page["count"].as_u64() == listed.map(|n| n as u64) || attempts == 5 {
+            break page;
+        }
+        attempts += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     let results = page["results"]
         .as_array()
         .unwrap_or_else(|| panic!("{page}"));
