@@ -95,7 +95,7 @@ pub async fn pack_content(
 pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     accounts_and_tokens(store).await;
     uploads_dedup_and_quota(store, packs).await;
-    deletes_and_commits_of_one_account_at_once_all_succeed(store).await;
+    deletes_and_commits_of_one_account_at_once_all_succeed(store, packs).await;
     operations_are_private_and_listed_newest_first(store, packs).await;
     the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claims(store, packs).await;
     tus_uploads_become_claimable_only_when_complete(store).await;
@@ -921,7 +921,10 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
 /// Deletes and commits of one account at the same moment: each changes the account's stored
 /// bytes and an operation, and on PostgreSQL each change to an operation takes the event log's
 /// lock; taken in opposite orders, they deadlocked (a `500` to the client).
-async fn deletes_and_commits_of_one_account_at_once_all_succeed(store: &dyn MetadataStore) {
+async fn deletes_and_commits_of_one_account_at_once_all_succeed(
+    store: &dyn MetadataStore,
+    packs: &Packs,
+) {
     let account = store
         .create_account("concurrent", AccountLimits::default())
         .await
@@ -957,16 +960,49 @@ async fn deletes_and_commits_of_one_account_at_once_all_succeed(store: &dyn Meta
             .await
             .map(|_| ())
     });
-    let (deleted, committed) = futures_util::future::join(
+    // Pins of stored content the account does not keep yet: completed at once, each keeping
+    // a new root.
+    let source = store
+        .create_account("concurrent-source", AccountLimits::default())
+        .await
+        .unwrap();
+    let mut stored_dags = Vec::new();
+    for i in 0..EACH {
+        let content: Vec<u8> = (0..500u32).map(|b| (b as u8) ^ (i as u8)).collect();
+        let (stored, packed) = pack_content(store, packs, &content).await;
+        store
+            .commit_completed_upload(upload(&format!("source-{i}"), source.id), packed, &stored)
+            .await
+            .unwrap();
+        stored_dags.push(stored);
+    }
+    let pins = stored_dags
+        .iter()
+        .enumerate()
+        .map(|(i, stored)| async move {
+            let pin = NewPin {
+                request_id: format!("pin-{i}"),
+                account_id: account.id,
+                cid: stored.cid.clone(),
+                name: String::new(),
+                origins: Vec::new(),
+                keyvalues: KeyValues::default(),
+                key_id: None,
+            };
+            store.create_pin(pin, Some(stored)).await.map(|_| ())
+        });
+    let (deleted, committed, pinned) = futures_util::future::join3(
         futures_util::future::join_all(deletes),
         futures_util::future::join_all(commits),
+        futures_util::future::join_all(pins),
     )
     .await;
-    for outcome in deleted.iter().chain(&committed) {
+    for outcome in deleted.iter().chain(&committed).chain(&pinned) {
         assert!(outcome.is_ok(), "{outcome:?}");
     }
     let stored = store.account_by_name("concurrent").await.unwrap().unwrap();
-    let expected: u64 = (0..EACH).map(|i| dag(i, "new").size).sum();
+    let expected: u64 = (0..EACH).map(|i| dag(i, "new").size).sum::<u64>()
+        + stored_dags.iter().map(|d| d.size).sum::<u64>();
     assert_eq!(stored.stored_bytes, expected);
 }
 

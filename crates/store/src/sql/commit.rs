@@ -257,6 +257,15 @@ impl<B: Backend> SqlStore<B> {
         dag: &StoredDag,
     ) -> Result<(), StoreError> {
         Self::keep_root(tx, account_id, dag).await?;
+        Self::mark_completed(tx, id, dag).await
+    }
+
+    /// Operation `id` is completed with `dag` as its root (kept by the caller already).
+    async fn mark_completed(
+        tx: &mut WriteTx<B>,
+        id: i64,
+        dag: &StoredDag,
+    ) -> Result<(), StoreError> {
         let now = now_ms();
         B::query(
             "UPDATE operations SET status = 'completed', status_message = 'stored', progress = 100,
@@ -319,6 +328,29 @@ impl<B: Backend> SqlStore<B> {
         pin: &NewPin,
         stored: Option<&StoredDag>,
     ) -> Result<i64, StoreError> {
+        // The root is kept before the operation is written, the order every commit keeps
+        // (the account's rows, then the operation's, whose triggers lock the account's counts
+        // and the event log): a pin's row first deadlocked with uploads and deletes on
+        // PostgreSQL.
+        let kept = match stored {
+            Some(dag) => {
+                // Still stored, now that no collection can run: a stored root's whole DAG is.
+                Self::hold_off_collector(tx).await?;
+                let stored_now = match cairn_unixfs::Cid::try_from(dag.cid.as_str()) {
+                    Ok(root) => B::query("SELECT 1 AS found FROM blocks WHERE multihash = $1")
+                        .bind(root.hash().to_bytes().as_slice())
+                        .fetch_optional(&mut *tx)
+                        .await?
+                        .is_some(),
+                    Err(_) => false,
+                };
+                if stored_now {
+                    Self::keep_root(tx, pin.account_id, dag).await?;
+                }
+                stored_now.then_some(dag)
+            }
+            None => None,
+        };
         let now = now_ms();
         let (origins, keyvalues) = (pin.origins.join("\n"), pin.keyvalues.to_json());
         let row = B::query(
@@ -340,20 +372,8 @@ impl<B: Backend> SqlStore<B> {
         .fetch_one(tx)
         .await?;
         let id = row.int("id");
-        if let Some(dag) = stored {
-            // Still stored, now that no collection can run: a stored root's whole DAG is.
-            Self::hold_off_collector(tx).await?;
-            let stored_now = match cairn_unixfs::Cid::try_from(dag.cid.as_str()) {
-                Ok(root) => B::query("SELECT 1 AS found FROM blocks WHERE multihash = $1")
-                    .bind(root.hash().to_bytes().as_slice())
-                    .fetch_optional(tx)
-                    .await?
-                    .is_some(),
-                Err(_) => false,
-            };
-            if stored_now {
-                Self::complete_in(tx, pin.account_id, id, dag).await?;
-            }
+        if let Some(dag) = kept {
+            Self::mark_completed(tx, id, dag).await?;
         }
         Ok(id)
     }
