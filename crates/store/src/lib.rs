@@ -146,7 +146,9 @@ impl StoreError {
     }
 
     /// The database cannot be reached right now (down, restarting, recovering, or the pool
-    /// gave up waiting for a connection): worth retrying, not a fault of the request.
+    /// gave up waiting for a connection), or rolled this transaction back to let another
+    /// through (a deadlock's victim): worth retrying, not a fault of the request. A worker
+    /// that meets it leaves the operation for a later claim instead of failing it.
     pub fn is_unavailable(&self) -> bool {
         match self {
             Self::Database(
@@ -156,10 +158,14 @@ impl StoreError {
                 | sqlx::Error::Io(_),
             ) => true,
             // SQLSTATE class 08 (connection exception), 57P01-57P03 (shut down by an
-            // administrator, crashed, cannot connect now: still recovering).
-            Self::Database(sqlx::Error::Database(db)) => db
-                .code()
-                .is_some_and(|code| code.starts_with("08") || code.starts_with("57P0")),
+            // administrator, crashed, cannot connect now: still recovering), 40P01 and 40001
+            // (a deadlock's or a serialization conflict's victim, rolled back whole).
+            Self::Database(sqlx::Error::Database(db)) => db.code().is_some_and(|code| {
+                code.starts_with("08")
+                    || code.starts_with("57P0")
+                    || code == "40P01"
+                    || code == "40001"
+            }),
             Self::Io(e) => is_unavailable(e),
             _ => false,
         }
