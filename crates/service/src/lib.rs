@@ -103,20 +103,25 @@ impl Service {
         tus_bytes: Arc<dyn TusBytes>,
         config: ServiceConfig,
     ) -> Self {
+        let (metrics, scrub) = (
+            Arc::new(Metrics::default()),
+            Arc::new(ScrubStats::default()),
+        );
+        metrics.watch_scrub(scrub.clone());
         Self {
             store,
             packs,
             staging,
             tus_bytes,
             config: Arc::new(config),
-            metrics: Arc::new(Metrics::default()),
+            metrics,
             queue: Arc::new(Notify::new()),
             node: None,
             nodes: Arc::default(),
             provides: Arc::default(),
             ipni: Arc::default(),
             events: Arc::default(),
-            scrub: Arc::default(),
+            scrub,
             served: Arc::default(),
             names_key: None,
             stop: Arc::new(watch::channel(false).0),

@@ -25,7 +25,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::progress::{IpniStats, ProvideStats};
+use crate::progress::{IpniStats, ProvideStats, ScrubStats};
 
 /// Upper bounds of the duration histograms, in seconds.
 const DURATION_BUCKETS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
@@ -89,10 +89,6 @@ pub struct ServiceMetrics {
     gc_bytes_reclaimed: Counter,
     gc_packs_deleted: Counter,
     gc_packs_compacted: Counter,
-    scrub_blocks: Counter,
-    scrub_bytes: Counter,
-    scrub_damaged: Counter,
-    scrub_repaired: Counter,
 }
 
 impl ServiceMetrics {
@@ -109,10 +105,6 @@ impl ServiceMetrics {
             gc_bytes_reclaimed: Counter::default(),
             gc_packs_deleted: Counter::default(),
             gc_packs_compacted: Counter::default(),
-            scrub_blocks: Counter::default(),
-            scrub_bytes: Counter::default(),
-            scrub_damaged: Counter::default(),
-            scrub_repaired: Counter::default(),
         };
         // Every kind is listed from the start, at zero.
         for kind in UploadKind::ALL {
@@ -172,27 +164,6 @@ impl ServiceMetrics {
             "gc_packs_compacted",
             "Mostly dead packs whose live blocks garbage collection moved to a new pack",
             metrics.gc_packs_compacted.clone(),
-        );
-        registry.register(
-            "scrub_blocks",
-            "Stored blocks scrubbing read and checked against their CIDs",
-            metrics.scrub_blocks.clone(),
-        );
-        registry.register_with_unit(
-            "scrub",
-            "Stored bytes scrubbing read and checked",
-            Unit::Bytes,
-            metrics.scrub_bytes.clone(),
-        );
-        registry.register(
-            "scrub_damaged_blocks",
-            "Stored blocks scrubbing found unreadable or not matching their CIDs",
-            metrics.scrub_damaged.clone(),
-        );
-        registry.register(
-            "scrub_repaired_blocks",
-            "Damaged blocks fetched again from peers and stored anew",
-            metrics.scrub_repaired.clone(),
         );
         metrics
     }
@@ -350,6 +321,53 @@ impl Collector for NodeCounters {
     }
 }
 
+/// Scrubbing's counts ([`ScrubStats`]), read at each scrape.
+#[derive(Debug)]
+struct ScrubCounters(Arc<ScrubStats>);
+
+impl Collector for ScrubCounters {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let stats = &self.0;
+        let counters = [
+            (
+                "scrub_blocks",
+                "Stored blocks scrubbing read and checked against their CIDs",
+                None,
+                read(&stats.blocks_checked),
+            ),
+            (
+                "scrub",
+                "Stored bytes scrubbing read and checked",
+                Some(Unit::Bytes),
+                read(&stats.bytes_checked),
+            ),
+            (
+                "scrub_damaged_blocks",
+                "Stored blocks scrubbing found unreadable or not matching their CIDs",
+                None,
+                read(&stats.damaged_found),
+            ),
+            (
+                "scrub_repaired_blocks",
+                "Damaged blocks fetched again from peers and stored anew",
+                None,
+                read(&stats.repaired),
+            ),
+        ];
+        for (name, help, unit, value) in counters {
+            let counter = ConstCounter::new(value);
+            counter.encode(encoder.encode_descriptor(
+                name,
+                help,
+                unit.as_ref(),
+                counter.metric_type(),
+            )?)?;
+        }
+        Ok(())
+    }
+}
+
 /// The registry behind `/metrics` and the service's own families.
 pub struct Metrics {
     registry: Mutex<Registry>,
@@ -385,17 +403,10 @@ impl Metrics {
         service.gc_packs_compacted.inc_by(report.packs_compacted);
     }
 
-    pub fn scrub_checked(&self, blocks: u64, bytes: u64) {
-        self.service.scrub_blocks.inc_by(blocks);
-        self.service.scrub_bytes.inc_by(bytes);
-    }
-
-    pub fn scrub_damaged(&self) {
-        self.service.scrub_damaged.inc();
-    }
-
-    pub fn scrub_repaired(&self) {
-        self.service.scrub_repaired.inc();
+    /// `/metrics` shows what scrubbing counts in `stats`, read at each scrape.
+    pub fn watch_scrub(&self, stats: Arc<ScrubStats>) {
+        self.registry()
+            .register_collector(Box::new(ScrubCounters(stats)));
     }
 
     pub fn upload_stored(&self, kind: UploadKind, bytes: u64, took: Duration) {

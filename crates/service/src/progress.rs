@@ -53,13 +53,16 @@ pub struct IpniStats {
 const DAMAGED_LISTED: usize = 100;
 
 /// What scrubbing has done since this process started (`GET /api/node`, `/metrics`).
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct ScrubStats {
     pub(crate) passes_completed: AtomicU64,
     /// 0: no pass finished yet.
     pub(crate) last_pass_finished_at_ms: AtomicI64,
     pub(crate) blocks_checked: AtomicU64,
     pub(crate) bytes_checked: AtomicU64,
+    /// Each time a block was found damaged (again in a later pass if not repaired).
+    pub(crate) damaged_found: AtomicU64,
+    pub(crate) repaired: AtomicU64,
     damaged: Mutex<VecDeque<DamagedEntry>>,
 }
 
@@ -108,6 +111,7 @@ impl ScrubStats {
 
     /// Listed once however many passes find it, as the latest.
     pub(crate) fn found_damaged(&self, entry: DamagedEntry) {
+        self.damaged_found.fetch_add(1, Ordering::Relaxed);
         let mut damaged = self.damaged();
         damaged.retain(|e| e.cid != entry.cid);
         if damaged.len() == DAMAGED_LISTED {
@@ -117,6 +121,7 @@ impl ScrubStats {
     }
 
     pub(crate) fn repaired(&self, cid: &str) {
+        self.repaired.fetch_add(1, Ordering::Relaxed);
         if let Some(entry) = self.damaged().iter_mut().find(|e| e.cid == cid) {
             entry.repaired = true;
         }

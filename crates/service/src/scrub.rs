@@ -188,7 +188,6 @@ async fn pass(
                 .scrub
                 .bytes_checked
                 .fetch_add(bytes, Ordering::Relaxed);
-            service.metrics.scrub_checked(chunk.len() as u64, bytes);
             for block in damaged {
                 found_damaged(service, block).await;
             }
@@ -216,7 +215,6 @@ async fn found_damaged(service: &Service, block: DamagedBlock) {
         error = %block.error,
         "scrub: damaged block"
     );
-    service.metrics.scrub_damaged();
     let cid = block.cid.to_string();
     service.scrub.found_damaged(DamagedEntry {
         cid: cid.clone(),
@@ -227,7 +225,6 @@ async fn found_damaged(service: &Service, block: DamagedBlock) {
     match repair(service, &block).await {
         Ok(()) => {
             tracing::info!(cid = %block.cid, "scrub: damaged block repaired from a peer");
-            service.metrics.scrub_repaired();
             service.scrub.repaired(&cid);
         }
         Err(why) => tracing::warn!(cid = %block.cid, why, "scrub: damaged block not repaired"),
