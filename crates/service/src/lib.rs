@@ -46,14 +46,16 @@ pub mod worker;
 pub use config::{ProvideStrategy, ServiceConfig};
 pub use stop::sleep_unless_stopped;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use cairn_p2p::NodeHandle;
 use cairn_store::model::OperationKind;
 use cairn_store::packs::Packs;
+use cairn_store::sqlite::SqliteStore;
 use cairn_store::staging::Staging;
-use cairn_store::tus_bytes::TusBytes;
-use cairn_store::MetadataStore;
+use cairn_store::tus_bytes::{FileTusBytes, TusBytes};
+use cairn_store::{MetadataStore, StoreError};
 use tokio::sync::{watch, Notify};
 
 use crate::events::EventBus;
@@ -96,6 +98,25 @@ pub struct Service {
 }
 
 impl Service {
+    /// A service on the embedded stores under `dir` (`cairn.db`, `packs/`, `staging/`,
+    /// `tus/`, `names.key`), without an IPFS node: where tests and benches start. The SQLite
+    /// store comes back too, for the caller to seed.
+    pub async fn embedded(
+        dir: &Path,
+        config: ServiceConfig,
+    ) -> Result<(Self, Arc<SqliteStore>), StoreError> {
+        let store = Arc::new(SqliteStore::open(&dir.join("cairn.db")).await?);
+        let service = Self::new(
+            store.clone(),
+            Packs::open(dir.join("packs"))?,
+            Staging::open(dir.join("staging"))?,
+            Arc::new(FileTusBytes::open(dir.join("tus"))?),
+            config,
+        )
+        .with_names_key(NamesKey::load_or_create(&dir.join("names.key"))?);
+        Ok((service, store))
+    }
+
     pub fn new(
         store: Arc<dyn MetadataStore>,
         packs: Packs,

@@ -334,10 +334,6 @@ async fn republish_round(service: &Service) -> Result<(), NameError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cairn_store::packs::Packs;
-    use cairn_store::sqlite::SqliteStore;
-    use cairn_store::staging::Staging;
-    use cairn_store::tus_bytes::FileTusBytes;
     use cairn_store::{AccountLimits, MetadataStore};
 
     use crate::ServiceConfig;
@@ -347,19 +343,9 @@ mod tests {
     #[tokio::test]
     async fn a_record_near_its_end_is_signed_again_with_its_sequence() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(
-            SqliteStore::open(&dir.path().join("cairn.db"))
-                .await
-                .unwrap(),
-        );
-        let service = Service::new(
-            store.clone(),
-            Packs::open(dir.path().join("packs")).unwrap(),
-            Staging::open(dir.path().join("staging")).unwrap(),
-            Arc::new(FileTusBytes::open(dir.path().join("tus")).unwrap()),
-            ServiceConfig::default(),
-        )
-        .with_names_key(NamesKey::load_or_create(&dir.path().join("names.key")).unwrap());
+        let (service, store) = Service::embedded(dir.path(), ServiceConfig::default())
+            .await
+            .unwrap();
         let account = store
             .create_account("names", AccountLimits::default())
             .await

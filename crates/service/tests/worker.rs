@@ -3,15 +3,10 @@
 //! upload instead of giving it another CID.
 
 use std::io::Write;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_service::{worker, Service, ServiceConfig};
 use cairn_store::model::{NewUpload, Operation, OperationKind, OperationRef, OperationStatus};
-use cairn_store::packs::Packs;
-use cairn_store::sqlite::SqliteStore;
-use cairn_store::staging::Staging;
-use cairn_store::tus_bytes::FileTusBytes;
 use cairn_store::{AccountLimits, MetadataStore};
 
 /// Stage `bytes` as upload `id` of `account`, queued with `profile`; its operation once a
@@ -63,18 +58,9 @@ async fn process(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upload_keeps_its_profile_and_an_unknown_one_fails_it_rather_than_change_its_cid() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        SqliteStore::open(&dir.path().join("cairn.db"))
-            .await
-            .unwrap(),
-    );
-    let service = Service::new(
-        store.clone(),
-        Packs::open(dir.path().join("packs")).unwrap(),
-        Staging::open(dir.path().join("staging")).unwrap(),
-        Arc::new(FileTusBytes::open(dir.path().join("tus")).unwrap()),
-        ServiceConfig::default(),
-    );
+    let (service, store) = Service::embedded(dir.path(), ServiceConfig::default())
+        .await
+        .unwrap();
     let account = store
         .create_account("alice", AccountLimits::default())
         .await

@@ -7,13 +7,9 @@ use std::time::Duration;
 
 use cairn_server::rate_limit::{Policy, RateLimits};
 use cairn_server::{account_app, upload_app, AppState, ServerConfig};
-use cairn_service::names::NamesKey;
 use cairn_service::{Service, ServiceConfig};
 use cairn_store::access::NewKey;
-use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
-use cairn_store::staging::Staging;
-use cairn_store::tus_bytes::FileTusBytes;
 use cairn_store::{tokens, AccountLimits, MetadataStore};
 use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;
@@ -63,22 +59,9 @@ impl TestServer {
 
     pub async fn start_with(config: ServerConfig) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(
-            SqliteStore::open(&dir.path().join("cairn.db"))
-                .await
-                .unwrap(),
-        );
-        let packs = Packs::open(dir.path().join("packs")).unwrap();
-        let staging = Staging::open(dir.path().join("staging")).unwrap();
-        let tus_bytes = Arc::new(FileTusBytes::open(dir.path().join("tus")).unwrap());
-        let service = Service::new(
-            store.clone(),
-            packs,
-            staging,
-            tus_bytes,
-            ServiceConfig::default(),
-        )
-        .with_names_key(NamesKey::load_or_create(&dir.path().join("names.key")).unwrap());
+        let (service, store) = Service::embedded(dir.path(), ServiceConfig::default())
+            .await
+            .unwrap();
         let state = AppState::new(service.clone(), config);
         let (stop_workers, stopped) = tokio::sync::watch::channel(false);
         cairn_service::worker::spawn(service, 2, stopped);
