@@ -89,16 +89,7 @@ fn ms(time: Duration) -> f64 {
 /// `cairn serve` with its node on loopback TCP, and the node's address (with `/p2p/`).
 fn start_cairn(data: &Path) -> (Running, String) {
     let mut running = start(data, &["--p2p-listen", "/ip4/127.0.0.1/tcp/0"]);
-    let addr = loop {
-        let line = running
-            .lines
-            .next()
-            .expect("serve prints its node")
-            .unwrap();
-        if let Some(addr) = line.strip_prefix("p2p listening on ") {
-            break addr.to_owned();
-        }
-    };
+    let addr = running.printed("p2p listening on ");
     (running, addr)
 }
 

@@ -171,16 +171,7 @@ fn start_cairn(data: &Path, strategy: &str, bootstrap: &str) -> (Running, PeerId
             "1000000",
         ],
     );
-    let peer_id = loop {
-        let line = running
-            .lines
-            .next()
-            .expect("serve prints its node")
-            .unwrap();
-        if let Some(id) = line.strip_prefix("p2p peer id ") {
-            break id.parse().unwrap();
-        }
-    };
+    let peer_id = running.printed("p2p peer id ").parse().unwrap();
     (running, peer_id)
 }
 

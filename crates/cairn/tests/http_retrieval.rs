@@ -163,16 +163,7 @@ fn start_cairn(data: &Path, ca: &TestCa, port: Option<u16>) -> (Running, String)
         command.args(["--public-url", &format!("https://localhost:{port}")]);
     }
     let mut running = start_command(command);
-    let peer_id = loop {
-        let line = running
-            .lines
-            .next()
-            .expect("serve prints its node")
-            .unwrap();
-        if let Some(id) = line.strip_prefix("p2p peer id ") {
-            break id.to_owned();
-        }
-    };
+    let peer_id = running.printed("p2p peer id ");
     (running, peer_id)
 }
 

@@ -65,16 +65,7 @@ fn start_node(data: &Path, extra: &[&str]) -> (Running, String) {
     let mut args = vec!["--p2p-listen", "/ip4/127.0.0.1/tcp/0"];
     args.extend_from_slice(extra);
     let mut running = start(data, &args);
-    let addr = loop {
-        let line = running
-            .lines
-            .next()
-            .expect("serve prints its node")
-            .unwrap();
-        if let Some(addr) = line.strip_prefix("p2p listening on ") {
-            break addr.to_owned();
-        }
-    };
+    let addr = running.printed("p2p listening on ");
     (running, addr)
 }
 

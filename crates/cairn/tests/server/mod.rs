@@ -15,6 +15,23 @@ pub struct Running {
 
 /// A server that a test leaves behind (it failed before stopping it) is killed, so that it
 /// does not outlive the test run, holding its ports and databases.
+impl Running {
+    /// The rest of the first line `serve` prints from here on that starts with `prefix` (its
+    /// node's address or peer id); the lines before it are read past.
+    pub fn printed(&mut self, prefix: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .next()
+                .unwrap_or_else(|| panic!("serve printed no line starting {prefix:?}"))
+                .unwrap();
+            if let Some(rest) = line.strip_prefix(prefix) {
+                return rest.to_owned();
+            }
+        }
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.child.kill();
