@@ -444,6 +444,28 @@ async fn post_small(round: &Round, rng: &mut XorShift64) -> Option<()> {
     post_file(round, Kind::Post, len, seed).await
 }
 
+/// `part` POSTed as an upload: the server's answer when it took it (`Some(None)` when it
+/// refused, counted under `what`), `None` when the connection failed.
+async fn post_upload(
+    round: &Round,
+    part: reqwest::multipart::Part,
+    what: &'static str,
+) -> Option<Option<Value>> {
+    let (status, _, body) = send(
+        round
+            .http
+            .post(format!("{}/api/upload", round.upload))
+            .bearer_auth(&round.token)
+            .multipart(reqwest::multipart::Form::new().part("file", part)),
+    )
+    .await?;
+    if status != StatusCode::OK {
+        round.journal().refused(what, status);
+        return Some(None);
+    }
+    Some(Some(serde_json::from_slice(&body).unwrap()))
+}
+
 async fn post_file(round: &Round, kind: Kind, len: usize, seed: u64) -> Option<()> {
     let bytes = content(len, seed);
     // Hashing off the executor, whose threads the other clients and the kill's timer need.
@@ -454,20 +476,10 @@ async fn post_file(round: &Round, kind: Kind, len: usize, seed: u64) -> Option<(
     .await
     .unwrap();
     let part = reqwest::multipart::Part::bytes(bytes).file_name("file.bin");
-    let (status, _, body) = send(
-        round
-            .http
-            .post(format!("{}/api/upload", round.upload))
-            .bearer_auth(&round.token)
-            .multipart(reqwest::multipart::Form::new().part("file", part)),
-    )
-    .await?;
-    let mut journal = round.journal();
-    if status != StatusCode::OK {
-        journal.refused("POST", status);
+    let Some(answer) = post_upload(round, part, "POST").await? else {
         return Some(());
-    }
-    let answer: Value = serde_json::from_slice(&body).unwrap();
+    };
+    let mut journal = round.journal();
     let cid = answer["cid"].as_str().map(str::to_owned);
     let id = answer["id"].as_str().unwrap().to_owned();
     journal.ack(kind);
@@ -519,20 +531,10 @@ async fn post_archive(round: &Round, rng: &mut XorShift64) -> Option<()> {
         .map(|((name, ..), b)| (name.as_str(), b.as_slice()))
         .collect();
     let part = reqwest::multipart::Part::bytes(tar_of(&named)).file_name("tree.tar");
-    let (status, _, body) = send(
-        round
-            .http
-            .post(format!("{}/api/upload", round.upload))
-            .bearer_auth(&round.token)
-            .multipart(reqwest::multipart::Form::new().part("file", part)),
-    )
-    .await?;
-    let mut journal = round.journal();
-    if status != StatusCode::OK {
-        journal.refused("POST archive", status);
+    let Some(answer) = post_upload(round, part, "POST archive").await? else {
         return Some(());
-    }
-    let answer: Value = serde_json::from_slice(&body).unwrap();
+    };
+    let mut journal = round.journal();
     journal.ack(Kind::Archive);
     journal.entries.push(Entry {
         id: answer["id"].as_str().unwrap().to_owned(),
