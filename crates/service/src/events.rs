@@ -95,7 +95,7 @@ pub async fn follow_events(
         match store.all_events_after(after, PAGE).await {
             Ok(events) => {
                 let full = events.len() == PAGE as usize;
-                let mut operations = operations_of(store.as_ref(), &events).await;
+                let mut operations = operations_of(store.as_ref(), events.iter()).await;
                 for event in events {
                     after = event.id;
                     let operation = operations.remove(&event.id);
@@ -115,8 +115,11 @@ pub async fn follow_events(
 
 /// The upload or pin each of `events` is about, by event id, in one read; none when the read
 /// fails (whoever needs one then reads it alone).
-pub async fn operations_of(store: &dyn MetadataStore, events: &[Event]) -> HashMap<i64, Operation> {
-    let ids: Vec<i64> = events.iter().map(|event| event.operation_id).collect();
+pub async fn operations_of<'a>(
+    store: &dyn MetadataStore,
+    events: impl Iterator<Item = &'a Event> + Clone,
+) -> HashMap<i64, Operation> {
+    let ids: Vec<i64> = events.clone().map(|event| event.operation_id).collect();
     let found = match store.operations_by_id(&ids).await {
         Ok(found) => found,
         Err(e) => {
@@ -126,7 +129,6 @@ pub async fn operations_of(store: &dyn MetadataStore, events: &[Event]) -> HashM
     };
     let by_id: HashMap<i64, &Operation> = found.iter().map(|op| (op.id, op)).collect();
     events
-        .iter()
         .filter_map(|event| {
             let op = by_id.get(&event.operation_id)?;
             (op.account_id == event.account_id).then(|| (event.id, (*op).clone()))

@@ -183,8 +183,8 @@ pub async fn deliver_webhooks(service: Service, render: RenderEvent, allow_priva
         }
         // Read together, sent together, recorded together: one read and one write for the
         // batch.
-        let events: Vec<Event> = claimed.iter().map(|d| d.event.clone()).collect();
-        let operations = operations_of(service.store.as_ref(), &events).await;
+        let events = claimed.iter().map(|delivery| &delivery.event);
+        let operations = operations_of(service.store.as_ref(), events).await;
         let attempted = join_all(claimed.iter().map(|delivery| {
             let operation = operations.get(&delivery.event.id);
             deliver(&client, &render, delivery, operation, allow_private)

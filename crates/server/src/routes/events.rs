@@ -186,7 +186,7 @@ async fn follow_account(
                     }
                 };
                 let full = page.len() == PAGE as usize;
-                let operations = operations_of(state.service.store.as_ref(), &page).await;
+                let operations = operations_of(state.service.store.as_ref(), page.iter()).await;
                 for event in page {
                     if !send_event(&state, &out, &event, operations.get(&event.id)).await {
                         return;
