@@ -80,16 +80,18 @@ fn build() -> PathBuf {
             .env("GOMODCACHE", &caches[1]);
         command
     };
-    let downloaded = run(
-        &mut go_command(
-            &[
-                "mod",
-                "download",
-                "-json",
-                &format!("github.com/ipfs/kubo@{RELEASE}"),
-            ],
-            &dir,
-        ),
+    let downloaded = go_with_retries(
+        || {
+            go_command(
+                &[
+                    "mod",
+                    "download",
+                    "-json",
+                    &format!("github.com/ipfs/kubo@{RELEASE}"),
+                ],
+                &dir,
+            )
+        },
         "go mod download github.com/ipfs/kubo",
     );
     let module = json_string(&downloaded, "Dir")
@@ -120,10 +122,12 @@ fn build() -> PathBuf {
         "go mod edit (Kubo's go-libp2p)",
     );
     let partial = dir.join("ipfs.partial");
-    run(
-        go_command(&["build", "-trimpath", "-o"], &source)
-            .arg(&partial)
-            .arg("./cmd/ipfs"),
+    go_with_retries(
+        || {
+            let mut command = go_command(&["build", "-trimpath", "-o"], &source);
+            command.arg(&partial).arg("./cmd/ipfs");
+            command
+        },
         &format!("go build Kubo {RELEASE}"),
     );
     let version = run(Command::new(&partial).arg("version"), "ipfs version");
@@ -146,6 +150,35 @@ fn build() -> PathBuf {
         started.elapsed().as_secs_f64()
     );
     binary
+}
+
+/// Run the `go` command `make` builds until it succeeds, three times at most: a module
+/// download that fails halfway (the proxy's answer cut short, a moment's refusal) fails the
+/// whole command, and the next try resumes from the modules already in the cache. Go's
+/// `go: downloading` lines (a hundred of them) are left out of what a failure shows, so its
+/// error is what a reader sees.
+fn go_with_retries(make: impl Fn() -> Command, what: &str) -> String {
+    const TRIES: u32 = 3;
+    for attempt in 1..=TRIES {
+        let output = make().output().unwrap_or_else(|e| panic!("{what}: {e}"));
+        if output.status.success() {
+            return String::from_utf8_lossy(&output.stdout).into_owned();
+        }
+        let errors: String = String::from_utf8_lossy(&output.stderr)
+            .lines()
+            .filter(|line| !line.starts_with("go: downloading "))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let failure = format!(
+            "{what} failed ({}), try {attempt} of {TRIES}:\n{}{errors}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout)
+        );
+        assert!(attempt < TRIES, "{failure}");
+        eprintln!("{failure}");
+        std::thread::sleep(Duration::from_secs(10));
+    }
+    unreachable!("the last try panics")
 }
 
 /// The string value of `"key": "..."` in `go`'s JSON (paths hold no escapes worth decoding).
