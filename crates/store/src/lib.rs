@@ -437,8 +437,14 @@ pub trait MetadataStore: Send + Sync {
         account_id: i64,
         filter: &KeptFilter,
     ) -> Result<Vec<Operation>, StoreError>;
-    /// How many things the filter matches, over all pages.
-    async fn count_kept(&self, account_id: i64, filter: &KeptFilter) -> Result<u64, StoreError>;
+    /// [`Self::list_kept`], and how many things the filter matches over all pages, both read
+    /// from one snapshot (the Pinning Service API's `count` and `results` agree even while
+    /// uploads complete).
+    async fn list_kept_counted(
+        &self,
+        account_id: i64,
+        filter: &KeptFilter,
+    ) -> Result<(Vec<Operation>, u64), StoreError>;
 
     // Events, webhooks and usage (`events`).
 

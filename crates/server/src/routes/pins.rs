@@ -154,10 +154,11 @@ async fn list(
         .await?;
     let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let filter = list_filter(params)?;
-    let (count, page) = tokio::try_join!(
-        state.service.store.count_kept(account.id, &filter),
-        state.service.store.list_kept(account.id, &filter),
-    )?;
+    let (page, count) = state
+        .service
+        .store
+        .list_kept_counted(account.id, &filter)
+        .await?;
     let delegates = delegates(&state);
     Ok(Json(PinResults {
         count,

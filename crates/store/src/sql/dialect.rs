@@ -43,6 +43,17 @@ impl Dialect {
         }
     }
 
+    /// Starts a transaction that only reads, and reads one snapshot throughout (a page and
+    /// its count that agree). SQLite: a deferred `BEGIN`, whose first read fixes what the
+    /// whole transaction sees in WAL mode. PostgreSQL: `REPEATABLE READ`, as its default
+    /// takes a new snapshot for every statement.
+    pub const fn begin_snapshot(self) -> &'static str {
+        match self {
+            Self::Sqlite => "BEGIN",
+            Self::Postgres => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+        }
+    }
+
     /// Appended to a `SELECT` whose rows a write transaction decides on. PostgreSQL locks them,
     /// so a concurrent commit on another node waits and then sees this one's effect (two nodes
     /// cannot both spend an account's remaining quota). SQLite has no row locks and needs

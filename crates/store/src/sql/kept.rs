@@ -4,6 +4,7 @@
 //! [`Dialect::kept_counts_triggers`](super::dialect::Dialect::kept_counts_triggers)), and a
 //! window of time (`before`, `after`) is counted on whichever side of it looks smaller.
 
+use super::backend::Conn;
 use super::rows::{operation_from, ModelRow};
 use super::{Backend, SqlStore, Statement};
 use crate::model::{KeptFilter, Operation, OperationStatus};
@@ -13,10 +14,11 @@ impl<B: Backend> SqlStore<B> {
     /// The newest matches of `filter`, after its cursor.
     pub(super) async fn kept_page(
         &self,
+        conn: &mut impl Conn<B>,
         account_id: i64,
         filter: &KeptFilter,
     ) -> Result<Vec<Operation>, StoreError> {
-        let filter = &self.rarest_keyvalue_first(account_id, filter).await?;
+        let filter = &self.rarest_keyvalue_first(conn, account_id, filter).await?;
         let (conditions, values) = kept_conditions::<B>(account_id, filter, true);
         // By key-values, the page is read in the order of their index (see `keyvalues`).
         let order = if filter.keyvalues.is_empty() {
@@ -31,7 +33,7 @@ impl<B: Backend> SqlStore<B> {
         );
         let rows = bind_all(B::query(&sql), &values)
             .bind(i64::from(filter.limit))
-            .fetch_all(&mut self.conn().await?)
+            .fetch_all(conn)
             .await?;
         rows.iter().map(operation_from).collect()
     }
@@ -39,10 +41,11 @@ impl<B: Backend> SqlStore<B> {
     /// How many things `filter` matches (its cursor aside).
     pub(super) async fn kept_matches(
         &self,
+        conn: &mut impl Conn<B>,
         account_id: i64,
         filter: &KeptFilter,
     ) -> Result<u64, StoreError> {
-        let filter = &self.rarest_keyvalue_first(account_id, filter).await?;
+        let filter = &self.rarest_keyvalue_first(conn, account_id, filter).await?;
         // Only what `kept_counts` counts, by status and time alone; a CID, a name or key-values
         // narrow the rows first (the CID and key-values by their index; names row by row).
         let only_keyvalues = !filter.uploads_only
@@ -52,7 +55,7 @@ impl<B: Backend> SqlStore<B> {
             && filter.created_before_ms.is_none()
             && filter.created_after_ms.is_none();
         if only_keyvalues && !filter.keyvalues.is_empty() {
-            return self.count_keyvalues(account_id, filter).await;
+            return self.count_keyvalues(conn, account_id, filter).await;
         }
         let by_counts = filter.with_cid
             && !filter.uploads_only
@@ -60,9 +63,9 @@ impl<B: Backend> SqlStore<B> {
             && filter.name.is_none()
             && filter.keyvalues.is_empty();
         if !by_counts {
-            return self.count_rows(account_id, filter).await;
+            return self.count_rows(conn, account_id, filter).await;
         }
-        let total = self.kept_total(account_id, &filter.statuses).await?;
+        let total = self.kept_total(conn, account_id, &filter.statuses).await?;
         let (before, after) = (filter.created_before_ms, filter.created_after_ms);
         if before.is_none() && after.is_none() {
             return Ok(total);
@@ -72,7 +75,7 @@ impl<B: Backend> SqlStore<B> {
                 return Ok(0);
             }
         }
-        let Some((oldest, newest)) = self.kept_span(account_id).await? else {
+        let Some((oldest, newest)) = self.kept_span(conn, account_id).await? else {
             return Ok(0);
         };
         // The window's share of the span of time, as a guess of its share of the rows.
@@ -80,7 +83,7 @@ impl<B: Backend> SqlStore<B> {
         let last = before.map_or(newest, |before| before - 1).min(newest);
         let share = (last - first + 1).max(0) as f64 / (newest - oldest + 1) as f64;
         if share <= 0.5 {
-            return self.count_rows(account_id, filter).await;
+            return self.count_rows(conn, account_id, filter).await;
         }
         let mut outside = 0;
         if let Some(before) = before {
@@ -89,7 +92,7 @@ impl<B: Backend> SqlStore<B> {
                 created_after_ms: Some(before - 1),
                 ..filter.clone()
             };
-            outside += self.count_rows(account_id, &newer).await?;
+            outside += self.count_rows(conn, account_id, &newer).await?;
         }
         if let Some(after) = after {
             let older = KeptFilter {
@@ -97,7 +100,7 @@ impl<B: Backend> SqlStore<B> {
                 created_after_ms: None,
                 ..filter.clone()
             };
-            outside += self.count_rows(account_id, &older).await?;
+            outside += self.count_rows(conn, account_id, &older).await?;
         }
         Ok(total.saturating_sub(outside))
     }
@@ -108,6 +111,7 @@ impl<B: Backend> SqlStore<B> {
     /// up to a cap, a few index steps at most.
     async fn rarest_keyvalue_first(
         &self,
+        conn: &mut impl Conn<B>,
         account_id: i64,
         filter: &KeptFilter,
     ) -> Result<KeptFilter, StoreError> {
@@ -126,7 +130,7 @@ impl<B: Backend> SqlStore<B> {
             .bind(k.as_str())
             .bind(v.as_str())
             .bind(CAP)
-            .fetch_one(&mut self.conn().await?)
+            .fetch_one(conn)
             .await?;
             counted.push((row.int("n"), (k, v)));
         }
@@ -139,6 +143,7 @@ impl<B: Backend> SqlStore<B> {
     /// the index of the first alone: no operation is read (`keyvalues_rooted` for pins).
     async fn count_keyvalues(
         &self,
+        conn: &mut impl Conn<B>,
         account_id: i64,
         filter: &KeptFilter,
     ) -> Result<u64, StoreError> {
@@ -159,30 +164,34 @@ impl<B: Backend> SqlStore<B> {
         for (k, v) in &filter.keyvalues {
             statement = statement.bind(k.as_str()).bind(v.as_str());
         }
-        let row = statement.fetch_one(&mut self.conn().await?).await?;
+        let row = statement.fetch_one(conn).await?;
         Ok(row.int("n") as u64)
     }
 
     /// Counts the rows `filter` matches, one by one.
-    async fn count_rows(&self, account_id: i64, filter: &KeptFilter) -> Result<u64, StoreError> {
+    async fn count_rows(
+        &self,
+        conn: &mut impl Conn<B>,
+        account_id: i64,
+        filter: &KeptFilter,
+    ) -> Result<u64, StoreError> {
         let (conditions, values) = kept_conditions::<B>(account_id, filter, false);
         let from = kept_from::<B>(filter);
         let sql = format!("SELECT COUNT(*) AS n FROM {from} WHERE {conditions}");
-        let row = bind_all(B::query(&sql), &values)
-            .fetch_one(&mut self.conn().await?)
-            .await?;
+        let row = bind_all(B::query(&sql), &values).fetch_one(conn).await?;
         Ok(row.int("n") as u64)
     }
 
     /// The account's count in `kept_counts` of each of `statuses` (all when empty), summed.
     async fn kept_total(
         &self,
+        conn: &mut impl Conn<B>,
         account_id: i64,
         statuses: &[OperationStatus],
     ) -> Result<u64, StoreError> {
         let row = B::query("SELECT * FROM kept_counts WHERE account_id = $1")
             .bind(account_id)
-            .fetch_optional(&mut self.conn().await?)
+            .fetch_optional(conn)
             .await?;
         let Some(row) = row else { return Ok(0) };
         let statuses = if statuses.is_empty() {
@@ -198,7 +207,11 @@ impl<B: Backend> SqlStore<B> {
 
     /// When the oldest and the newest counted thing were created: two probes of the index
     /// `operations_pins` (one aggregate each, as SQLite reads `MIN` from an index only alone).
-    async fn kept_span(&self, account_id: i64) -> Result<Option<(i64, i64)>, StoreError> {
+    async fn kept_span(
+        &self,
+        conn: &mut impl Conn<B>,
+        account_id: i64,
+    ) -> Result<Option<(i64, i64)>, StoreError> {
         const COUNTED: &str = "FROM operations
             WHERE account_id = $1 AND deleted_at IS NULL AND cid IS NOT NULL";
         let row = B::query(&format!(
@@ -206,7 +219,7 @@ impl<B: Backend> SqlStore<B> {
                     (SELECT MAX(created_at) {COUNTED}) AS newest"
         ))
         .bind(account_id)
-        .fetch_one(&mut self.conn().await?)
+        .fetch_one(conn)
         .await?;
         Ok(row.maybe_int("oldest").zip(row.maybe_int("newest")))
     }

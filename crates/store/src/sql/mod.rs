@@ -71,6 +71,11 @@ impl<B: Backend> SqlStore<B> {
         self.pool.acquire().await
     }
 
+    /// A transaction that only reads, all of it from one snapshot of the database.
+    async fn read_snapshot(&self) -> Result<sqlx::Transaction<'static, B>, sqlx::Error> {
+        self.pool.begin_with(B::DIALECT.begin_snapshot()).await
+    }
+
     /// A connection for statements that write, each its own transaction, once it is `line`'s
     /// turn.
     async fn write_conn(&self, line: Line) -> Result<WriteConn<B>, sqlx::Error> {

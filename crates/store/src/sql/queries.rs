@@ -853,11 +853,20 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         account_id: i64,
         filter: &KeptFilter,
     ) -> Result<Vec<Operation>, StoreError> {
-        self.kept_page(account_id, filter).await
+        self.kept_page(&mut self.conn().await?, account_id, filter)
+            .await
     }
 
-    async fn count_kept(&self, account_id: i64, filter: &KeptFilter) -> Result<u64, StoreError> {
-        self.kept_matches(account_id, filter).await
+    async fn list_kept_counted(
+        &self,
+        account_id: i64,
+        filter: &KeptFilter,
+    ) -> Result<(Vec<Operation>, u64), StoreError> {
+        let mut snapshot = self.read_snapshot().await?;
+        let page = self.kept_page(&mut snapshot, account_id, filter).await?;
+        let count = self.kept_matches(&mut snapshot, account_id, filter).await?;
+        snapshot.commit().await?;
+        Ok((page, count))
     }
 
     async fn events_after(

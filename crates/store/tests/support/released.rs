@@ -100,7 +100,8 @@ pub async fn check_rows(store: &dyn MetadataStore) {
         limit: 10,
         ..KeptFilter::default()
     };
-    assert_eq!(store.count_kept(account.id, &pins).await.unwrap(), 1);
+    let (_, pins_counted) = store.list_kept_counted(account.id, &pins).await.unwrap();
+    assert_eq!(pins_counted, 1);
     store
         .create_account("after-upgrade", Default::default())
         .await
