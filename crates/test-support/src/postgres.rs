@@ -556,6 +556,32 @@ fn query_with(psql: &Path, url: &str, sql: &str) -> Result<String, String> {
     }
 }
 
+/// The database at `url` as SQL (`pg_dump`, without owners or privileges, so that it loads
+/// into a database of any name on any server).
+pub fn dump(url: &str) -> String {
+    let pg_dump = on_path("pg_dump")
+        .or_else(|| find_binaries().map(|bin| bin.join("pg_dump")))
+        .expect("pg_dump, beside psql");
+    run(
+        Command::new(pg_dump)
+            .args(["--no-owner", "--no-privileges", "--dbname"])
+            .arg(url),
+        "pg_dump",
+    )
+}
+
+/// Load the SQL file at `dump` (made by [`dump`]) into the database at `url`, stopping at its
+/// first error.
+pub fn restore(url: &str, dump: &Path) {
+    run(
+        Command::new(psql())
+            .arg(url)
+            .args(["-v", "ON_ERROR_STOP=1", "-X", "-q", "-f"])
+            .arg(dump),
+        "psql loading a dump",
+    );
+}
+
 /// psql: the one on `PATH`, else the one beside the server's programs.
 fn psql() -> PathBuf {
     static PSQL: OnceLock<PathBuf> = OnceLock::new();
