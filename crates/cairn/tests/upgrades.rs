@@ -175,21 +175,28 @@ fn write_with_old_release(binary: &Path, data_dir: &Path, database_url: Option<&
     fixture
 }
 
-/// `tar` of `dir`'s contents into `archive` (gzip), or out of it into `dir`.
-fn tar(args: &[&str], archive: &Path, dir: &Path) {
-    let status = Command::new("tar")
-        .args(args)
+/// `dir`'s contents into the gzipped tar file `archive`.
+fn pack(dir: &Path, archive: &Path) {
+    tar(Command::new("tar")
+        .arg("-czf")
         .arg(archive)
         .arg("-C")
         .arg(dir)
-        .args(if args.contains(&"-czf") {
-            &["."][..]
-        } else {
-            &[]
-        })
-        .status()
-        .unwrap();
-    assert!(status.success(), "tar {args:?} {}", archive.display());
+        .arg("."));
+}
+
+/// The gzipped tar file `archive` unpacked into `dir`.
+fn unpack(archive: &Path, dir: &Path) {
+    tar(Command::new("tar")
+        .arg("-xzf")
+        .arg(archive)
+        .arg("-C")
+        .arg(dir));
+}
+
+fn tar(command: &mut Command) {
+    let status = command.status().unwrap();
+    assert!(status.success(), "{command:?}: {status}");
 }
 
 /// Writes `tests/upgrades/schema-N/` with the release `scripts/make-upgrade-fixtures` built:
@@ -210,17 +217,13 @@ fn make_fixture() {
 
     let sqlite_dir = tempfile::tempdir().unwrap();
     let sqlite = write_with_old_release(&binary, sqlite_dir.path(), None);
-    tar(&["-czf"], &out.join("sqlite.tar.gz"), sqlite_dir.path());
+    pack(sqlite_dir.path(), &out.join("sqlite.tar.gz"));
 
     let database = Database::create("upgrade_fixture");
     let packs_dir = tempfile::tempdir().unwrap();
     let on_postgres = write_with_old_release(&binary, packs_dir.path(), Some(&database.url));
     std::fs::write(out.join("postgres.sql"), postgres::dump(&database.url)).unwrap();
-    tar(
-        &["-czf"],
-        &out.join("postgres-packs.tar.gz"),
-        packs_dir.path(),
-    );
+    pack(packs_dir.path(), &out.join("postgres-packs.tar.gz"));
 
     let fixture = json!({
         "schema": schema,
@@ -390,7 +393,7 @@ async fn everything_is_as_it_was(
 async fn every_past_schema_opens_on_sqlite_with_everything_as_it_was() {
     for (version, dir) in schemas() {
         let data = tempfile::tempdir().unwrap();
-        tar(&["-xzf"], &dir.join("sqlite.tar.gz"), data.path());
+        unpack(&dir.join("sqlite.tar.gz"), data.path());
         let label = format!("schema {version} on SQLite");
         everything_is_as_it_was(&label, data.path(), None, &fixture(&dir)["sqlite"]).await;
     }
@@ -402,7 +405,7 @@ async fn every_past_schema_opens_on_postgres_with_everything_as_it_was() {
         let database = Database::create("upgrade");
         postgres::restore(&database.url, &dir.join("postgres.sql"));
         let data = tempfile::tempdir().unwrap();
-        tar(&["-xzf"], &dir.join("postgres-packs.tar.gz"), data.path());
+        unpack(&dir.join("postgres-packs.tar.gz"), data.path());
         let label = format!("schema {version} on PostgreSQL");
         let written = &fixture(&dir)["postgres"];
         everything_is_as_it_was(&label, data.path(), Some(&database.url), written).await;
