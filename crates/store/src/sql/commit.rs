@@ -328,10 +328,11 @@ impl<B: Backend> SqlStore<B> {
         pin: &NewPin,
         stored: Option<&StoredDag>,
     ) -> Result<i64, StoreError> {
-        // The root is kept before the operation is written, the order every commit keeps
-        // (the account's rows, then the operation's, whose triggers lock the account's counts
-        // and the event log): a pin's row first deadlocked with uploads and deletes on
-        // PostgreSQL.
+        // The root is kept before the operation is written, and the operation is written
+        // once, as it starts: the order every commit keeps on PostgreSQL (the account's rows,
+        // then the operation's, whose triggers take the event log's lock and then the
+        // account's counts). A pin's row first, or a row inserted pending and then completed
+        // (the counts before the event log), deadlocked with uploads and deletes.
         let kept = match stored {
             Some(dag) => {
                 // Still stored, now that no collection can run: a stored root's whole DAG is.
@@ -352,29 +353,50 @@ impl<B: Backend> SqlStore<B> {
             None => None,
         };
         let now = now_ms();
+        let (status, message, progress, cid, dag_size, completed_at) = match kept {
+            Some(dag) => (
+                "completed",
+                "stored",
+                100.0,
+                &dag.cid,
+                Some(dag.size as i64),
+                Some(now),
+            ),
+            None => (
+                "pending",
+                "waiting to be fetched",
+                0.0,
+                &pin.cid,
+                None,
+                None,
+            ),
+        };
         let (origins, keyvalues) = (pin.origins.join("\n"), pin.keyvalues.to_json());
         let row = B::query(
             "INSERT INTO operations (upload_id, account_id, kind, status, status_message, progress,
-                cid, name, size, mime_type, profile, created_at, updated_at, origins, meta, key_id)
-             VALUES ($1, $2, 'pin', 'pending', 'waiting to be fetched', 0, $3, $4, 0, '', '', $5,
-                $6, $7, $8, $9)
+                cid, name, size, mime_type, profile, created_at, updated_at, completed_at,
+                dag_size, origins, meta, key_id)
+             VALUES ($1, $2, 'pin', $3, $4, $5, $6, $7, 0, '', '', $8, $9, $10, $11, $12, $13,
+                $14)
              RETURNING id",
         )
         .bind(&pin.request_id)
         .bind(pin.account_id)
-        .bind(&pin.cid)
+        .bind(status)
+        .bind(message)
+        .bind(progress)
+        .bind(cid.as_str())
         .bind(&pin.name)
         .bind(now)
         .bind(now)
+        .bind(completed_at)
+        .bind(dag_size)
         .bind(origins.as_str())
         .bind(keyvalues.as_str())
         .bind(pin.key_id)
         .fetch_one(tx)
         .await?;
         let id = row.int("id");
-        if let Some(dag) = kept {
-            Self::mark_completed(tx, id, dag).await?;
-        }
         Ok(id)
     }
 
