@@ -918,9 +918,6 @@ async fn keys_links_and_keyvalues(store: &dyn MetadataStore) {
     );
 }
 
-/// Deletes and commits of one account at the same moment: each changes the account's stored
-/// bytes and an operation, and on PostgreSQL each change to an operation takes the event log's
-/// lock; taken in opposite orders, they deadlocked (a `500` to the client).
 /// `GET /pins` answers a page and the count of every match: read apart, an upload completed or
 /// deleted between them made the two disagree (the soak saw 30 results under a count of 29).
 async fn a_page_and_its_count_agree_while_uploads_complete_and_go(store: &dyn MetadataStore) {
@@ -978,6 +975,10 @@ async fn a_page_and_its_count_agree_while_uploads_complete_and_go(store: &dyn Me
     assert_eq!((page.len(), count), (left, left as u64));
 }
 
+/// Deletes, commits and pins of stored content of one account at the same moment: each changes
+/// the account's stored bytes and an operation, and on PostgreSQL each change to an operation
+/// takes the event log's lock and the account's counts; taken in opposite orders, they
+/// deadlocked (a `500`, later a `503`, to the client).
 async fn deletes_and_commits_of_one_account_at_once_all_succeed(
     store: &dyn MetadataStore,
     packs: &Packs,
@@ -1473,9 +1474,9 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(
     counts_match_rows(store, claimed.account_id).await;
 }
 
-/// `list_kept_counted`'s count for `GET /pins` (from the counts the triggers keep, and windows of time
-/// counted on either side) equals the rows it counts: for every status, and for windows
-/// around each thing's creation time.
+/// `list_kept_counted`'s count for `GET /pins` (from the counts the triggers keep, and windows
+/// of time counted on either side) equals the rows it counts: for every status, and for
+/// windows around each thing's creation time.
 async fn counts_match_rows(store: &dyn MetadataStore, account_id: i64) {
     use OperationStatus::{Completed, Failed, Pending, Processing};
     let every = KeptFilter {

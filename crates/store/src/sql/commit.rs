@@ -257,15 +257,6 @@ impl<B: Backend> SqlStore<B> {
         dag: &StoredDag,
     ) -> Result<(), StoreError> {
         Self::keep_root(tx, account_id, dag).await?;
-        Self::mark_completed(tx, id, dag).await
-    }
-
-    /// Operation `id` is completed with `dag` as its root (kept by the caller already).
-    async fn mark_completed(
-        tx: &mut WriteTx<B>,
-        id: i64,
-        dag: &StoredDag,
-    ) -> Result<(), StoreError> {
         let now = now_ms();
         B::query(
             "UPDATE operations SET status = 'completed', status_message = 'stored', progress = 100,
