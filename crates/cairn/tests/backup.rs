@@ -27,16 +27,10 @@ struct Acknowledged {
 }
 
 async fn upload(running: &Running, token: &str, bytes: Vec<u8>) -> Acknowledged {
-    let (status, body) = post_upload(running, token, "file.bin", bytes.clone()).await;
-    assert_eq!(status, 200, "{body}");
-    let op = match body["status"].as_str() {
-        Some("completed") => body,
-        _ => finished_operation(running, token, &body["operationId"].to_string()).await,
-    };
-    assert_eq!(op["status"], "completed", "{op}");
+    let (id, cid) = stored_upload(running, token, "file.bin", bytes.clone()).await;
     Acknowledged {
-        id: op["id"].as_str().unwrap().to_owned(),
-        cid: op["cid"].as_str().unwrap().to_owned(),
+        id,
+        cid,
         bytes,
         at: Instant::now(),
     }

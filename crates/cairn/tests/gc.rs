@@ -9,10 +9,7 @@ use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use server::{
-    admin, cairn, content, create_account, finished_operation, post_upload, start, terminate,
-    Running,
-};
+use server::{admin, cairn, content, create_account, start, stored_upload, terminate, Running};
 
 /// Bytes of every pack file in the data directory.
 fn pack_bytes(data: &Path) -> u64 {
@@ -62,19 +59,6 @@ async fn read(running: &Running, path: &str) -> Vec<u8> {
     response.bytes().await.unwrap().to_vec()
 }
 
-/// A stored upload: its id and root CID.
-async fn upload(running: &Running, token: &str, name: &str, bytes: Vec<u8>) -> (String, String) {
-    let (status, body) = post_upload(running, token, name, bytes).await;
-    assert_eq!(status, 200, "{body}");
-    let id = body["id"].as_str().unwrap().to_owned();
-    let op = match body["status"].as_str() {
-        Some("completed") => body,
-        _ => finished_operation(running, token, &body["operationId"].to_string()).await,
-    };
-    assert_eq!(op["status"], "completed", "{op}");
-    (id, op["cid"].as_str().unwrap().to_owned())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gc_frees_what_no_one_keeps_and_compacts_mostly_dead_packs() {
     let dir = tempfile::tempdir().unwrap();
@@ -85,14 +69,15 @@ async fn gc_frees_what_no_one_keeps_and_compacts_mostly_dead_packs() {
 
     // The same 3 MB in two accounts: stored once.
     let shared = content(3_000_000, 1);
-    let (first_shared, shared_cid) = upload(&running, &first, "shared.bin", shared.clone()).await;
-    let (second_shared, _) = upload(&running, &second, "shared.bin", shared.clone()).await;
+    let (first_shared, shared_cid) =
+        stored_upload(&running, &first, "shared.bin", shared.clone()).await;
+    let (second_shared, _) = stored_upload(&running, &second, "shared.bin", shared.clone()).await;
     // A directory of a small file and a large one; the small file is also uploaded alone.
     let small = content(200_000, 2);
     let large = content(4_000_000, 3);
     let archive = server::tar_of(&[("small.bin", &small), ("large.bin", &large)]);
-    let (tree, tree_cid) = upload(&running, &first, "tree.tar", archive).await;
-    let (_, small_cid) = upload(&running, &first, "small.bin", small.clone()).await;
+    let (tree, tree_cid) = stored_upload(&running, &first, "tree.tar", archive).await;
+    let (_, small_cid) = stored_upload(&running, &first, "small.bin", small.clone()).await;
     let stored = pack_bytes(&data);
     assert!(stored > 7_200_000, "{stored}");
 
@@ -153,7 +138,7 @@ async fn the_server_collects_on_its_own_every_gc_interval() {
     let data = dir.path().join("data");
     let running = start(&data, &["--gc-interval", "1s"]);
     let token = running.token.clone();
-    let (id, _) = upload(&running, &token, "a.bin", content(1_000_000, 7)).await;
+    let (id, _) = stored_upload(&running, &token, "a.bin", content(1_000_000, 7)).await;
     let stored = pack_bytes(&data);
     assert!(stored > 1_000_000);
     delete(&running, &token, &id).await;
@@ -204,8 +189,8 @@ async fn gc_killed_at_any_moment_loses_no_live_block() {
             let kept = content(150_000 + (seed as usize % 7) * 10_000, seed);
             let dropped = content(600_000, seed + 1000);
             let archive = server::tar_of(&[("kept.bin", &kept), ("dropped.bin", &dropped)]);
-            let (tree, _) = upload(&running, &token, "tree.tar", archive).await;
-            let (id, cid) = upload(&running, &token, "kept.bin", kept.clone()).await;
+            let (tree, _) = stored_upload(&running, &token, "tree.tar", archive).await;
+            let (id, cid) = stored_upload(&running, &token, "kept.bin", kept.clone()).await;
             live.push((id, cid, kept));
             delete(&running, &token, &tree).await;
         }
@@ -286,8 +271,8 @@ async fn fsck_lists_damaged_and_missing_blocks() {
         ("a.bin", &content(300_000, 21)),
         ("b.bin", &content(300_000, 22)),
     ]);
-    let (_, tree_cid) = upload(&running, &token, "tree.tar", archive).await;
-    let (_, single_cid) = upload(&running, &token, "single.bin", content(200_000, 23)).await;
+    let (_, tree_cid) = stored_upload(&running, &token, "tree.tar", archive).await;
+    let (_, single_cid) = stored_upload(&running, &token, "single.bin", content(200_000, 23)).await;
     assert_fsck_clean(&data);
     // Empty files are made ahead for packs to be written into.
     let packs: Vec<_> = std::fs::read_dir(data.join("packs"))

@@ -71,35 +71,24 @@ fn source(path: &str) -> Vec<u8> {
         .1
 }
 
-/// `binary ARGS` as a client of `running` with `token`: its stdout.
-fn client_of(binary: &Path, running: &Running, token: &str, home: &Path, args: &[&str]) -> String {
-    let output = Command::new(binary)
-        .args(args)
-        .env("CAIRN_URL", &running.upload)
-        .env("CAIRN_ACCOUNT_URL", &running.account)
-        .env("CAIRN_TOKEN", token)
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_STATE_HOME", home.join("state"))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{} {args:?}: {}",
-        binary.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
-}
-
 /// `binary serve` on `data_dir` (and the database at `database_url`, if any).
 fn serve(binary: &Path, data_dir: &Path, database_url: Option<&str>) -> Running {
-    let mut command = Command::new(binary);
+    let mut command = cairn_at(binary);
     command.args(serve_args(data_dir));
     if let Some(url) = database_url {
         command.args(["--database-url", url]);
     }
     start_command(command)
+}
+
+/// An admin command's `args`, on the database at `database_url` if any (else the data
+/// directory's).
+fn on<'a>(database_url: Option<&'a str>, args: &[&'a str]) -> Vec<&'a str> {
+    let mut args = args.to_vec();
+    if let Some(url) = database_url {
+        args.extend(["--database-url", url]);
+    }
+    args
 }
 
 /// Make one store's part of a fixture with the old release at `binary`: its uploads, a pin and
@@ -116,18 +105,8 @@ fn write_with_old_release(binary: &Path, data_dir: &Path, database_url: Option<&
         std::fs::write(at, bytes).unwrap();
     }
     // Made small so that large.bin (and the directory's CAR) goes over TUS.
-    let mut account = Command::new(binary);
-    account.args(["account", "set", "default", "--upload-limit", "100000"]);
-    account.args(["--data-dir"]).arg(data_dir);
-    if let Some(url) = database_url {
-        account.args(["--database-url", url]);
-    }
-    let set = account.output().unwrap();
-    assert!(
-        set.status.success(),
-        "{}",
-        String::from_utf8_lossy(&set.stderr)
-    );
+    let set_limit = ["account", "set", "default", "--upload-limit", "100000"];
+    admin_with(cairn_at(binary), &on(database_url, &set_limit), data_dir);
 
     let mut uploaded = Vec::new();
     for path in [
@@ -143,7 +122,7 @@ fn write_with_old_release(binary: &Path, data_dir: &Path, database_url: Option<&
             // 256 KiB chunks: a file of two blocks under a dag-pb root, in CIDv0.
             args.extend(["--profile", "unixfs-v0-2015"]);
         }
-        let printed = client_of(binary, &running, &token, home.path(), &args);
+        let printed = client_with(cairn_at(binary), &running, &token, home.path(), &args);
         let cid = printed
             .split('\t')
             .next()
@@ -152,17 +131,24 @@ fn write_with_old_release(binary: &Path, data_dir: &Path, database_url: Option<&
         uploaded.push(json!({"source": path, "cid": cid}));
     }
     let small = uploaded[0]["cid"].as_str().unwrap().to_owned();
-    client_of(
-        binary,
+    client_with(
+        cairn_at(binary),
         &running,
         &token,
         home.path(),
         &["pin", &small, "--name", "kept", "--wait"],
     );
     let deleted = uploaded[4]["cid"].as_str().unwrap().to_owned();
-    client_of(binary, &running, &token, home.path(), &["rm", &deleted]);
+    client_with(
+        cairn_at(binary),
+        &running,
+        &token,
+        home.path(),
+        &["rm", &deleted],
+    );
     let listed = |args: &[&str]| -> Value {
-        serde_json::from_str(&client_of(binary, &running, &token, home.path(), args)).unwrap()
+        let printed = client_with(cairn_at(binary), &running, &token, home.path(), args);
+        serde_json::from_str(&printed).unwrap()
     };
     let fixture = json!({
         "token": token,
@@ -266,6 +252,22 @@ fn fixture(dir: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(dir.join("fixture.json")).unwrap()).unwrap()
 }
 
+/// Each upload's id, root and status, as listed.
+fn ids_cids_statuses(uploads: &Value) -> Vec<(Value, Value, Value)> {
+    uploads
+        .as_array()
+        .unwrap_or_else(|| panic!("a list of uploads, not {uploads}"))
+        .iter()
+        .map(|upload| {
+            (
+                upload["id"].clone(),
+                upload["cid"].clone(),
+                upload["status"].clone(),
+            )
+        })
+        .collect()
+}
+
 /// What a user of the old release finds after the upgrade to today's on `data_dir` (and the
 /// database at `database_url`), as `written` lists it.
 async fn everything_is_as_it_was(
@@ -302,17 +304,22 @@ async fn everything_is_as_it_was(
             .unwrap()
             .to_owned()
     };
-    for (path, under) in [
-        ("small.txt".to_owned(), String::new()),
-        ("large.bin".to_owned(), String::new()),
-        ("site/index.html".to_owned(), "/index.html".to_owned()),
-        ("site/css/style.css".to_owned(), "/css/style.css".to_owned()),
-        ("site/img/photo.bin".to_owned(), "/img/photo.bin".to_owned()),
+    for path in [
+        "small.txt",
+        "large.bin",
+        "site/index.html",
+        "site/css/style.css",
+        "site/img/photo.bin",
     ] {
-        let root = cid_of_source(path.split('/').next().unwrap());
-        let (status, bytes) = read(format!("{root}{under}")).await;
-        assert_eq!(status, 200, "{label}: {path} at {root}{under}");
-        assert!(bytes == source(&path), "{label}: {path} reads back changed");
+        // A file is its upload's root; a directory's files are paths under its root.
+        let (upload, under) = path.split_once('/').unwrap_or((path, ""));
+        let at = match under {
+            "" => cid_of_source(upload),
+            under => format!("{}/{under}", cid_of_source(upload)),
+        };
+        let (status, bytes) = read(at.clone()).await;
+        assert_eq!(status, 200, "{label}: {path} at {at}");
+        assert!(bytes == source(path), "{label}: {path} reads back changed");
     }
     let archive = cid_of_source("archive.tar");
     let (status, bytes) = read(format!("{archive}/docs/readme.txt")).await;
@@ -321,30 +328,8 @@ async fn everything_is_as_it_was(
 
     // The uploads the old release listed, with the same ids, roots and statuses.
     let listed = get_json(&format!("{}/api/uploads?limit=100", running.upload), token).await;
-    let now: Vec<(Value, Value, Value)> = listed["uploads"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{label}: {listed}"))
-        .iter()
-        .map(|upload| {
-            (
-                upload["id"].clone(),
-                upload["cid"].clone(),
-                upload["status"].clone(),
-            )
-        })
-        .collect();
-    let then: Vec<(Value, Value, Value)> = written["uploads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|upload| {
-            (
-                upload["id"].clone(),
-                upload["cid"].clone(),
-                upload["status"].clone(),
-            )
-        })
-        .collect();
+    let now = ids_cids_statuses(&listed["uploads"]);
+    let then = ids_cids_statuses(&written["uploads"]);
     assert_eq!(now, then, "{label}: the uploads listed");
     let deleted = cid_of_source("deleted.txt");
     assert!(
@@ -367,24 +352,12 @@ async fn everything_is_as_it_was(
 
     // New work on the old data.
     let bytes = b"the first upload after the upgrade".to_vec();
-    let (status, body) = post_upload(&running, token, "new.txt", bytes.clone()).await;
-    assert_eq!(status, 200, "{label}: {body}");
-    let op = match body["status"].as_str() {
-        Some("completed") => body,
-        _ => finished_operation(&running, token, &body["operationId"].to_string()).await,
-    };
-    assert_eq!(op["cid"], cid_of(&bytes).as_str(), "{label}: {op}");
+    let (_, cid) = stored_upload(&running, token, "new.txt", bytes.clone()).await;
+    assert_eq!(cid, cid_of(&bytes), "{label}");
 
     // The whole store, read.
-    let mut fsck = cairn();
-    fsck.args(["fsck", "--deep", "--data-dir"]).arg(data_dir);
-    if let Some(url) = database_url {
-        fsck.args(["--database-url", url]);
-    }
-    let fsck = fsck.output().unwrap();
-    let said =
-        String::from_utf8_lossy(&fsck.stdout).into_owned() + &String::from_utf8_lossy(&fsck.stderr);
-    assert!(fsck.status.success(), "{label}: fsck: {said}");
+    // Exits 1, failing `admin`, on any problem.
+    admin(&on(database_url, &["fsck", "--deep"]), data_dir);
     let (status, _) = terminate(running);
     assert!(status.success(), "{label}: serve stopped with {status}");
 }

@@ -13,8 +13,6 @@ pub struct Running {
     pub lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
 }
 
-/// A server that a test leaves behind (it failed before stopping it) is killed, so that it
-/// does not outlive the test run, holding its ports and databases.
 impl Running {
     /// The rest of the first line `serve` prints from here on that starts with `prefix` (its
     /// node's address or peer id); the lines before it are read past.
@@ -32,6 +30,8 @@ impl Running {
     }
 }
 
+/// A server that a test leaves behind (it failed before stopping it) is killed, so that it
+/// does not outlive the test run, holding its ports and databases.
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -42,7 +42,12 @@ impl Drop for Running {
 /// The binary, without its IPFS node unless the test asks for one (network tests run it in a
 /// namespace of their own; a `--p2p-listen` flag overrides this).
 pub fn cairn() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    cairn_at(std::path::Path::new(env!("CARGO_BIN_EXE_cairn")))
+}
+
+/// [`cairn`] with the binary at `binary` (an earlier release, in the upgrade tests).
+pub fn cairn_at(binary: &std::path::Path) -> Command {
+    let mut command = Command::new(binary);
     command.env("CAIRN_P2P_LISTEN", "none");
     command
 }
@@ -162,7 +167,12 @@ pub fn create_account(data_dir: &std::path::Path, name: &str, extra: &[&str]) ->
 
 /// Run an admin command on `data_dir`; returns its stdout, failing the test on a failure.
 pub fn admin(args: &[&str], data_dir: &std::path::Path) -> Vec<u8> {
-    let output = cairn()
+    admin_with(cairn(), args, data_dir)
+}
+
+/// [`admin`] with `cairn` (see [`cairn_at`]).
+pub fn admin_with(mut cairn: Command, args: &[&str], data_dir: &std::path::Path) -> Vec<u8> {
+    let output = cairn
         .args(args)
         .arg("--data-dir")
         .arg(data_dir)
@@ -190,7 +200,18 @@ pub fn terminate(mut running: Running) -> (std::process::ExitStatus, Vec<String>
 
 /// A client command against `running`, with `token`; returns stdout, failing on failure.
 pub fn client(running: &Running, token: &str, home: &std::path::Path, args: &[&str]) -> String {
-    let output = cairn()
+    client_with(cairn(), running, token, home, args)
+}
+
+/// [`client`] with `cairn` (see [`cairn_at`]).
+pub fn client_with(
+    mut cairn: Command,
+    running: &Running,
+    token: &str,
+    home: &std::path::Path,
+    args: &[&str],
+) -> String {
+    let output = cairn
         .args(args)
         .env("CAIRN_URL", &running.upload)
         .env("CAIRN_ACCOUNT_URL", &running.account)
@@ -249,6 +270,26 @@ pub async fn finished_operation(running: &Running, token: &str, id: &str) -> ser
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     panic!("operation {id} did not finish within a minute");
+}
+
+/// [`post_upload`], answered `200` and then completed (both asserted): the upload's id and
+/// its root CID.
+pub async fn stored_upload(
+    running: &Running,
+    token: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> (String, String) {
+    let (status, body) = post_upload(running, token, name, bytes).await;
+    assert_eq!(status, 200, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+    // The upload's answer when it was stored at once, else its operation's record.
+    let op = match body["status"].as_str() {
+        Some("completed") => body,
+        _ => finished_operation(running, token, &body["operationId"].to_string()).await,
+    };
+    assert_eq!(op["status"], "completed", "{op}");
+    (id, op["cid"].as_str().unwrap().to_owned())
 }
 
 /// `POST /api/upload` of `bytes` as the file `name`, with `token`: the status and the JSON body.
