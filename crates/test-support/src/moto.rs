@@ -1,10 +1,9 @@
 //! An S3-compatible server for tests: moto's, installed from PyPI into `target/` on first run
-//! and started on a free loopback port.
+//! and started on a loopback port it picks itself.
 
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 const MOTO: &str = "moto[server]==5.2.5";
 
@@ -23,22 +22,29 @@ impl Moto {
 
     pub fn start() -> Self {
         let bin = Self::install();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(bin.join("moto_server"))
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
+        // moto binds port 0 itself and says which port it got: a port picked here and handed
+        // over could be taken by another test's server in between, and then the first request
+        // would reach that server, or nothing.
+        const SERVE: &str = "import threading\n\
+            from moto.server import ThreadedMotoServer\n\
+            server = ThreadedMotoServer(ip_address='127.0.0.1', port=0, verbose=False)\n\
+            server.start()\n\
+            print(server.get_host_and_port()[1], flush=True)\n\
+            threading.Event().wait()\n";
+        let mut child = Command::new(bin.join("python"))
+            .args(["-c", SERVE])
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start moto_server");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "moto_server did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+            .expect("start moto's server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("read moto's port");
+        let port: u16 = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("moto's server did not start (it printed {line:?})"));
         // moto accepts any credentials; object_store needs some to sign with.
         std::env::set_var("AWS_ACCESS_KEY_ID", "cairn");
         std::env::set_var("AWS_SECRET_ACCESS_KEY", "cairn");

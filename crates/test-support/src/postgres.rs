@@ -223,7 +223,7 @@ impl Cluster {
                     .unwrap_or_else(|e| panic!("chown {} to postgres: {e}", path.display()));
             }
         }
-        let cluster = Self {
+        let mut cluster = Self {
             dir,
             socket_dir,
             port,
@@ -242,7 +242,16 @@ impl Cluster {
                 .arg("--no-sync"),
             &format!("initdb {}", data.display()),
         );
-        cluster.restart();
+        for attempt in 1.. {
+            match cluster.start_postmaster() {
+                Ok(()) => break,
+                // Another test's server took the port after `free_port` saw it free.
+                Err(failure) if attempt < 3 && failure.contains("Address already in use") => {
+                    cluster.port = free_port()
+                }
+                Err(failure) => panic!("{failure}"),
+            }
+        }
         cluster
     }
 
@@ -270,13 +279,27 @@ impl Cluster {
 
     /// Start it (again), and wait until it takes connections.
     pub fn restart(&self) {
+        if let Err(failure) = self.start_postmaster() {
+            panic!("{failure}");
+        }
+    }
+
+    /// Start the server and wait until it takes connections; on failure, why, with what it
+    /// logged at this start.
+    fn start_postmaster(&self) -> Result<(), String> {
         let mut postmaster = self.postmaster.lock().unwrap_or_else(|e| e.into_inner());
         assert!(postmaster.is_none(), "the cluster is running");
+        let log_path = self.dir.join("log");
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.dir.join("log"))
+            .open(&log_path)
             .expect("open the cluster's log");
+        let logged_before = log.metadata().map(|m| m.len() as usize).unwrap_or(0);
+        let logged_since = || {
+            let log = std::fs::read(&log_path).unwrap_or_default();
+            String::from_utf8_lossy(log.get(logged_before..).unwrap_or_default()).into_owned()
+        };
         let mut command = self.command("postgres");
         command
             .arg("-D")
@@ -295,17 +318,24 @@ impl Cluster {
         let deadline = Instant::now() + Duration::from_secs(60);
         let admin = self.socket_url().to_database("postgres");
         while let Err(why) = answers_with(&self.binaries.join("psql"), &admin) {
-            let log = std::fs::read_to_string(self.dir.join("log")).unwrap_or_default();
             if let Ok(Some(status)) = child.try_wait() {
-                panic!("PostgreSQL ended at its start ({status}); its log:\n{log}");
+                return Err(format!(
+                    "PostgreSQL ended at its start ({status}); its log:\n{}",
+                    logged_since()
+                ));
             }
-            assert!(
-                Instant::now() < deadline,
-                "PostgreSQL did not take connections within a minute ({why}); its log:\n{log}"
-            );
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "PostgreSQL did not take connections within a minute ({why}); its log:\n{}",
+                    logged_since()
+                ));
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
         *postmaster = Some(child);
+        Ok(())
     }
 
     fn data(&self) -> PathBuf {
