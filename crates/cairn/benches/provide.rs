@@ -25,17 +25,19 @@
 //! installed. `CAIRN_TEST_SERVE_LOG=FILE` keeps the servers' logs (with `RUST_LOG`).
 
 use cairn_test_support::noise;
+#[path = "../tests/support/dht.rs"]
+mod dht;
 #[path = "../tests/server/mod.rs"]
 mod server;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_p2p::key::Keypair;
-use cairn_p2p::{MemoryBlockstore, Multiaddr, NodeConfig, NodeHandle, PeerId};
+use cairn_p2p::{NodeHandle, PeerId};
 use cairn_unixfs::{Cid, FileImporter, MemoryBlocks, Profile};
+use dht::{addr_of, dht_node_with, start_dht, wait_for_dht_peers, Provides};
 use noise::noise;
 use server::{admin, start, terminate, Running};
 use sha2::{Digest, Sha256};
@@ -78,20 +80,6 @@ fn bytes(len: usize, n: u64) -> Vec<u8> {
     noise(len, 2 * n + 1)
 }
 
-/// A DHT node in this process, on loopback TCP, holding nothing.
-async fn dht_node() -> NodeHandle {
-    dht_node_with(Keypair::generate_ed25519()).await
-}
-
-async fn dht_node_with(key: Keypair) -> NodeHandle {
-    let config = NodeConfig {
-        listen: vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap()],
-        ..NodeConfig::default()
-    };
-    let blocks = Arc::new(MemoryBlockstore::default());
-    cairn_p2p::start(key, config, blocks).await.unwrap()
-}
-
 /// Where Kademlia places a peer or a key: the SHA-256 of its bytes (`kbucket::Key`); the
 /// distance between two is their XOR, compared as a big-endian number.
 fn kad_point(bytes: &[u8]) -> [u8; 32] {
@@ -118,42 +106,6 @@ fn far_key(cid: &Cid, dht: &[NodeHandle]) -> Keypair {
     }
 }
 
-/// A node's address with its `/p2p/` id, as `--p2p-bootstrap` and `dial` take it.
-fn addr_of(node: &NodeHandle) -> Multiaddr {
-    format!("{}/p2p/{}", node.listen_addrs()[0], node.peer_id())
-        .parse()
-        .unwrap()
-}
-
-/// Wait until `node` has at least `peers` peers in its routing tables (they enter them only
-/// once identified).
-async fn wait_for_dht_peers(node: &NodeHandle, peers: usize) {
-    let mut known = node.dht_peers();
-    tokio::time::timeout(Duration::from_secs(10), known.wait_for(|n| *n >= peers))
-        .await
-        .expect("the routing table fills")
-        .unwrap();
-}
-
-/// [`DHT_NODES`] nodes, each connected to its [`NEIGHBOURS`] on a ring.
-async fn start_dht() -> Vec<NodeHandle> {
-    let mut nodes = Vec::new();
-    for _ in 0..DHT_NODES {
-        nodes.push(dht_node().await);
-    }
-    for (i, node) in nodes.iter().enumerate() {
-        for step in NEIGHBOURS {
-            node.dial(addr_of(&nodes[(i + step) % DHT_NODES]))
-                .await
-                .unwrap();
-        }
-    }
-    for node in &nodes {
-        wait_for_dht_peers(node, 2 * NEIGHBOURS.len()).await;
-    }
-    nodes
-}
-
 /// `cairn serve` with its node on loopback TCP, bootstrapped from `bootstrap`, providing with
 /// `strategy`; and its peer id.
 fn start_cairn(data: &Path, strategy: &str, bootstrap: &str) -> (Running, PeerId) {
@@ -175,41 +127,11 @@ fn start_cairn(data: &Path, strategy: &str, bootstrap: &str) -> (Running, PeerId
     (running, peer_id)
 }
 
-/// What the bench follows on `/metrics`.
-#[derive(Clone, Copy, Debug, Default)]
-struct Provides {
-    /// `cairn_dht_provides_total`: CIDs that reached at least one DHT peer.
-    provided: u64,
-    /// `cairn_dht_provide_queue`: completed uploads not provided yet (what `GET /api/node`
-    /// calls `provideQueue`; both come from `provide::queued`).
-    queue: u64,
-    /// `cairn_dht_provides_waiting_for_peers`: provides that found no DHT peer, done again
-    /// 2 s after one appears.
-    waiting: u64,
-    sweeps: u64,
-    /// `cairn_dht_last_reprovide_duration_seconds` (whole seconds, as the node keeps it).
-    last_sweep_seconds: u64,
-}
-
-async fn provides(http: &reqwest::Client, running: &Running) -> Provides {
-    let text = server::metrics_text(http, running).await;
-    let sample = |name: &str| {
-        text.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-            .unwrap_or_else(|| panic!("no {name} in /metrics"))
-            .parse::<f64>()
-            .unwrap() as u64
-    };
-    Provides {
-        provided: sample("cairn_dht_provides_total"),
-        queue: sample("cairn_dht_provide_queue"),
-        waiting: sample("cairn_dht_provides_waiting_for_peers"),
-        sweeps: sample("cairn_dht_reprovide_sweeps_total"),
-        last_sweep_seconds: sample("cairn_dht_last_reprovide_duration_seconds"),
-    }
-}
-
 /// `GET /api/node`.
+async fn provides(http: &reqwest::Client, running: &Running) -> Provides {
+    Provides::from_metrics(&server::metrics_text(http, running).await)
+}
+
 async fn node_status(http: &reqwest::Client, running: &Running, token: &str) -> serde_json::Value {
     http.get(format!("{}/api/node", running.upload))
         .bearer_auth(token)
@@ -489,7 +411,7 @@ fn measure() {
     let work = tempfile::tempdir_in(&base).unwrap();
     let work = work.path();
 
-    let dht = runtime.block_on(start_dht());
+    let dht = runtime.block_on(start_dht(DHT_NODES, &NEIGHBOURS));
     eprintln!("{DHT_NODES} DHT nodes up");
     let bootstrap: Vec<String> = CAIRN_BOOTSTRAP
         .iter()

@@ -104,6 +104,12 @@ pub struct Settings {
     #[arg(long, env = "CAIRN_PROVIDE_STRATEGY")]
     #[serde(default, deserialize_with = "parsed")]
     pub provide_strategy: Option<ProvideStrategy>,
+    /// How often everything is provided to the DHT again, region by region of its keyspace
+    /// spread over the interval (`22h`, `12h`); at most `48h`, when peers drop the records
+    /// [default: 22h].
+    #[arg(long, env = "CAIRN_REPROVIDE_INTERVAL")]
+    #[serde(default, deserialize_with = "parsed")]
+    pub reprovide_interval: Option<humantime::Duration>,
     /// IPNI indexers to announce this node's advertisement chain to, comma-separated URLs
     /// (`https://cid.contact` is sent `PUT /announce`; a URL with a path is used as it is)
     /// [default: none; the chain is served at `/ipni/v1/ad/` either way].
@@ -194,6 +200,7 @@ pub struct ServeConfig {
     pub p2p: Option<P2pConfig>,
     pub public_url: Option<reqwest::Url>,
     pub provide_strategy: ProvideStrategy,
+    pub reprovide_interval: std::time::Duration,
     /// Where IPNI announces are sent.
     pub ipni_announce: Vec<reqwest::Url>,
     /// `None`: the path gateway only.
@@ -321,6 +328,9 @@ impl ServeConfig {
                 .provide_strategy
                 .or(file.provide_strategy)
                 .unwrap_or_default(),
+            reprovide_interval: reprovide_interval(
+                flags.reprovide_interval.or(file.reprovide_interval),
+            )?,
             ipni_announce: ipni_announce(flags.ipni_announce.or(file.ipni_announce))?,
             public_url: match flags.public_url.or(file.public_url) {
                 Some(url) => Some(
@@ -361,6 +371,27 @@ impl ServeConfig {
             },
         })
     }
+}
+
+/// `--reprovide-interval`: more than zero, and short enough that the records are provided
+/// again before peers drop them.
+fn reprovide_interval(
+    interval: Option<humantime::Duration>,
+) -> anyhow::Result<std::time::Duration> {
+    let Some(interval) = interval else {
+        return Ok(cairn_service::provide::REPROVIDE_EVERY);
+    };
+    let interval: std::time::Duration = interval.into();
+    let ttl = cairn_p2p::dht::PROVIDER_RECORD_TTL;
+    if interval.is_zero() || interval > ttl {
+        anyhow::bail!(
+            "--reprovide-interval: {} is not between 1s and {} (peers drop provider records \
+             after that)",
+            humantime::format_duration(interval),
+            humantime::format_duration(ttl)
+        );
+    }
+    Ok(interval)
 }
 
 /// `--ipni-announce`: HTTP(S) URLs, each sent to `/announce` when it names no path (as

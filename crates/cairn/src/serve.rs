@@ -95,6 +95,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         read_limits: config.read_limits,
         ipni_announce: config.ipni_announce.clone(),
         provide_strategy: config.provide_strategy,
+        reprovide_interval: config.reprovide_interval,
         scrub_interval: config.scrub_interval,
         scrub_rate: config.scrub_rate,
         ..ServiceConfig::default()

@@ -73,6 +73,28 @@ pub fn provider_key(cid: &cairn_unixfs::Cid) -> RecordKey {
     RecordKey::new(&cid.hash().to_bytes())
 }
 
+/// A Kademlia `ADD_PROVIDER` message telling that `provider`, at `addrs`, provides `key` (a
+/// multihash), framed as the protocol frames messages: its length as a varint first. The
+/// fields are the DHT's protobuf `Message` (type 1, key 2, providerPeers 9) and `Peer`
+/// (id 1, addrs 2).
+pub fn add_provider_message(key: &[u8], provider: &PeerId, addrs: &[Multiaddr]) -> Vec<u8> {
+    use crate::protobuf::{put_bytes, put_varint, put_varint_field};
+    const ADD_PROVIDER: u64 = 2;
+    let mut peer = Vec::new();
+    put_bytes(&mut peer, 1, &provider.to_bytes());
+    for addr in addrs {
+        put_bytes(&mut peer, 2, &addr.to_vec());
+    }
+    let mut message = Vec::new();
+    put_varint_field(&mut message, 1, ADD_PROVIDER);
+    put_bytes(&mut message, 2, key);
+    put_bytes(&mut message, 9, &peer);
+    let mut framed = Vec::with_capacity(message.len() + 2);
+    put_varint(&mut framed, message.len() as u64);
+    framed.extend(message);
+    framed
+}
+
 /// Whether to keep a record a peer put: only IPNS records, valid now, and newer than the one
 /// kept (Kubo's validator does the same; the DHT's other namespaces are gone or not ours).
 pub fn acceptable(record: &Record, kept: Option<&Record>) -> bool {

@@ -5,6 +5,7 @@
 //!   and the [`NodeHandle`] the rest of Cairn holds.
 //! - [`bitswap`]: Bitswap 1.2.0/1.1.0/1.0.0, server and client.
 //! - [`dht`]: the dual Kademlia DHT (WAN and LAN) and its record store.
+//! - [`keyspace`]: Kademlia's keyspace, which a sweep of provides walks region by region.
 //! - [`blocks`]: the [`Blockstore`] the node serves from: Cairn's verified stored blocks.
 //! - [`key`]: the node's Ed25519 identity, kept in the data directory.
 //! - [`ipns`]: IPNS names and records: signed for the names Cairn keeps, verified wherever one arrives.
@@ -23,10 +24,11 @@ pub mod fuzz;
 pub mod ipni_format;
 pub mod ipns;
 pub mod key;
+pub mod keyspace;
 pub mod node;
 mod protobuf;
 
 pub use blocks::{Blockstore, MemoryBlockstore, StoredBlocks};
 pub use libp2p::multiaddr::Protocol;
 pub use libp2p::{Multiaddr, PeerId};
-pub use node::{public_bootstrap, start, NodeConfig, NodeError, NodeHandle};
+pub use node::{public_bootstrap, start, Dht, NodeConfig, NodeError, NodeHandle};

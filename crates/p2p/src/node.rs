@@ -117,6 +117,20 @@ enum Command {
         cid: Cid,
         reply: oneshot::Sender<usize>,
     },
+    /// The peers of one DHT closest to a key (a lookup), with their addresses.
+    ClosestPeers {
+        dht: Dht,
+        key: Vec<u8>,
+        reply: oneshot::Sender<Vec<kad::PeerInfo>>,
+    },
+    /// The DHTs whose routing tables have peers.
+    ServingDhts(oneshot::Sender<Vec<Dht>>),
+    /// Be connected to a peer, dialling it at `addrs` if not.
+    Connect {
+        peer: PeerId,
+        addrs: Vec<Multiaddr>,
+        reply: oneshot::Sender<Result<PeerId, NodeError>>,
+    },
     /// Put a record in both DHTs (and this node's stores, which answer peers' gets); answers
     /// how many peers took it.
     PutRecord {
@@ -134,11 +148,29 @@ enum Command {
     Shutdown,
 }
 
+/// One of the two DHTs (see [`dht`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dht {
+    Lan,
+    Wan,
+}
+
+impl Dht {
+    fn protocol(self) -> libp2p::StreamProtocol {
+        match self {
+            Dht::Lan => dht::LAN_PROTOCOL,
+            Dht::Wan => dht::WAN_PROTOCOL,
+        }
+    }
+}
+
 /// A handle on the running node; cheap to clone.
 #[derive(Clone)]
 pub struct NodeHandle {
     peer_id: PeerId,
     commands: mpsc::Sender<Command>,
+    /// Opens the streams this node sends provider records on.
+    streams: libp2p_stream::Control,
     dht_peers: watch::Receiver<usize>,
     bitswap: Bitswap,
     listening: Vec<Multiaddr>,
@@ -189,6 +221,64 @@ impl NodeHandle {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Provide { cid, reply }).await?;
         answer.await.map_err(|_| NodeError::Stopped)
+    }
+
+    /// The DHTs whose routing tables have peers: those a provide reaches.
+    pub async fn serving_dhts(&self) -> Result<Vec<Dht>, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::ServingDhts(reply)).await?;
+        answer.await.map_err(|_| NodeError::Stopped)
+    }
+
+    /// The peers of `dht` closest to `key` (at most [`crate::keyspace::K`]), with the addresses the
+    /// lookup learnt; found by one lookup, which places `key` where its SHA-256 is.
+    pub async fn closest_peers(
+        &self,
+        dht: Dht,
+        key: Vec<u8>,
+    ) -> Result<Vec<(PeerId, Vec<Multiaddr>)>, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::ClosestPeers { dht, key, reply }).await?;
+        let peers = answer.await.map_err(|_| NodeError::Stopped)?;
+        Ok(peers.into_iter().map(|p| (p.peer_id, p.addrs)).collect())
+    }
+
+    /// Tell `peer` of `dht` that this node provides each of `keys` (multihashes): one
+    /// `ADD_PROVIDER` message per key on one stream, as Kubo's sweeping provider sends them;
+    /// `addrs` are where to dial it if it is not connected. Nothing is answered to those
+    /// messages: the stream closing cleanly is all there is to know.
+    pub async fn send_provider_records(
+        &self,
+        dht: Dht,
+        peer: PeerId,
+        addrs: Vec<Multiaddr>,
+        keys: &[&[u8]],
+    ) -> Result<(), String> {
+        use futures::AsyncWriteExt;
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Connect { peer, addrs, reply })
+            .await
+            .map_err(|e| e.to_string())?;
+        answer
+            .await
+            .map_err(|_| NodeError::Stopped.to_string())?
+            .map_err(|e| e.to_string())?;
+        let mut stream = self
+            .streams
+            .clone()
+            .open_stream(peer, dht.protocol())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut batch = Vec::new();
+        for key in keys {
+            batch.extend(dht::add_provider_message(
+                key,
+                &self.peer_id,
+                &self.announced,
+            ));
+        }
+        stream.write_all(&batch).await.map_err(|e| e.to_string())?;
+        stream.close().await.map_err(|e| e.to_string())
     }
 
     /// Put `value` under `key` in the DHTs until `expires`: the peers that took it (0 when the
@@ -254,6 +344,7 @@ pub async fn start(
     let peer_id = key.public().to_peer_id();
     let stream = libp2p_stream::Behaviour::new();
     let control = stream.new_control();
+    let streams = stream.new_control();
     let transport = |e: &dyn std::fmt::Display| NodeError::Transport(e.to_string());
     let identify = identify::Behaviour::new(
         identify::Config::new("ipfs/0.1.0".into(), key.public())
@@ -322,6 +413,7 @@ pub async fn start(
         dials: HashMap::new(),
         provides: HashMap::new(),
         gets: HashMap::new(),
+        closest: HashMap::new(),
         lookups: HashMap::new(),
         lookup_queries: HashMap::new(),
         lookup_dials: HashMap::new(),
@@ -331,6 +423,7 @@ pub async fn start(
     Ok(NodeHandle {
         peer_id,
         commands,
+        streams,
         dht_peers,
         bitswap,
         listening,
@@ -450,6 +543,8 @@ struct Task {
     provides: HashMap<QueryId, usize>,
     /// Record lookups under way: where each query's values go.
     gets: HashMap<QueryId, mpsc::Sender<Vec<u8>>>,
+    /// Closest-peer lookups under way.
+    closest: HashMap<QueryId, oneshot::Sender<Vec<kad::PeerInfo>>>,
     /// Provider lookups under way, by number; the lookup of each query and dial.
     lookups: HashMap<u64, Finding>,
     lookup_queries: HashMap<QueryId, u64>,
@@ -537,6 +632,46 @@ impl Task {
                     }
                 }
                 self.track_write(queries, reply, providing);
+            }
+            Command::ClosestPeers { dht, key, reply } => {
+                let dht = self.dht(dht == Dht::Lan);
+                if routing_table_size(dht) == 0 {
+                    let _ = reply.send(Vec::new());
+                    return;
+                }
+                let query = dht.get_closest_peers(key);
+                self.closest.insert(query, reply);
+            }
+            Command::ServingDhts(reply) => {
+                let behaviour = self.swarm.behaviour_mut();
+                let mut serving = Vec::new();
+                if routing_table_size(&mut behaviour.lan) > 0 {
+                    serving.push(Dht::Lan);
+                }
+                if routing_table_size(&mut behaviour.wan) > 0 {
+                    serving.push(Dht::Wan);
+                }
+                let _ = reply.send(serving);
+            }
+            Command::Connect { peer, addrs, reply } => {
+                if self.swarm.is_connected(&peer) {
+                    let _ = reply.send(Ok(peer));
+                    return;
+                }
+                let first = addrs.first().cloned().unwrap_or_else(Multiaddr::empty);
+                let opts = DialOpts::peer_id(peer).addresses(addrs).build();
+                let id = opts.connection_id();
+                match self.swarm.dial(opts) {
+                    Ok(()) => {
+                        self.dials.insert(id, (first, reply));
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(NodeError::Dial {
+                            addr: first,
+                            reason: e.to_string(),
+                        }));
+                    }
+                }
             }
             Command::PutRecord { record, reply } => {
                 let behaviour = self.swarm.behaviour_mut();
@@ -681,6 +816,21 @@ impl Task {
                     tracing::debug!(error = %e, "a record put ended without success");
                 }
                 self.write_ended(id, stats.num_successes() as usize, providing);
+            }
+            kad::Event::OutboundQueryProgressed {
+                id,
+                result: kad::QueryResult::GetClosestPeers(result),
+                step,
+                ..
+            } if step.last => {
+                if let Some(reply) = self.closest.remove(&id) {
+                    // A lookup that timed out still answers the closest peers it reached.
+                    let peers = match result {
+                        Ok(kad::GetClosestPeersOk { peers, .. }) => peers,
+                        Err(kad::GetClosestPeersError::Timeout { peers, .. }) => peers,
+                    };
+                    let _ = reply.send(peers);
+                }
             }
             kad::Event::OutboundQueryProgressed {
                 id,

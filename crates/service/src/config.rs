@@ -36,6 +36,8 @@ pub struct ServiceConfig {
     pub gateway_addr: Option<Multiaddr>,
     /// What this node provides to the DHT: roots, or every block.
     pub provide_strategy: ProvideStrategy,
+    /// How often everything is provided again (`provide.rs`).
+    pub reprovide_interval: Duration,
     /// IPNI indexers told of each new advertisement (`PUT`, `--ipni-announce`).
     pub ipni_announce: Vec<reqwest::Url>,
     /// How long after a scrub pass ends the next begins; zero: no scrubbing.
@@ -55,6 +57,7 @@ impl Default for ServiceConfig {
             shared_store: false,
             gateway_addr: None,
             provide_strategy: ProvideStrategy::default(),
+            reprovide_interval: crate::provide::REPROVIDE_EVERY,
             ipni_announce: Vec::new(),
             scrub_interval: Duration::ZERO,
             scrub_rate: DEFAULT_SCRUB_RATE,

@@ -263,8 +263,23 @@ impl Collector for NodeCounters {
             ),
             (
                 "dht_reprovide_sweeps",
-                "Sweeps that provided every stored root again",
+                "Passes of the reprovide cycle that provided everything stored again",
                 read(&provides.sweeps),
+            ),
+            (
+                "dht_provide_lookups",
+                "DHT lookups made to provide: one per CID provided alone, a few per region swept",
+                read(&provides.lookups),
+            ),
+            (
+                "dht_provider_records_sent",
+                "Provider records sent to DHT peers by the region sweeps",
+                read(&provides.records_sent),
+            ),
+            (
+                "dht_reprovide_regions",
+                "Keyspace regions the reprovide cycle has swept",
+                read(&provides.regions),
             ),
             (
                 "ipni_advertisements_published",
@@ -309,7 +324,7 @@ impl Collector for NodeCounters {
             ),
             (
                 "dht_last_reprovide_duration_seconds",
-                "How long the last reprovide sweep took",
+                "How long the last pass of the reprovide cycle took",
                 read(&provides.last_sweep_seconds),
             ),
         ];

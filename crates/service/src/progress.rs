@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use cairn_store::model::LogPlace;
+use cairn_store::model::{LogPlace, ProvideProgress, SweepPass};
 
 /// What `/metrics` and `/api/node` show of providing.
 #[derive(Debug, Default)]
@@ -14,13 +14,21 @@ pub struct ProvideStats {
     pub provided: AtomicU64,
     /// Provides that reached no DHT peer and wait for peers to be done again.
     pub waiting_for_peers: AtomicU64,
+    /// Passes of the reprovide cycle run to their end.
     pub sweeps: AtomicU64,
+    /// DHT lookups made to provide, and the provider records the region sweeps sent.
+    pub lookups: AtomicU64,
+    pub records_sent: AtomicU64,
+    pub regions: AtomicU64,
+    /// How long the last pass took, from its first region to its end.
     pub last_sweep_seconds: AtomicU64,
-    /// Milliseconds since the epoch; 0 before the first sweep.
+    /// When the last pass ended, in milliseconds since the epoch; 0 before the first.
     pub last_sweep_at_ms: AtomicI64,
     /// The place in the log this node has provided through (its `completed_at`, `id`).
     through_at_ms: AtomicI64,
     through_operation_id: AtomicI64,
+    /// Where the reprovide cycle is.
+    pass: Mutex<Option<SweepPass>>,
 }
 
 impl ProvideStats {
@@ -36,6 +44,23 @@ impl ProvideStats {
         self.through_at_ms.store(key.at_ms, Ordering::Relaxed);
         self.through_operation_id
             .store(key.operation_id, Ordering::Relaxed);
+    }
+
+    /// The reprovide cycle's pass under way; `None` before the first.
+    pub fn pass(&self) -> Option<SweepPass> {
+        *self.pass.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn set_pass(&self, pass: SweepPass) {
+        *self.pass.lock().unwrap_or_else(|e| e.into_inner()) = Some(pass);
+    }
+
+    /// What is saved in the store for a restart to resume from.
+    pub(crate) fn progress(&self) -> ProvideProgress {
+        ProvideProgress {
+            through: self.through(),
+            pass: self.pass(),
+        }
     }
 }
 

@@ -485,8 +485,20 @@ pub struct LogPlace {
 pub struct ProvideProgress {
     /// Every root completed up to here has been provided.
     pub through: LogPlace,
-    /// When the last full reprovide sweep started, if one ever ran to its end.
-    pub last_sweep_at_ms: Option<i64>,
+    /// Where the reprovide cycle is; `None` before its first pass.
+    pub pass: Option<SweepPass>,
+}
+
+/// One pass of the reprovide cycle, which provides everything again region by region along
+/// the DHT's keyspace, each region at its time in the interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepPass {
+    /// When the pass began: the keyspace's region at position `p` falls due
+    /// `p / 2^64` of the interval after it.
+    pub began_at_ms: i64,
+    /// The keys before this position along the keyspace (the first 64 bits of a key's place)
+    /// have been provided in this pass.
+    pub reached: u64,
 }
 
 /// One node's IPNI advertisement chain, as far as it has been published.

@@ -1757,7 +1757,7 @@ async fn nodes_are_named_while_they_announce_themselves(store: &dyn MetadataStor
 }
 
 async fn the_provide_log_lists_completed_roots_in_completion_order(store: &dyn MetadataStore) {
-    use crate::model::{LogPlace, ProvideProgress};
+    use crate::model::{LogPlace, ProvideProgress, SweepPass};
     let start = LogPlace::default();
     let before = store.completed_roots(start, 10_000).await.unwrap();
     let end = before.last().map_or(start, |(key, _)| *key);
@@ -1814,14 +1814,18 @@ async fn the_provide_log_lists_completed_roots_in_completion_order(store: &dyn M
     assert_eq!(store.provide_progress("12D3KooWA").await.unwrap(), None);
     let progress = ProvideProgress {
         through: new[2].0,
-        last_sweep_at_ms: Some(1_000),
+        // Past the middle of the keyspace: its top bit is set.
+        pass: Some(SweepPass {
+            began_at_ms: 1_000,
+            reached: 0xc000_0000_0000_0001,
+        }),
     };
     store
         .save_provide_progress("12D3KooWA", &progress)
         .await
         .unwrap();
     let moved = ProvideProgress {
-        last_sweep_at_ms: None,
+        pass: None,
         ..progress
     };
     store

@@ -30,7 +30,7 @@ use crate::model::{
     Account, BlockLocation, Collected, Collection, Compaction, IndexedBlock, IpniChain,
     IpniPublication, KeptFilter, LeaseAttempt, LogPlace, NewPin, NewTusUpload, NewUpload,
     NodeRecord, Operation, OperationError, OperationFilter, OperationRef, OperationStatus,
-    ProvideProgress, StoredDag, TusConcat, TusState, TusUpload,
+    ProvideProgress, StoredDag, SweepPass, TusConcat, TusState, TusUpload,
 };
 use crate::names::{ForeignRecord, KeptName};
 use crate::{AccountLimits, CollectorLock, MetadataStore, StoreError};
@@ -1216,7 +1216,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
 
     async fn provide_progress(&self, peer_id: &str) -> Result<Option<ProvideProgress>, StoreError> {
         let row = B::query(
-            "SELECT completed_at, operation_id, last_sweep_at FROM provide_progress
+            "SELECT completed_at, operation_id, pass_began_at, pass_reached FROM provide_progress
              WHERE peer_id = $1",
         )
         .bind(peer_id)
@@ -1227,7 +1227,11 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
                 at_ms: row.int("completed_at"),
                 operation_id: row.int("operation_id"),
             },
-            last_sweep_at_ms: row.maybe_int("last_sweep_at"),
+            pass: row.maybe_int("pass_began_at").map(|began_at_ms| SweepPass {
+                began_at_ms,
+                // Stored as a signed integer: the same 64 bits.
+                reached: row.int("pass_reached") as u64,
+            }),
         }))
     }
 
@@ -1237,15 +1241,18 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         progress: &ProvideProgress,
     ) -> Result<(), StoreError> {
         B::query(
-            "INSERT INTO provide_progress (peer_id, completed_at, operation_id, last_sweep_at)
-             VALUES ($1, $2, $3, $4)
+            "INSERT INTO provide_progress
+                (peer_id, completed_at, operation_id, pass_began_at, pass_reached)
+             VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (peer_id) DO UPDATE SET completed_at = excluded.completed_at,
-                operation_id = excluded.operation_id, last_sweep_at = excluded.last_sweep_at",
+                operation_id = excluded.operation_id, pass_began_at = excluded.pass_began_at,
+                pass_reached = excluded.pass_reached",
         )
         .bind(peer_id)
         .bind(progress.through.at_ms)
         .bind(progress.through.operation_id)
-        .bind(progress.last_sweep_at_ms)
+        .bind(progress.pass.map(|pass| pass.began_at_ms))
+        .bind(progress.pass.map_or(0, |pass| pass.reached as i64))
         .execute(&mut self.write_conn(Line::Requests).await?)
         .await?;
         Ok(())

@@ -350,6 +350,16 @@ CREATE TABLE ipns_records (
 );
 CREATE INDEX ipns_records_expiring ON ipns_records(expires_at);
 "#,
+    r#"
+-- The reprovide cycle goes through the DHT's keyspace region by region, each region at its
+-- time in the 22 hours: a node keeps when its current pass began and how far along the
+-- keyspace it has reached (the first 64 bits of a place in it, stored as a signed integer).
+-- A sweep that began at S made the next one due at S + 22 h: that is when its pass begins.
+ALTER TABLE provide_progress RENAME COLUMN last_sweep_at TO pass_began_at;
+ALTER TABLE provide_progress ADD COLUMN pass_reached {int} NOT NULL DEFAULT 0;
+UPDATE provide_progress SET pass_began_at = pass_began_at + 79200000
+ WHERE pass_began_at IS NOT NULL;
+"#,
 ];
 
 /// Every step, in order, in one database's words.

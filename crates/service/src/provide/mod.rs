@@ -5,9 +5,10 @@
 //! an upload never waits for it and nothing is held in memory but a page. Each node provides
 //! every root (any node serves any block) and keeps its own place in the log, and:
 //! - follows the log for new roots ([`follow_the_log`]), a few provides at a time;
-//! - sweeps every distinct root (or, with [`ProvideStrategy::All`], every indexed block) again
-//!   every [`REPROVIDE_EVERY`] ([`sweep_when_due`]), as provider records expire on the DHT
-//!   after 48 hours;
+//! - provides every distinct root (or, with [`ProvideStrategy::All`], every indexed block)
+//!   again every [`REPROVIDE_EVERY`] (or `--reprovide-interval`), region by region of the
+//!   DHT's keyspace spread over the interval ([`sweep`]), as provider records expire on the
+//!   DHT after 48 hours;
 //! - when a provide finds no DHT peer (content stored before the node joined), waits for peers
 //!   and provides again, instead of leaving it to the next sweep.
 
@@ -22,6 +23,8 @@ use cairn_unixfs::block::RAW;
 use cairn_unixfs::Cid;
 use futures_util::StreamExt;
 use tokio::sync::watch;
+
+mod sweep;
 
 use crate::config::ProvideStrategy;
 use crate::gc::walk::dag_multihashes;
@@ -77,15 +80,15 @@ pub async fn keep_providing(service: Service, stop: watch::Receiver<bool>) {
     let peer_id = node.peer_id().to_string();
     let progress = loop {
         match service.store.provide_progress(&peer_id).await {
-            // A new node has provided nothing: the first sweep covers what is stored, and the
-            // log is followed from now on.
+            // A new node has provided nothing: its first pass of the reprovide cycle covers
+            // what is stored, and the log is followed from now on.
             Ok(progress) => {
                 break progress.unwrap_or(ProvideProgress {
                     through: looked_back(LogPlace {
                         at_ms: now_ms(),
                         operation_id: 0,
                     }),
-                    last_sweep_at_ms: None,
+                    pass: None,
                 })
             }
             Err(e) => {
@@ -97,13 +100,12 @@ pub async fn keep_providing(service: Service, stop: watch::Receiver<bool>) {
         }
     };
     service.provides.set_through(progress.through);
-    service
-        .provides
-        .last_sweep_at_ms
-        .store(progress.last_sweep_at_ms.unwrap_or(0), Ordering::Relaxed);
+    if let Some(pass) = progress.pass {
+        service.provides.set_pass(pass);
+    }
     tokio::join!(
         follow_the_log(&service, &node, &peer_id, stop.clone()),
-        sweep_when_due(&service, &node, &peer_id, stop),
+        sweep::keep_reproviding(&service, &node, &peer_id, stop),
     );
 }
 
@@ -144,129 +146,11 @@ async fn follow_the_log(
             recent.extend(keys);
             if after > service.provides.through() {
                 service.provides.set_through(after);
-                let progress = ProvideProgress {
-                    through: after,
-                    last_sweep_at_ms: last_sweep(service),
-                };
-                if let Err(e) = service
-                    .store
-                    .save_provide_progress(peer_id, &progress)
-                    .await
-                {
-                    tracing::warn!("saving this node's provide progress failed: {e}");
-                }
+                save_progress(service, peer_id).await;
             }
         }
         recent = recent.split_off(&looked_back(service.provides.through()));
     }
-}
-
-/// Provide everything again when the last sweep is older than [`REPROVIDE_EVERY`].
-async fn sweep_when_due(
-    service: &Service,
-    node: &NodeHandle,
-    peer_id: &str,
-    stop: watch::Receiver<bool>,
-) {
-    loop {
-        let due_in = last_sweep(service).map_or(Duration::ZERO, |at| {
-            let age = Duration::from_millis(now_ms().saturating_sub(at).max(0) as u64);
-            REPROVIDE_EVERY.saturating_sub(age)
-        });
-        if sleep_unless_stopped(&stop, due_in).await {
-            return;
-        }
-        let started_at_ms = now_ms();
-        let started = Instant::now();
-        let swept = match service.config.provide_strategy {
-            ProvideStrategy::Roots => sweep_roots(service, node, &stop).await,
-            ProvideStrategy::All => sweep_blocks(service, node, &stop).await,
-        };
-        if !swept {
-            return;
-        }
-        let stats = &service.provides;
-        stats.sweeps.fetch_add(1, Ordering::Relaxed);
-        stats
-            .last_sweep_seconds
-            .store(started.elapsed().as_secs(), Ordering::Relaxed);
-        stats
-            .last_sweep_at_ms
-            .store(started_at_ms, Ordering::Relaxed);
-        let progress = ProvideProgress {
-            through: stats.through(),
-            last_sweep_at_ms: Some(started_at_ms),
-        };
-        if let Err(e) = service
-            .store
-            .save_provide_progress(peer_id, &progress)
-            .await
-        {
-            tracing::warn!("saving this node's provide progress failed: {e}");
-        }
-    }
-}
-
-/// Provide everything `next_page` lists, a page at a time from the default cursor: each page
-/// comes with the cursor of the next one, `None` at the end. A page that cannot be read is read
-/// again 5 s later. `false` if stopped first.
-async fn sweep<Cursor, Reading>(
-    service: &Service,
-    node: &NodeHandle,
-    stop: &watch::Receiver<bool>,
-    next_page: impl Fn(Cursor) -> Reading,
-) -> bool
-where
-    Cursor: Clone + Default,
-    Reading: std::future::Future<Output = Result<Option<(Cursor, Vec<Cid>)>, StoreError>>,
-{
-    let mut after = Cursor::default();
-    loop {
-        let (next, cids) = match next_page(after.clone()).await {
-            Ok(Some(page)) => page,
-            Ok(None) => return true,
-            Err(e) => {
-                tracing::warn!("reading what to reprovide failed: {e}");
-                if sleep_unless_stopped(stop, Duration::from_secs(5)).await {
-                    return false;
-                }
-                continue;
-            }
-        };
-        after = next;
-        if !provide_all(service, node, cids, stop).await {
-            return false;
-        }
-    }
-}
-
-/// Every distinct root, a page at a time; `false` if stopped first.
-async fn sweep_roots(service: &Service, node: &NodeHandle, stop: &watch::Receiver<bool>) -> bool {
-    sweep(service, node, stop, |after: String| async move {
-        let page = service.store.distinct_roots(&after, PAGE).await?;
-        let Some(last) = page.last().cloned() else {
-            return Ok(None);
-        };
-        Ok(Some((last, provided_for(service, page.into_iter()).await)))
-    })
-    .await
-}
-
-/// Every block in the index, a page at a time (a block is found by its multihash alone: the
-/// DHT keys records by it); `false` if stopped first.
-async fn sweep_blocks(service: &Service, node: &NodeHandle, stop: &watch::Receiver<bool>) -> bool {
-    sweep(service, node, stop, |after: Vec<u8>| async move {
-        let page = service.store.indexed_blocks(&after, PAGE).await?;
-        let Some(last) = page.last() else {
-            return Ok(None);
-        };
-        let cids = page
-            .iter()
-            .filter_map(|block| block_cid(&block.multihash))
-            .collect();
-        Ok(Some((last.multihash.clone(), cids)))
-    })
-    .await
 }
 
 /// What is provided for `roots` under the node's strategy: the roots, or every stored block of
@@ -306,7 +190,7 @@ fn block_cid(multihash: &[u8]) -> Option<Cid> {
 
 /// Provide `cids`, a few at a time; a provide that reached no peer is done again once the DHT
 /// has peers. `false` if stopped first.
-async fn provide_all(
+pub(crate) async fn provide_all(
     service: &Service,
     node: &NodeHandle,
     cids: Vec<Cid>,
@@ -315,6 +199,8 @@ async fn provide_all(
     let mut pending = cids;
     let mut failures_with_peers = 0;
     while !pending.is_empty() {
+        // Each provide is one lookup (in each DHT with peers).
+        (service.provides.lookups).fetch_add(pending.len() as u64, Ordering::Relaxed);
         let results: Vec<(Cid, bool)> = futures_util::stream::iter(pending)
             .map(|cid| async move {
                 let started = Instant::now();
@@ -368,7 +254,14 @@ async fn provide_all(
     true
 }
 
-fn last_sweep(service: &Service) -> Option<i64> {
-    let at = service.provides.last_sweep_at_ms.load(Ordering::Relaxed);
-    (at > 0).then_some(at)
+/// Save how far this node has provided, for a restart to resume from.
+async fn save_progress(service: &Service, peer_id: &str) {
+    let progress = service.provides.progress();
+    if let Err(e) = service
+        .store
+        .save_provide_progress(peer_id, &progress)
+        .await
+    {
+        tracing::warn!("saving this node's provide progress failed: {e}");
+    }
 }
