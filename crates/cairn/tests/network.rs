@@ -812,6 +812,99 @@ fn kubo_finds_cairn_through_the_dht_knowing_only_another_kubo(
     terminate(running);
 }
 
+per_kubo_release!(kubo_keeps_the_records_of_a_region_sweep_and_finds_cairn_by_them);
+/// Content stored before the node first starts is provided by the reprovide cycle's sweep
+/// alone: every record of a region goes to each of its peers as `ADD_PROVIDER` messages, one
+/// after another on one stream, with no answer. Kubo keeps each of them: asked through Kubo A,
+/// the DHT names Cairn for every block, and Kubo B, which knows only A, finds Cairn by a
+/// block's CID and fetches the file from it.
+fn kubo_keeps_the_records_of_a_region_sweep_and_finds_cairn_by_them(
+    kubo_release: KuboRelease,
+    work: &Path,
+) {
+    // Stored with the node off: 4 leaves of 1 MiB (the default profile's chunks) and their
+    // root.
+    let data = work.join("cairn");
+    let first = start(&data, &[]);
+    let bytes = server::content(4 << 20, 23);
+    std::fs::write(work.join("swept.bin"), &bytes).unwrap();
+    let root = upload(&first, work, &work.join("swept.bin"));
+    let uploaded = std::time::Instant::now();
+    terminate(first);
+
+    // A node that has never provided follows the provide log from 30 s back, and its first
+    // read looks back 30 s further: content stored more than a minute before the node starts
+    // is provided by the sweep alone (with a 31 s wait the log provided each block first).
+    // Kubo A and the Helia driver start meanwhile.
+    let mut kubo_a = Kubo::start(kubo_release, &work.join("kubo-a"));
+    let mut helia = Helia::start(&work.join("helia"));
+    std::thread::sleep(Duration::from_secs(61).saturating_sub(uploaded.elapsed()));
+    let mut running = start(
+        &data,
+        &[
+            "--p2p-listen",
+            "/ip4/127.0.0.1/tcp/0",
+            "--provide-strategy",
+            "all",
+        ],
+    );
+    let node = Node::read(&mut running, 1);
+    kubo_a.connect(&node.addr("/tcp/")).unwrap();
+
+    // Every block of the DAG, root first, depth first: the last is the last leaf.
+    let car = http_get_bytes(&format!("{}/ipfs/{root}?format=car", running.upload), None);
+    let blocks: Vec<String> = CarReader::new(&car[..], CarLimits::default())
+        .unwrap()
+        .map(|block| block.unwrap().0.to_string())
+        .collect();
+    assert_eq!(blocks.len(), 5, "{blocks:?}");
+    // Kubo A is the only DHT peer: the keyspace is one region, and A gets every record.
+    let sent = eventually("a sweep sends every block's record", TIMEOUT, || {
+        let swept = metric(&running, "cairn_dht_reprovide_sweeps_total");
+        let sent = metric(&running, "cairn_dht_provider_records_sent_total");
+        (swept >= 1.0 && sent >= blocks.len() as f64).then_some(sent)
+    });
+    assert!(metric(&running, "cairn_dht_reprovide_regions_total") >= 1.0);
+
+    // A answers with Cairn's record for each block, the last message of the batch too.
+    for block in &blocks {
+        let records = helia
+            .find_providers(block, &kubo_a.tcp_addr(), TIMEOUT)
+            .unwrap();
+        assert!(
+            records
+                .iter()
+                .any(|r| r.peer_id == node.peer_id && r.from == kubo_a.peer_id),
+            "Kubo A names Cairn as a provider of {block} ({sent} records sent): {records:?}"
+        );
+    }
+
+    // B knows only A. The leaf first: B is not connected to Cairn yet, so it can learn of
+    // Cairn only from A's record (a root fetched first would bring B the leaf with it).
+    let mut kubo_b = Kubo::start(kubo_release, &work.join("kubo-b"));
+    kubo_b.connect(&kubo_a.tcp_addr()).unwrap();
+    let leaf = blocks.last().unwrap();
+    let out = work.join("leaf.back");
+    kubo_b.get(leaf, &out, Duration::from_secs(90)).unwrap();
+    assert!(
+        std::fs::read(&out).unwrap() == bytes[bytes.len() - (1 << 20)..],
+        "the leaf's bytes differ"
+    );
+    let connected = kubo_b.peers().unwrap();
+    assert!(
+        connected.iter().any(|c| c.peer_id == node.peer_id),
+        "B fetched from Cairn, which it found by the leaf's CID: {connected:?}"
+    );
+    let out = work.join("swept.back");
+    kubo_b.get(&root, &out, Duration::from_secs(90)).unwrap();
+    assert!(
+        std::fs::read(&out).unwrap() == bytes,
+        "the file's bytes differ"
+    );
+
+    terminate(running);
+}
+
 /// Issue 36: a website uploaded twice is reachable at one name. Today's Kubo, knowing only
 /// Cairn as a DHT peer, resolves the name Cairn published over the DHT, and after each update
 /// resolves the newest record and reads that version's content through the name.
