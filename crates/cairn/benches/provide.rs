@@ -65,10 +65,10 @@ const METRICS_POLL: Duration = Duration::from_millis(10);
 const STALLED: Duration = Duration::from_secs(30);
 /// How long a finding node keeps looking before the find counts as failed.
 const FIND_TIMEOUT: Duration = Duration::from_secs(30);
-/// A node that has never provided starts its place in the provide log 30 s back
-/// (`LOOK_BACK_MS`) and reads it from 30 s before that: the sweep is measured once the last
-/// upload is older than that, so that the log's provides do not run beside it.
-const LOOK_BACK: Duration = Duration::from_secs(62);
+/// A node that has never provided follows the provide log from its start, its first read
+/// looking 30 s back (`LOOK_BACK_MS`): the sweep is measured once the last upload is older
+/// than that, so that the log's provides do not run beside it.
+const LOOK_BACK: Duration = Duration::from_secs(31);
 
 fn main() {
     cairn_test_support::netns::in_loopback_namespace(|| {}, measure);

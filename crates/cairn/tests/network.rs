@@ -832,13 +832,12 @@ fn kubo_keeps_the_records_of_a_region_sweep_and_finds_cairn_by_them(
     let uploaded = std::time::Instant::now();
     terminate(first);
 
-    // A node that has never provided follows the provide log from 30 s back, and its first
-    // read looks back 30 s further: content stored more than a minute before the node starts
-    // is provided by the sweep alone (with a 31 s wait the log provided each block first).
+    // A node that has never provided follows the provide log from its start, its first read
+    // looking 30 s back: content stored longer ago than that is provided by the sweep alone.
     // Kubo A and the Helia driver start meanwhile.
     let mut kubo_a = Kubo::start(kubo_release, &work.join("kubo-a"));
     let mut helia = Helia::start(&work.join("helia"));
-    std::thread::sleep(Duration::from_secs(61).saturating_sub(uploaded.elapsed()));
+    std::thread::sleep(Duration::from_secs(31).saturating_sub(uploaded.elapsed()));
     let mut running = start(
         &data,
         &[

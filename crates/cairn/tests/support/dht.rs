@@ -44,6 +44,7 @@ pub async fn wait_for_dht_peers(node: &NodeHandle, peers: usize) {
 /// `count` nodes, each connected to the nodes `neighbours` ahead of it on a ring, so that
 /// every routing table starts with about twice as many peers and lookups have to walk.
 pub async fn start_dht(count: usize, neighbours: &[usize]) -> Vec<NodeHandle> {
+    raise_open_files_limit();
     let mut nodes = Vec::new();
     for _ in 0..count {
         nodes.push(dht_node().await);
@@ -59,6 +60,25 @@ pub async fn start_dht(count: usize, neighbours: &[usize]) -> Vec<NodeHandle> {
         wait_for_dht_peers(node, 2 * neighbours.len()).await;
     }
     nodes
+}
+
+/// Every connection between two of the nodes is two sockets in this one process, and the
+/// nodes end up connected to nearly all the others (their lookups dial whom they learn of):
+/// `n` nodes take about `n * n` open files. The soft limit is raised to the hard one (20,000
+/// here: a process holds about 140 nodes; `benches/reprovide.rs` spreads 200 over several).
+pub fn raise_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: both calls only read or write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }
 
 /// What Cairn's `/metrics` shows of providing.

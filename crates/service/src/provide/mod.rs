@@ -81,13 +81,14 @@ pub async fn keep_providing(service: Service, stop: watch::Receiver<bool>) {
     let progress = loop {
         match service.store.provide_progress(&peer_id).await {
             // A new node has provided nothing: its first pass of the reprovide cycle covers
-            // what is stored, and the log is followed from now on.
+            // what is stored, and the log is followed from now on (its first read looks
+            // back a little, as every tenth does).
             Ok(progress) => {
                 break progress.unwrap_or(ProvideProgress {
-                    through: looked_back(LogPlace {
+                    through: LogPlace {
                         at_ms: now_ms(),
                         operation_id: 0,
-                    }),
+                    },
                     pass: None,
                 })
             }

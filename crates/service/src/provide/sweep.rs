@@ -13,7 +13,9 @@
 //! over the interval instead of coming in bursts. After each region the pass's place is saved
 //! in the store ([`SweepPass`]), and a restart resumes after the last region done. A node
 //! that has never swept begins its first pass an interval ago: every region is due, and
-//! what is stored is provided at once.
+//! what is stored is provided at once. After such a catch-up the next pass begins where the
+//! late one should have ended, so its first regions come again soon: a few records sent
+//! early, none late.
 //!
 //! The keys of a pass are read from the store when it begins and held for the pass (about
 //! 100 bytes each); a root stored since then was provided when it was stored (`mod.rs`), and
@@ -72,8 +74,14 @@ pub(super) async fn keep_reproviding(
             began_at_ms: now_ms() - interval_ms,
             reached: 0,
         });
-        // A node stopped for longer than an interval catches up once, not pass after pass.
-        pass.began_at_ms = pass.began_at_ms.max(now_ms() - interval_ms);
+        // A node stopped for longer than an interval catches up on everything at once: the
+        // records of the regions it had reached before it stopped may have expired too.
+        if pass.began_at_ms < now_ms() - interval_ms {
+            pass = SweepPass {
+                began_at_ms: now_ms() - interval_ms,
+                reached: 0,
+            };
+        }
         service.provides.set_pass(pass);
         if sleep_unless_stopped(&stop, until(pass.began_at_ms)).await {
             return;
