@@ -35,12 +35,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cairn_p2p::key::Keypair;
+use cairn_p2p::keyspace::Point;
 use cairn_p2p::{NodeHandle, PeerId};
 use cairn_unixfs::{Cid, FileImporter, MemoryBlocks, Profile};
-use dht::{addr_of, dht_node_with, start_dht, wait_for_dht_peers, Provides};
+use dht::{addr_of, dht_node_with, start_cairn, start_dht, wait_for_dht_peers, Provides};
 use noise::noise;
-use server::{admin, start, terminate, Running};
-use sha2::{Digest, Sha256};
+use server::{admin, terminate, Running};
 
 /// In-process DHT nodes.
 const DHT_NODES: usize = 20;
@@ -80,23 +80,13 @@ fn bytes(len: usize, n: u64) -> Vec<u8> {
     noise(len, 2 * n + 1)
 }
 
-/// Where Kademlia places a peer or a key: the SHA-256 of its bytes (`kbucket::Key`); the
-/// distance between two is their XOR, compared as a big-endian number.
-fn kad_point(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
-}
-
-fn kad_distance(a: &[u8; 32], b: &[u8; 32]) -> [u8; 32] {
-    std::array::from_fn(|i| a[i] ^ b[i])
-}
-
 /// A key for a finding node farther from `cid`'s provider key than every node of `dht`. A
 /// provide stores its record on the 20 peers closest to the key, so with any other key the
 /// finding node (the 21st) would most often get the record itself and find it in its own
 /// store, without a lookup.
 fn far_key(cid: &Cid, dht: &[NodeHandle]) -> Keypair {
-    let target = kad_point(&cairn_p2p::dht::provider_key(cid).to_vec());
-    let distance = |peer: PeerId| kad_distance(&kad_point(&peer.to_bytes()), &target);
+    let target = Point::of_key(&cairn_p2p::dht::provider_key(cid).to_vec());
+    let distance = |peer: PeerId| Point::of_peer(&peer).distance(&target);
     let farthest = dht.iter().map(|n| distance(n.peer_id())).max().unwrap();
     loop {
         let key = Keypair::generate_ed25519();
@@ -106,28 +96,6 @@ fn far_key(cid: &Cid, dht: &[NodeHandle]) -> Keypair {
     }
 }
 
-/// `cairn serve` with its node on loopback TCP, bootstrapped from `bootstrap`, providing with
-/// `strategy`; and its peer id.
-fn start_cairn(data: &Path, strategy: &str, bootstrap: &str) -> (Running, PeerId) {
-    let mut running = start(
-        data,
-        &[
-            "--p2p-listen",
-            "/ip4/127.0.0.1/tcp/0",
-            "--p2p-bootstrap",
-            bootstrap,
-            "--provide-strategy",
-            strategy,
-            // The default (120 a minute) would throttle the uploads, not the provides.
-            "--uploads-per-minute",
-            "1000000",
-        ],
-    );
-    let peer_id = running.printed("p2p peer id ").parse().unwrap();
-    (running, peer_id)
-}
-
-/// `GET /api/node`.
 async fn provides(http: &reqwest::Client, running: &Running) -> Provides {
     Provides::from_metrics(&server::metrics_text(http, running).await)
 }
@@ -365,7 +333,7 @@ fn sweep(
 ) -> Sweep {
     assert!(terminate(running).0.success());
     std::fs::remove_file(data.join("node.key")).unwrap();
-    let (running, _) = start_cairn(data, strategy, bootstrap);
+    let (running, _) = start_cairn(data, bootstrap, &["--provide-strategy", strategy]);
     let mut started = Instant::now();
     let restarted = started;
     let mut waited_for_peers = false;
@@ -424,7 +392,7 @@ fn measure() {
     let mut sweeps = Vec::new();
     for (n, strategy) in ["roots", "all"].into_iter().enumerate() {
         let data = work.join(format!("cairn-{strategy}"));
-        let (running, peer_id) = start_cairn(&data, strategy, &bootstrap);
+        let (running, peer_id) = start_cairn(&data, &bootstrap, &["--provide-strategy", strategy]);
         let token = running.token.clone();
         admin(&["account", "set", "default", "--quota", "none"], &data);
         runtime.block_on(async {

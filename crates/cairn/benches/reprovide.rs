@@ -32,9 +32,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cairn_car::{CarLimits, CarReader};
 use cairn_p2p::{Multiaddr, NodeHandle, PeerId};
-use dht::{addr_of, dht_node, wait_for_dht_peers, Provides};
+use dht::{addr_of, dht_node, start_cairn, wait_for_dht_peers, Provides};
 use futures_util::StreamExt;
 use server::{admin, start, stored_upload, tar_of, terminate, Running};
 
@@ -200,44 +199,6 @@ fn archives(files: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Every block of the DAG under `root`, as `GET /ipfs/{root}?format=car` lists them.
-async fn blocks_of(
-    http: &reqwest::Client,
-    running: &Running,
-    root: &str,
-) -> Vec<cairn_unixfs::Cid> {
-    let car = http
-        .get(format!("{}/ipfs/{root}?format=car", running.upload))
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
-    CarReader::new(&car[..], CarLimits::default())
-        .unwrap()
-        .map(|block| block.unwrap().0)
-        .collect()
-}
-
-fn start_with_node(data: &Path, bootstrap: &str) -> (Running, PeerId) {
-    let mut running = start(
-        data,
-        &[
-            "--p2p-listen",
-            "/ip4/127.0.0.1/tcp/0",
-            "--p2p-bootstrap",
-            bootstrap,
-            "--provide-strategy",
-            "all",
-            "--uploads-per-minute",
-            "1000000",
-        ],
-    );
-    let peer = running.printed("p2p peer id ").parse().unwrap();
-    (running, peer)
-}
-
 /// The full reprovide.
 struct Pass {
     cids: u64,
@@ -287,7 +248,7 @@ fn measure() {
     let cids: Vec<cairn_unixfs::Cid> = runtime.block_on(async {
         let mut cids = Vec::new();
         for root in &roots {
-            cids.extend(blocks_of(&http, &running, root).await);
+            cids.extend(server::dag_cids(&running.upload, root).await);
         }
         cids.sort();
         cids.dedup();
@@ -307,7 +268,7 @@ fn measure() {
 
     // 2. The full reprovide.
     let started = Instant::now();
-    let (running, cairn) = start_with_node(&data, &bootstrap);
+    let (running, cairn) = start_cairn(&data, &bootstrap, &["--provide-strategy", "all"]);
     let pid = running.child.id();
     let cpu_before = cpu_time(pid);
     let limit = Duration::from_secs(3600);

@@ -379,7 +379,7 @@ fn reprovide_interval(
     interval: Option<humantime::Duration>,
 ) -> anyhow::Result<std::time::Duration> {
     let Some(interval) = interval else {
-        return Ok(cairn_service::provide::REPROVIDE_EVERY);
+        return Ok(cairn_service::config::DEFAULT_REPROVIDE_INTERVAL);
     };
     let interval: std::time::Duration = interval.into();
     let ttl = cairn_p2p::dht::PROVIDER_RECORD_TTL;

@@ -9,24 +9,16 @@ mod server;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use cairn_car::{CarLimits, CarReader};
 use cairn_p2p::Multiaddr;
 use cairn_unixfs::Cid;
 use server::{content, get_json, post_upload, start, tar_of};
 
 /// Every block's multihash (hex) in the DAG under `cid`, from the gateway's CAR.
 async fn dag_multihashes(upload_url: &str, cid: &str) -> BTreeSet<String> {
-    let car = reqwest::Client::new()
-        .get(format!("{upload_url}/ipfs/{cid}?format=car"))
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
-    CarReader::new(&car[..], CarLimits::default())
-        .unwrap()
-        .map(|block| hex(&block.unwrap().0.hash().to_bytes()))
+    let blocks = server::dag_cids(upload_url, cid).await;
+    blocks
+        .iter()
+        .map(|cid| hex(&cid.hash().to_bytes()))
         .collect()
 }
 

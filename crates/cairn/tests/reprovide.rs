@@ -9,8 +9,7 @@ mod server;
 
 use std::time::{Duration, Instant};
 
-use cairn_p2p::PeerId;
-use dht::{addr_of, dht_node, start_dht, wait_for_dht_peers, Provides};
+use dht::{addr_of, dht_node, start_cairn, start_dht, wait_for_dht_peers, Provides};
 use server::{start, stored_upload, terminate, Running};
 
 const DHT_NODES: usize = 100;
@@ -79,21 +78,8 @@ fn a_restart_mid_cycle_resumes_after_the_last_region_swept_and_every_root_is_fou
             .collect();
         let bootstrap = bootstrap.join(",");
         let serve = |data: &std::path::Path| {
-            let mut running = start(
-                data,
-                &[
-                    "--p2p-listen",
-                    "/ip4/127.0.0.1/tcp/0",
-                    "--p2p-bootstrap",
-                    &bootstrap,
-                    "--reprovide-interval",
-                    "60s",
-                ],
-            );
-            let peer: PeerId = running.printed("p2p peer id ").parse().unwrap();
-            (running, peer)
+            start_cairn(data, &bootstrap, &["--reprovide-interval", "60s"])
         };
-
         let (mut running, cairn) = serve(&data);
         let (first, killed) = runtime.block_on(async {
             // A node that has never swept makes its first pass at once, region by region.

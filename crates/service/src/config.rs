@@ -13,6 +13,9 @@ use cairn_unixfs::Profile;
 /// serving.
 pub const DEFAULT_SCRUB_RATE: u64 = 50 << 20;
 
+/// The default `--reprovide-interval`: Kubo's, well inside the 48 hours peers keep records.
+pub const DEFAULT_REPROVIDE_INTERVAL: Duration = Duration::from_secs(22 * 3600);
+
 /// What the work behind the hosts is told: how to import, what to read, how long work may
 /// hold, and what to announce.
 #[derive(Clone, Debug)]
@@ -57,7 +60,7 @@ impl Default for ServiceConfig {
             shared_store: false,
             gateway_addr: None,
             provide_strategy: ProvideStrategy::default(),
-            reprovide_interval: crate::provide::REPROVIDE_EVERY,
+            reprovide_interval: DEFAULT_REPROVIDE_INTERVAL,
             ipni_announce: Vec::new(),
             scrub_interval: Duration::ZERO,
             scrub_rate: DEFAULT_SCRUB_RATE,

@@ -445,6 +445,23 @@ pub fn cid_of(bytes: &[u8]) -> String {
     importer.finish().unwrap().cid.to_string()
 }
 
+/// The CID of every block of the DAG under `cid`, as the gateway's CAR sends them (root
+/// first, depth first).
+pub async fn dag_cids(upload_url: &str, cid: &str) -> Vec<cairn_unixfs::Cid> {
+    let car = reqwest::Client::new()
+        .get(format!("{upload_url}/ipfs/{cid}?format=car"))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    cairn_car::CarReader::new(&car[..], cairn_car::CarLimits::default())
+        .unwrap()
+        .map(|block| block.unwrap().0)
+        .collect()
+}
+
 /// A tar holding `files`, extracted into a directory on upload.
 pub fn tar_of(files: &[(&str, &[u8])]) -> Vec<u8> {
     let mut builder = tar::Builder::new(Vec::new());

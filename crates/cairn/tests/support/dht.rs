@@ -81,6 +81,28 @@ pub fn raise_open_files_limit() {
     }
 }
 
+/// `cairn serve` with its node on loopback TCP, bootstrapped from `bootstrap` (addresses,
+/// comma-separated), with `extra` flags; and its peer id. Uploads are not throttled: the
+/// default (120 a minute) would hold up the uploads, not what is measured.
+pub fn start_cairn(
+    data: &std::path::Path,
+    bootstrap: &str,
+    extra: &[&str],
+) -> (crate::server::Running, cairn_p2p::PeerId) {
+    let mut flags = vec![
+        "--p2p-listen",
+        "/ip4/127.0.0.1/tcp/0",
+        "--p2p-bootstrap",
+        bootstrap,
+        "--uploads-per-minute",
+        "1000000",
+    ];
+    flags.extend_from_slice(extra);
+    let mut running = crate::server::start(data, &flags);
+    let peer_id = running.printed("p2p peer id ").parse().unwrap();
+    (running, peer_id)
+}
+
 /// What Cairn's `/metrics` shows of providing.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Provides {

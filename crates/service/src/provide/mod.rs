@@ -6,7 +6,7 @@
 //! every root (any node serves any block) and keeps its own place in the log, and:
 //! - follows the log for new roots ([`follow_the_log`]), a few provides at a time;
 //! - provides every distinct root (or, with [`ProvideStrategy::All`], every indexed block)
-//!   again every [`REPROVIDE_EVERY`] (or `--reprovide-interval`), region by region of the
+//!   again every 22 hours (`--reprovide-interval`), region by region of the
 //!   DHT's keyspace spread over the interval ([`sweep`]), as provider records expire on the
 //!   DHT after 48 hours;
 //! - when a provide finds no DHT peer (content stored before the node joined), waits for peers
@@ -31,8 +31,6 @@ use crate::gc::walk::dag_multihashes;
 use crate::stop::sleep_unless_stopped;
 use crate::Service;
 
-/// How often every stored root is provided again (Kubo's interval: records live 48 h).
-pub const REPROVIDE_EVERY: Duration = Duration::from_secs(22 * 3600);
 /// How often the log is read for new roots.
 const POLL_EVERY: Duration = Duration::from_secs(1);
 /// Roots read from the store at once.
@@ -225,7 +223,7 @@ pub(crate) async fn provide_all(
         if pending.is_empty() {
             break;
         }
-        let mut peers = node.dht_peers();
+        let peers = node.dht_peers();
         if *peers.borrow() > 0 {
             // Peers are known but none took the record: try a few times, then leave it to
             // the next sweep rather than hold up the log.
@@ -241,18 +239,24 @@ pub(crate) async fn provide_all(
         stats
             .waiting_for_peers
             .store(pending.len() as u64, Ordering::Relaxed);
-        let mut stopped = stop.clone();
-        tokio::select! {
-            _ = stopped.wait_for(|stop| *stop) => return false,
-            _ = peers.wait_for(|n| *n > 0) => {}
-        }
-        // Let the routing table fill a little before asking it.
-        if sleep_unless_stopped(stop, Duration::from_secs(2)).await {
+        if !wait_for_dht_peers(node, stop).await {
             return false;
         }
         stats.waiting_for_peers.store(0, Ordering::Relaxed);
     }
     true
+}
+
+/// Wait until the DHTs have peers, and a little more for their routing tables to fill;
+/// `false` if stopped first.
+async fn wait_for_dht_peers(node: &NodeHandle, stop: &watch::Receiver<bool>) -> bool {
+    let mut peers = node.dht_peers();
+    let mut stopped = stop.clone();
+    tokio::select! {
+        _ = stopped.wait_for(|stop| *stop) => return false,
+        _ = peers.wait_for(|n| *n > 0) => {}
+    }
+    !sleep_unless_stopped(stop, Duration::from_secs(2)).await
 }
 
 /// Save how far this node has provided, for a restart to resume from.

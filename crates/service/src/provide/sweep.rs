@@ -33,7 +33,7 @@ use cairn_unixfs::Cid;
 use futures_util::StreamExt;
 use tokio::sync::watch;
 
-use super::{block_cid, provide_all, save_progress};
+use super::{block_cid, provide_all, save_progress, wait_for_dht_peers};
 use crate::config::ProvideStrategy;
 use crate::stop::sleep_unless_stopped;
 use crate::Service;
@@ -65,7 +65,7 @@ pub(super) async fn keep_reproviding(
     service: &Service,
     node: &NodeHandle,
     peer_id: &str,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
     let interval = service.config.reprovide_interval;
     let interval_ms = interval.as_millis() as i64;
@@ -86,7 +86,7 @@ pub(super) async fn keep_reproviding(
         if sleep_unless_stopped(&stop, until(pass.began_at_ms)).await {
             return;
         }
-        let Some(dhts) = serving_dhts(node, &mut stop).await else {
+        let Some(dhts) = serving_dhts(node, &stop).await else {
             return;
         };
         let Some(keys) = keys_to_provide(service, &stop).await else {
@@ -140,20 +140,14 @@ fn until(at_ms: i64) -> Duration {
 }
 
 /// The DHTs with peers, once there are some; `None` if stopped first.
-async fn serving_dhts(node: &NodeHandle, stop: &mut watch::Receiver<bool>) -> Option<Vec<Dht>> {
+async fn serving_dhts(node: &NodeHandle, stop: &watch::Receiver<bool>) -> Option<Vec<Dht>> {
     loop {
         match node.serving_dhts().await {
             Ok(dhts) if !dhts.is_empty() => return Some(dhts),
             Ok(_) => {}
             Err(e) => tracing::warn!("asking the node for its DHTs failed: {e}"),
         }
-        let mut peers = node.dht_peers();
-        tokio::select! {
-            _ = stop.wait_for(|stop| *stop) => return None,
-            _ = peers.wait_for(|n| *n > 0) => {}
-        }
-        // Let the routing table fill a little before asking it.
-        if sleep_unless_stopped(stop, Duration::from_secs(2)).await {
+        if !wait_for_dht_peers(node, stop).await {
             return None;
         }
     }
