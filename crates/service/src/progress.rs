@@ -22,7 +22,8 @@ pub struct ProvideStats {
     pub regions: AtomicU64,
     /// How long the last pass took, from its first region to its end.
     pub last_sweep_seconds: AtomicU64,
-    /// When the last pass ended, in milliseconds since the epoch; 0 before the first.
+    /// When the last pass ended (after a restart, when the pass under way began), in
+    /// milliseconds since the epoch; 0 before the first.
     pub last_sweep_at_ms: AtomicI64,
     /// The place in the log this node has provided through (its `completed_at`, `id`).
     through_at_ms: AtomicI64,
