@@ -70,18 +70,7 @@ pub(super) async fn keep_reproviding(
     let interval = service.config.reprovide_interval;
     let interval_ms = interval.as_millis() as i64;
     loop {
-        let mut pass = service.provides.pass().unwrap_or(SweepPass {
-            began_at_ms: now_ms() - interval_ms,
-            reached: 0,
-        });
-        // A node stopped for longer than an interval catches up on everything at once: the
-        // records of the regions it had reached before it stopped may have expired too.
-        if pass.began_at_ms < now_ms() - interval_ms {
-            pass = SweepPass {
-                began_at_ms: now_ms() - interval_ms,
-                reached: 0,
-            };
-        }
+        let mut pass = pass_to_go_on(service.provides.pass(), now_ms(), interval_ms);
         service.provides.set_pass(pass);
         if sleep_unless_stopped(&stop, until(pass.began_at_ms)).await {
             return;
@@ -131,6 +120,21 @@ pub(super) async fn keep_reproviding(
             reached: 0,
         });
         save_progress(service, peer_id).await;
+    }
+}
+
+/// The pass to go on with at `now_ms`, from the one saved. A node that has never swept
+/// begins an interval ago, so that every region is due; so does one stopped for longer than
+/// an interval, from the keyspace's start: the records of the regions it had reached before
+/// it stopped may have expired too.
+fn pass_to_go_on(saved: Option<SweepPass>, now_ms: i64, interval_ms: i64) -> SweepPass {
+    let overdue = SweepPass {
+        began_at_ms: now_ms - interval_ms,
+        reached: 0,
+    };
+    match saved {
+        Some(pass) if pass.began_at_ms >= overdue.began_at_ms => pass,
+        _ => overdue,
     }
 }
 
@@ -414,5 +418,40 @@ async fn send_to(
         Ok(Ok(())) => Ok(keys.len()),
         Ok(Err(why)) => Err(format!("{}: {why}", peer.id)),
         Err(_) => Err(format!("{}: timed out", peer.id)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: i64 = 3_600_000;
+
+    #[test]
+    fn a_pass_goes_on_where_it_stopped_unless_it_is_an_interval_late() {
+        let interval = 22 * HOUR;
+        let now = 1_000 * HOUR;
+        // Never swept: everything is due at once.
+        let fresh = pass_to_go_on(None, now, interval);
+        assert_eq!(fresh.began_at_ms, now - interval);
+        assert_eq!(fresh.reached, 0);
+        // Stopped half-way through a pass that began 3 hours ago: on from there.
+        let half_way = SweepPass {
+            began_at_ms: now - 3 * HOUR,
+            reached: 1 << 63,
+        };
+        assert_eq!(pass_to_go_on(Some(half_way), now, interval), half_way);
+        // A pass that begins later (after a pass ended early) waits for its time.
+        let next = SweepPass {
+            began_at_ms: now + HOUR,
+            reached: 0,
+        };
+        assert_eq!(pass_to_go_on(Some(next), now, interval), next);
+        // Stopped for two days: from the start, at once.
+        let stale = SweepPass {
+            began_at_ms: now - 48 * HOUR,
+            reached: 1 << 63,
+        };
+        assert_eq!(pass_to_go_on(Some(stale), now, interval), fresh);
     }
 }
