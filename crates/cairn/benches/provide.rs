@@ -96,10 +96,6 @@ fn far_key(cid: &Cid, dht: &[NodeHandle]) -> Keypair {
     }
 }
 
-async fn provides(http: &reqwest::Client, running: &Running) -> Provides {
-    Provides::from_metrics(&server::metrics_text(http, running).await)
-}
-
 async fn node_status(http: &reqwest::Client, running: &Running, token: &str) -> serde_json::Value {
     http.get(format!("{}/api/node", running.upload))
         .bearer_auth(token)
@@ -156,7 +152,7 @@ async fn follow_provides(
     let mut seen = before;
     loop {
         let read = Instant::now();
-        let now = provides(http, running).await;
+        let now = Provides::of(http, running).await;
         if now.provided > seen {
             seen = now.provided;
             last_growth = read;
@@ -205,7 +201,7 @@ async fn throughput(
     }
     let distinct: HashSet<&String> = cids.iter().collect();
     assert_eq!(distinct.len(), FILES, "every file is different");
-    let before = provides(http, running).await.provided;
+    let before = Provides::of(http, running).await.provided;
     let started = Instant::now();
     for (file, cid) in files.into_iter().zip(&cids) {
         assert_eq!(&upload(http, running, token, file, PROFILE).await, cid);
@@ -340,7 +336,7 @@ fn sweep(
     let (now, ended) = runtime.block_on(async {
         loop {
             let read = Instant::now();
-            let now = provides(http, &running).await;
+            let now = Provides::of(http, &running).await;
             if now.waiting > 0 && now.provided == 0 {
                 started = read;
                 waited_for_peers = true;
@@ -403,7 +399,7 @@ fn measure() {
                     .as_u64()
                     .unwrap();
                 if peers >= CAIRN_BOOTSTRAP.len() as u64
-                    && provides(&http, &running).await.sweeps >= 1
+                    && Provides::of(&http, &running).await.sweeps >= 1
                 {
                     break;
                 }

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use cairn_p2p::{Multiaddr, NodeHandle, PeerId};
 use dht::{addr_of, dht_node, start_cairn, wait_for_dht_peers, Provides};
 use futures_util::StreamExt;
-use server::{admin, start, stored_upload, tar_of, terminate, Running};
+use server::{admin, start, stored_upload, tar_of, terminate};
 
 const DHT_NODES: usize = 200;
 const DHT_HOSTS: usize = 5;
@@ -54,7 +54,6 @@ const ONE_BY_ONE: usize = 500;
 /// Provider lookups the finding node runs at once.
 const FINDERS: usize = 32;
 const LOG_LOOK_BACK: Duration = Duration::from_secs(31);
-const POLL: Duration = Duration::from_millis(50);
 
 fn main() {
     if let Ok(first) = std::env::var(HOST_VARIABLE) {
@@ -133,28 +132,6 @@ fn start_hosts() -> (Vec<Multiaddr>, Vec<Child>) {
         assert_eq!(lines.next().unwrap().unwrap(), "ready");
     }
     (all, hosts)
-}
-
-async fn provides(http: &reqwest::Client, running: &Running) -> Provides {
-    Provides::from_metrics(&server::metrics_text(http, running).await)
-}
-
-/// Poll `/metrics` until `done`; panics after `limit`.
-async fn provides_when(
-    http: &reqwest::Client,
-    running: &Running,
-    limit: Duration,
-    done: impl Fn(&Provides) -> bool,
-) -> Provides {
-    let started = Instant::now();
-    loop {
-        let now = provides(http, running).await;
-        if done(&now) {
-            return now;
-        }
-        assert!(started.elapsed() < limit, "still waiting: {now:?}");
-        tokio::time::sleep(POLL).await;
-    }
 }
 
 /// User and system CPU time of process `pid` so far (`/proc/PID/stat`, fields 14 and 15).
@@ -273,7 +250,7 @@ fn measure() {
     let cpu_before = cpu_time(pid);
     let limit = Duration::from_secs(3600);
     let pass = runtime.block_on(async {
-        let provides = provides_when(&http, &running, limit, |p| p.sweeps >= 1).await;
+        let provides = Provides::when(&http, &running, limit, |p| p.sweeps >= 1).await;
         Pass {
             cids: cids.len() as u64,
             provides,
@@ -289,7 +266,7 @@ fn measure() {
     // 3. One by one. The next pass began as the first ended, and its first region fell due
     // at once: it is let end first.
     let one_by_one = runtime.block_on(async {
-        let settled = provides_when(&http, &running, limit, |p| {
+        let settled = Provides::when(&http, &running, limit, |p| {
             p.regions > pass.provides.regions
         })
         .await;
@@ -299,7 +276,7 @@ fn measure() {
             stored_upload(&running, &token, "alone.txt", bytes).await;
         }
         let target = settled.provided + ONE_BY_ONE as u64;
-        let done = provides_when(&http, &running, limit, |p| p.provided >= target).await;
+        let done = Provides::when(&http, &running, limit, |p| p.provided >= target).await;
         OneByOne {
             cids: done.provided - settled.provided,
             lookups: done.lookups - settled.lookups,

@@ -23,24 +23,15 @@ const REPLICAS: u64 = 20;
 /// ago than this are provided by the reprovide cycle alone.
 const LOG_LOOK_BACK: Duration = Duration::from_secs(31);
 
-async fn provides(running: &Running) -> Provides {
-    Provides::from_metrics(&server::metrics_text(&reqwest::Client::new(), running).await)
-}
-
 /// Poll `/metrics` until `done`; panics after two minutes.
 async fn provides_when(running: &Running, done: impl Fn(&Provides) -> bool) -> Provides {
-    let started = Instant::now();
-    loop {
-        let now = provides(running).await;
-        if done(&now) {
-            return now;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "still waiting on the provides: {now:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    Provides::when(
+        &reqwest::Client::new(),
+        running,
+        Duration::from_secs(120),
+        done,
+    )
+    .await
 }
 
 #[test]

@@ -243,16 +243,23 @@ impl NodeHandle {
         Ok(peers.into_iter().map(|p| (p.peer_id, p.addrs)).collect())
     }
 
-    /// Tell `peer` of `dht` that this node provides each of `keys` (multihashes): one
-    /// `ADD_PROVIDER` message per key on one stream, as Kubo's sweeping provider sends them;
-    /// `addrs` are where to dial it if it is not connected. Nothing is answered to those
-    /// messages: the stream closing cleanly is all there is to know.
+    /// This node's provider record for `key` (a multihash), with its announced addresses:
+    /// an `ADD_PROVIDER` message, framed. The same for every peer, so made once a key and
+    /// sent, several to a peer, by [`NodeHandle::send_provider_records`].
+    pub fn provider_record(&self, key: &[u8]) -> Vec<u8> {
+        dht::add_provider_message(key, &self.peer_id, &self.announced)
+    }
+
+    /// Send `peer` of `dht` `records`, [`NodeHandle::provider_record`]s one after another,
+    /// on one stream, as Kubo's sweeping provider sends them; `addrs` are where to dial it if
+    /// it is not connected. Nothing is answered to those messages: the stream closing cleanly
+    /// is all there is to know.
     pub async fn send_provider_records(
         &self,
         dht: Dht,
         peer: PeerId,
         addrs: Vec<Multiaddr>,
-        keys: &[&[u8]],
+        records: &[u8],
     ) -> Result<(), String> {
         use futures::AsyncWriteExt;
         let (reply, answer) = oneshot::channel();
@@ -269,15 +276,7 @@ impl NodeHandle {
             .open_stream(peer, dht.protocol())
             .await
             .map_err(|e| e.to_string())?;
-        let mut batch = Vec::new();
-        for key in keys {
-            batch.extend(dht::add_provider_message(
-                key,
-                &self.peer_id,
-                &self.announced,
-            ));
-        }
-        stream.write_all(&batch).await.map_err(|e| e.to_string())?;
+        stream.write_all(records).await.map_err(|e| e.to_string())?;
         stream.close().await.map_err(|e| e.to_string())
     }
 
@@ -573,18 +572,7 @@ impl Task {
         match command {
             Command::Dial { addr, reply } => {
                 let opts = DialOpts::unknown_peer_id().address(addr.clone()).build();
-                let id = opts.connection_id();
-                match self.swarm.dial(opts) {
-                    Ok(()) => {
-                        self.dials.insert(id, (addr, reply));
-                    }
-                    Err(e) => {
-                        let _ = reply.send(Err(NodeError::Dial {
-                            addr,
-                            reason: e.to_string(),
-                        }));
-                    }
-                }
+                self.dial(opts, addr, reply);
             }
             Command::ConnectedPeers(reply) => {
                 let _ = reply.send(self.swarm.connected_peers().copied().collect());
@@ -634,7 +622,7 @@ impl Task {
                 self.track_write(queries, reply, providing);
             }
             Command::ClosestPeers { dht, key, reply } => {
-                let dht = self.dht(dht == Dht::Lan);
+                let dht = self.dht(dht);
                 if routing_table_size(dht) == 0 {
                     let _ = reply.send(Vec::new());
                     return;
@@ -643,14 +631,10 @@ impl Task {
                 self.closest.insert(query, reply);
             }
             Command::ServingDhts(reply) => {
-                let behaviour = self.swarm.behaviour_mut();
-                let mut serving = Vec::new();
-                if routing_table_size(&mut behaviour.lan) > 0 {
-                    serving.push(Dht::Lan);
-                }
-                if routing_table_size(&mut behaviour.wan) > 0 {
-                    serving.push(Dht::Wan);
-                }
+                let serving = [Dht::Lan, Dht::Wan]
+                    .into_iter()
+                    .filter(|which| routing_table_size(self.dht(*which)) > 0)
+                    .collect();
                 let _ = reply.send(serving);
             }
             Command::Connect { peer, addrs, reply } => {
@@ -659,19 +643,11 @@ impl Task {
                     return;
                 }
                 let first = addrs.first().cloned().unwrap_or_else(Multiaddr::empty);
-                let opts = DialOpts::peer_id(peer).addresses(addrs).build();
-                let id = opts.connection_id();
-                match self.swarm.dial(opts) {
-                    Ok(()) => {
-                        self.dials.insert(id, (first, reply));
-                    }
-                    Err(e) => {
-                        let _ = reply.send(Err(NodeError::Dial {
-                            addr: first,
-                            reason: e.to_string(),
-                        }));
-                    }
-                }
+                self.dial(
+                    DialOpts::peer_id(peer).addresses(addrs).build(),
+                    first,
+                    reply,
+                );
             }
             Command::PutRecord { record, reply } => {
                 let behaviour = self.swarm.behaviour_mut();
@@ -755,16 +731,16 @@ impl Task {
                 ..
             } => self.stop_waiting_for(peer_id, false),
             SwarmEvent::Behaviour(BehaviourEvent::Lan(event)) => {
-                self.dht_event(event, true, providing);
+                self.dht_event(event, Dht::Lan, providing);
             }
             SwarmEvent::Behaviour(BehaviourEvent::Wan(event)) => {
-                self.dht_event(event, false, providing);
+                self.dht_event(event, Dht::Wan, providing);
             }
             _ => {}
         }
     }
 
-    fn dht_event(&mut self, event: kad::Event, lan: bool, providing: &mut Vec<Option<Providing>>) {
+    fn dht_event(&mut self, event: kad::Event, which: Dht, providing: &mut Vec<Option<Providing>>) {
         match event {
             kad::Event::RoutingUpdated { .. } => self.count_dht_peers(),
             kad::Event::InboundRequest {
@@ -774,7 +750,7 @@ impl Task {
                         ..
                     },
             } => {
-                let dht = self.dht(lan);
+                let dht = self.dht(which);
                 let kept = dht.store_mut().get(&record.key).map(|r| r.into_owned());
                 if dht::acceptable(&record, kept.as_ref()) {
                     let _ = dht.store_mut().put(record);
@@ -788,7 +764,7 @@ impl Task {
                         record: Some(record),
                     },
             } => {
-                let dht = self.dht(lan);
+                let dht = self.dht(which);
                 let _ = dht.store_mut().add_provider(record);
             }
             kad::Event::OutboundQueryProgressed {
@@ -869,13 +845,33 @@ impl Task {
         }
     }
 
-    /// The LAN DHT, or the WAN one.
-    fn dht(&mut self, lan: bool) -> &mut dht::Kademlia {
+    fn dht(&mut self, which: Dht) -> &mut dht::Kademlia {
         let behaviour = self.swarm.behaviour_mut();
-        if lan {
-            &mut behaviour.lan
-        } else {
-            &mut behaviour.wan
+        match which {
+            Dht::Lan => &mut behaviour.lan,
+            Dht::Wan => &mut behaviour.wan,
+        }
+    }
+
+    /// Dial with `opts`; `reply` is answered when the connection is up or the dial failed
+    /// (`addr` names it then).
+    fn dial(
+        &mut self,
+        opts: DialOpts,
+        addr: Multiaddr,
+        reply: oneshot::Sender<Result<PeerId, NodeError>>,
+    ) {
+        let id = opts.connection_id();
+        match self.swarm.dial(opts) {
+            Ok(()) => {
+                self.dials.insert(id, (addr, reply));
+            }
+            Err(e) => {
+                let _ = reply.send(Err(NodeError::Dial {
+                    addr,
+                    reason: e.to_string(),
+                }));
+            }
         }
     }
 

@@ -125,8 +125,34 @@ pub struct Provides {
 }
 
 impl Provides {
+    /// Read from `running`'s `/metrics`.
+    pub async fn of(http: &reqwest::Client, running: &crate::server::Running) -> Self {
+        Self::from_metrics(&crate::server::metrics_text(http, running).await)
+    }
+
+    /// Read again every 20 ms until `done` says so; panics after `limit`.
+    pub async fn when(
+        http: &reqwest::Client,
+        running: &crate::server::Running,
+        limit: Duration,
+        done: impl Fn(&Provides) -> bool,
+    ) -> Self {
+        let started = std::time::Instant::now();
+        loop {
+            let now = Self::of(http, running).await;
+            if done(&now) {
+                return now;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "still waiting on the provides: {now:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Read from the text of `/metrics`.
-    pub fn from_metrics(text: &str) -> Self {
+    fn from_metrics(text: &str) -> Self {
         let sample = |name: &str| {
             text.lines()
                 .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))

@@ -232,7 +232,7 @@ async fn estimate_region_len(
     if keys.len() <= FEW {
         return 0;
     }
-    let mut shortest = usize::MAX;
+    let mut shortest = None;
     for dht in dhts {
         let mut lookups = Vec::new();
         for i in 0..ESTIMATES {
@@ -243,13 +243,10 @@ async fn estimate_region_len(
                 lookups.push((key.point, points));
             }
         }
-        shortest = shortest.min(keyspace::region_len(&lookups));
+        let len = keyspace::region_len(&lookups);
+        shortest = Some(shortest.map_or(len, |shortest: usize| shortest.min(len)));
     }
-    if shortest == usize::MAX {
-        0
-    } else {
-        shortest
-    }
+    shortest.unwrap_or(0)
 }
 
 /// Provide the keys of one region in every DHT; `false` if stopped first.
@@ -360,21 +357,23 @@ async fn send_records(
     peers: &[(Point, Peer)],
     keys: &[Key],
 ) -> Result<(), String> {
-    let mut records: HashMap<usize, Vec<&[u8]>> = HashMap::new();
+    // Each key's record is the same for every peer: made once, copied into the batches of
+    // the peers it goes to.
+    let mut batches: HashMap<usize, Batch> = HashMap::new();
     for key in keys {
+        let record = node.provider_record(&key.multihash);
         for index in keyspace::closest(&key.point, peers, K) {
-            records.entry(index).or_default().push(&key.multihash);
+            let batch = batches.entry(index).or_default();
+            batch.records += 1;
+            batch.bytes.extend_from_slice(&record);
         }
     }
-    let sends = records.len();
+    let sends = batches.len();
     // Futures that own what they use: a stream mapping with a closure that borrows trips
     // the compiler's `Send` check of the spawned task.
-    let sending: Vec<_> = records
+    let sending: Vec<_> = batches
         .into_iter()
-        .map(|(index, keys)| {
-            let keys: Vec<Vec<u8>> = keys.into_iter().map(<[u8]>::to_vec).collect();
-            send_to(node.clone(), dht, peers[index].1.clone(), keys)
-        })
+        .map(|(index, batch)| send_to(node.clone(), dht, peers[index].1.clone(), batch))
         .collect();
     let sent: Vec<Result<usize, String>> = futures_util::stream::iter(sending)
         .buffer_unordered(PEERS_AT_ONCE)
@@ -405,17 +404,18 @@ async fn send_records(
     Ok(())
 }
 
-/// Send `peer` the records of `keys`: how many it took, or why not.
-async fn send_to(
-    node: NodeHandle,
-    dht: Dht,
-    peer: Peer,
-    keys: Vec<Vec<u8>>,
-) -> Result<usize, String> {
-    let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-    let sent = node.send_provider_records(dht, peer.id, peer.addrs, &keys);
+/// The records one peer is sent, one after another.
+#[derive(Default)]
+struct Batch {
+    records: usize,
+    bytes: Vec<u8>,
+}
+
+/// Send `peer` its batch: how many records it took, or why not.
+async fn send_to(node: NodeHandle, dht: Dht, peer: Peer, batch: Batch) -> Result<usize, String> {
+    let sent = node.send_provider_records(dht, peer.id, peer.addrs, &batch.bytes);
     match tokio::time::timeout(SEND_TIMEOUT, sent).await {
-        Ok(Ok(())) => Ok(keys.len()),
+        Ok(Ok(())) => Ok(batch.records),
         Ok(Err(why)) => Err(format!("{}: {why}", peer.id)),
         Err(_) => Err(format!("{}: timed out", peer.id)),
     }
