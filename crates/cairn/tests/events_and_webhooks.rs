@@ -274,6 +274,75 @@ async fn webhooks_arrive_signed_once_each_and_none_is_lost_to_kill_9() {
     assert!(received.iter().all(|r| r["verified"] == true));
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endpoint_that_never_answers_holds_up_no_other_endpoints_deliveries() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start(dir.path());
+    let running = start(
+        &dir.path().join("data"),
+        &["--webhook-allow-private", "true"],
+    );
+    // Accepts connections and never answers: each attempt waits out its 10 s.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_url = format!("http://{}/hook", silent.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let (status, silent_hook) = make_webhook(&running, &silent_url, &["upload.completed"]).await;
+    assert_eq!(status, 201, "{silent_hook}");
+    let (status, hook) = make_webhook(&running, &receiver.url, &["upload.completed"]).await;
+    assert_eq!(status, 201, "{hook}");
+    std::fs::write(&receiver.secret, hook["secret"].as_str().unwrap()).unwrap();
+
+    let began = Instant::now();
+    let mut uploads = Vec::new();
+    for i in 0..3 {
+        let made = upload(&running, content(500 + i, 50 + i as u64), &format!("f-{i}")).await;
+        uploads.push(made["id"].as_str().unwrap().to_owned());
+        // Each in a batch of its own, behind the last one's silent attempt.
+        tokio::time::sleep(Duration::from_millis(800)).await;
+    }
+    let received = receiver.wait_for(|r| completed_ids(r).len() == 3);
+    let took = began.elapsed();
+    assert_eq!(completed_ids(&received).len(), 3, "{received:#?}");
+    assert!(
+        took < Duration::from_secs(9),
+        "the answering endpoint waited on the silent one: all three after {took:?}"
+    );
+
+    // The silent endpoint's attempts are recorded once they time out, due again later.
+    let deliveries = format!(
+        "{}/api/webhooks/{}/deliveries",
+        running.account,
+        silent_hook["id"].as_str().unwrap()
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let listed = loop {
+        let (_, listed) = get(&deliveries, &running.token).await;
+        let done = listed["deliveries"].as_array().is_some_and(|list| {
+            list.len() == 3
+                && list
+                    .iter()
+                    .all(|d| d["attempts"].as_array().unwrap().len() == 1)
+        });
+        if done || Instant::now() > deadline {
+            break listed;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let list = listed["deliveries"].as_array().expect("deliveries");
+    assert_eq!(list.len(), 3, "{listed}");
+    for delivery in list {
+        assert_eq!(delivery["status"], "pending", "{delivery}");
+        let error = delivery["attempts"][0]["error"].as_str().unwrap_or("");
+        assert!(error.contains("no answer within 10 s"), "{delivery}");
+    }
+    held.abort();
+}
+
 /// An SSE stream as curl shows it: each event's `id`, `event` and `data`. Without a `token`
 /// the URL carries one (as a browser's `EventSource` must).
 fn curl_events(

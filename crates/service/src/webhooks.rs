@@ -1,8 +1,10 @@
-//! Webhook deliveries: each node claims due deliveries from the durable queue in the metadata
-//! store (a trigger queued them with their event, in the transaction that made the change),
-//! signs each as the Standard Webhooks specification says and sends it, and records the
-//! attempt. At least once: a node that dies holding a claim leaves it to another when the
-//! lease runs out, and every attempt of one delivery carries the same `webhook-id`.
+//! Webhook deliveries, from the durable event log in the metadata store. One dispatcher at a
+//! time (a lease) follows the log from its cursor: it sends each new event to the endpoints
+//! subscribed, signed as the Standard Webhooks specification says, then writes each delivery
+//! with its first attempt and moves the cursor, in one transaction. A delivery whose first
+//! attempt failed is retried from its row by any node that claims it when due. At least once:
+//! a dispatcher that dies before its write leaves the events to the next (when its lease runs
+//! out), and every attempt of one event carries the same `webhook-id`.
 //!
 //! Endpoints are checked twice: when made (the route calls [`check_url`]) and at every
 //! connection, through a resolver that only hands out public addresses, so a name that later
@@ -17,8 +19,11 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use cairn_store::events::{Attempt, ClaimedDelivery, DeliveryStatus, Event};
 use cairn_store::model::Operation;
+use cairn_store::MetadataStore;
 use cairn_store::{now_ms, random_name};
-use futures_util::future::join_all;
+use futures_util::future::BoxFuture;
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
 use reqwest::Url;
 
 use crate::events::operations_of;
@@ -37,6 +42,9 @@ const CLAIM: u32 = 64;
 const LEASE: Duration = Duration::from_secs(20);
 /// How often the queue is looked at when it was empty.
 const IDLE: Duration = Duration::from_millis(500);
+/// How long a batch waits for its sends before recording those that ended: the rest are
+/// recorded when they end, so an endpoint slow to answer holds up nobody else's deliveries.
+const BATCH_WAIT: Duration = Duration::from_secs(2);
 /// How long deliveries gather after a batch that was not full.
 const GATHER: Duration = Duration::from_millis(250);
 /// The bytes of an endpoint's answer read (the rest is not waited for).
@@ -149,7 +157,8 @@ impl reqwest::dns::Resolve for PublicOnly {
     }
 }
 
-/// Send due deliveries until the service stops.
+/// Send deliveries until the service stops: each event's first attempts as the event log
+/// brings them (one dispatcher at a time), and the retries that fall due (any node).
 pub async fn deliver_webhooks(service: Service, render: RenderEvent, allow_private: bool) {
     let client = match reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -165,86 +174,207 @@ pub async fn deliver_webhooks(service: Service, render: RenderEvent, allow_priva
             return;
         }
     };
-    let worker = format!("webhooks-{}", random_name());
-    let stop = service.stop.subscribe();
+    let sender = Sender {
+        service,
+        client,
+        render,
+        allow_private,
+        worker: format!("webhooks-{}", random_name()),
+    };
+    let stop = sender.service.stop.subscribe();
     loop {
-        let claimed = match service.store.claim_deliveries(&worker, LEASE, CLAIM).await {
-            Ok(claimed) => claimed,
-            Err(e) => {
-                tracing::warn!(error = %e, "claiming webhook deliveries failed; retrying");
-                Vec::new()
-            }
-        };
-        if claimed.is_empty() {
-            if sleep_unless_stopped(&stop, IDLE).await {
-                return;
-            }
+        let first = sender.send_first_attempts().await;
+        let retried = sender.send_retries().await;
+        let pause = if first + retried == 0 {
+            IDLE
+        } else if first < CLAIM as usize && retried < CLAIM as usize {
+            // A batch that was not full took all there was: let the next one gather for a
+            // moment, so a steady trickle of events costs a few writes a second, not one each.
+            GATHER
+        } else {
             continue;
-        }
-        // Read together, sent together, recorded together: one read and one write for the
-        // batch.
-        let events = claimed.iter().map(|delivery| &delivery.event);
-        let operations = operations_of(service.store.as_ref(), events).await;
-        let attempted = join_all(claimed.iter().map(|delivery| {
-            let operation = operations.get(&delivery.event.id);
-            deliver(&client, &render, delivery, operation, allow_private)
-        }))
-        .await;
-        let attempts: Vec<(&ClaimedDelivery, &Attempt)> = claimed
-            .iter()
-            .zip(&attempted)
-            .filter_map(|(delivery, attempt)| Some((delivery, attempt.as_ref()?)))
-            .collect();
-        match service.store.record_attempts(&worker, &attempts).await {
-            Ok(statuses) => {
-                for ((delivery, attempt), status) in attempts.iter().zip(statuses) {
-                    if status == DeliveryStatus::Failed {
-                        tracing::warn!(
-                            delivery = delivery.id,
-                            url = %delivery.url,
-                            error = attempt.error.as_deref().unwrap_or(""),
-                            "a webhook delivery failed for good after 24 hours of retries"
-                        );
-                    }
-                    tracing::debug!(
-                        delivery = delivery.id,
-                        event = delivery.event.kind.as_str(),
-                        status = status.as_str(),
-                        response = attempt.response_status,
-                        error = attempt.error.as_deref().unwrap_or(""),
-                        "webhook attempt"
-                    );
-                }
-            }
-            // Claims lapse: the deliveries are sent again (at least once, never lost).
-            Err(e) => tracing::warn!(error = %e, "recording webhook attempts failed"),
-        }
-        // A batch that was not full took all that was due: let the next one gather for a
-        // moment, so a steady trickle of events costs a few writes a second, not two each.
-        if claimed.len() < CLAIM as usize && sleep_unless_stopped(&stop, GATHER).await {
+        };
+        if sleep_unless_stopped(&stop, pause).await {
             return;
         }
     }
 }
 
-/// One delivery's attempt; `None` when its event's operation could not be read (it is
-/// claimed again once the lease lapses).
-async fn deliver(
-    client: &reqwest::Client,
-    render: &RenderEvent,
-    delivery: &ClaimedDelivery,
-    operation: Option<&Operation>,
+/// What sends deliveries, and records what came of them.
+struct Sender {
+    service: Service,
+    client: reqwest::Client,
+    render: RenderEvent,
     allow_private: bool,
-) -> Option<Attempt> {
-    let Some(operation) = operation else {
-        tracing::warn!(
+    /// Names this dispatcher in the leases it takes.
+    worker: String,
+}
+
+impl Sender {
+    /// The first attempts of the events the dispatch cursor has not passed, when this node
+    /// holds the dispatch lease; how many were sent.
+    async fn send_first_attempts(&self) -> usize {
+        let store = &self.service.store;
+        let new = match store.take_new_deliveries(&self.worker, LEASE, CLAIM).await {
+            Ok(new) => new,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading new webhook deliveries failed; retrying");
+                return 0;
+            }
+        };
+        if new.deliveries.is_empty() {
+            return 0;
+        }
+        let (ended, still_sending) = self.attempt(&new.deliveries).await;
+        let attempts: Vec<_> = new
+            .deliveries
+            .iter()
+            .zip(ended.iter().map(Option::as_ref))
+            .collect();
+        match store
+            .record_first_attempts(&self.worker, LEASE, &new, &attempts)
+            .await
+        {
+            Ok(Some(ids)) => {
+                log_outcomes(attempts.iter().filter_map(|(d, a)| Some((*d, (*a)?))));
+                let mut deliveries = new.deliveries.clone();
+                for (delivery, id) in deliveries.iter_mut().zip(ids) {
+                    delivery.id = Some(id);
+                }
+                self.record_when_sent(deliveries, still_sending);
+            }
+            // Sent again by whoever holds the cursor now: at least once, never lost.
+            Ok(None) => tracing::warn!("the webhook dispatch lease was lost while sending"),
+            Err(e) => tracing::warn!(error = %e, "recording webhook attempts failed"),
+        }
+        new.deliveries.len()
+    }
+
+    /// Deliveries due again (their first attempt failed), claimed by this node; how many.
+    async fn send_retries(&self) -> usize {
+        let store = &self.service.store;
+        let claimed = match store.claim_deliveries(&self.worker, LEASE, CLAIM).await {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                tracing::warn!(error = %e, "claiming webhook deliveries failed; retrying");
+                return 0;
+            }
+        };
+        if claimed.is_empty() {
+            return 0;
+        }
+        let count = claimed.len();
+        let (ended, still_sending) = self.attempt(&claimed).await;
+        let attempts: Vec<_> = claimed
+            .iter()
+            .zip(&ended)
+            .filter_map(|(delivery, attempt)| Some((delivery, attempt.as_ref()?)))
+            .collect();
+        record_attempts(store.as_ref(), &self.worker, &attempts).await;
+        self.record_when_sent(claimed, still_sending);
+        count
+    }
+
+    /// One attempt at each delivery, all at once (their events' uploads and pins read in one
+    /// query). Returns the attempts that ended within [`BATCH_WAIT`], by index, and the sends
+    /// still under way.
+    async fn attempt(&self, deliveries: &[ClaimedDelivery]) -> (Vec<Option<Attempt>>, Sending) {
+        let events = deliveries.iter().map(|delivery| &delivery.event);
+        let operations = operations_of(self.service.store.as_ref(), events).await;
+        let mut sending: Sending = deliveries
+            .iter()
+            .enumerate()
+            .map(|(index, delivery)| {
+                let body = operations
+                    .get(&delivery.event.id)
+                    .map(|operation| (self.render)(&delivery.event, operation).to_string());
+                let (client, delivery) = (self.client.clone(), delivery.clone());
+                let allow_private = self.allow_private;
+                async move {
+                    let attempt = match body {
+                        Some(body) => send(&client, &delivery, &body, allow_private).await,
+                        // Recorded as a failed attempt: retried in 5 s, like any other.
+                        None => Attempt {
+                            at_ms: now_ms(),
+                            duration_ms: 0,
+                            response_status: None,
+                            error: Some("the event's upload or pin could not be read".into()),
+                        },
+                    };
+                    (index, attempt)
+                }
+                .boxed()
+            })
+            .collect();
+        let mut ended = vec![None; deliveries.len()];
+        let waited = tokio::time::sleep(BATCH_WAIT);
+        tokio::pin!(waited);
+        loop {
+            tokio::select! {
+                next = sending.next() => match next {
+                    Some((index, attempt)) => ended[index] = Some(attempt),
+                    None => break,
+                },
+                () = &mut waited => break,
+            }
+        }
+        (ended, sending)
+    }
+
+    /// Records the attempts of `sending` (indices into `deliveries`, which have their rows,
+    /// claimed by this node) once they end, in one write.
+    fn record_when_sent(&self, deliveries: Vec<ClaimedDelivery>, sending: Sending) {
+        if sending.is_empty() {
+            return;
+        }
+        let (store, worker) = (self.service.store.clone(), self.worker.clone());
+        tokio::spawn(async move {
+            let ended: Vec<(usize, Attempt)> = sending.collect().await;
+            let attempts: Vec<_> = ended
+                .iter()
+                .map(|(index, attempt)| (&deliveries[*index], attempt))
+                .collect();
+            record_attempts(store.as_ref(), &worker, &attempts).await;
+        });
+    }
+}
+
+/// Sends under way, each with its delivery's index in the batch.
+type Sending = FuturesUnordered<BoxFuture<'static, (usize, Attempt)>>;
+
+async fn record_attempts(
+    store: &dyn MetadataStore,
+    worker: &str,
+    attempts: &[(&ClaimedDelivery, &Attempt)],
+) {
+    match store.record_attempts(worker, attempts).await {
+        Ok(_) => log_outcomes(attempts.iter().copied()),
+        // Claims lapse: the deliveries are sent again (at least once, never lost).
+        Err(e) => tracing::warn!(error = %e, "recording webhook attempts failed"),
+    }
+}
+
+fn log_outcomes<'a>(attempts: impl Iterator<Item = (&'a ClaimedDelivery, &'a Attempt)>) {
+    for (delivery, attempt) in attempts {
+        let status = delivery.status_after(attempt);
+        if status == DeliveryStatus::Failed {
+            tracing::warn!(
+                event = delivery.event.id,
+                url = %delivery.url,
+                error = attempt.error.as_deref().unwrap_or(""),
+                "a webhook delivery failed for good after 24 hours of retries"
+            );
+        }
+        tracing::debug!(
             event = delivery.event.id,
-            "an event's operation could not be read; it is sent again later"
+            webhook = delivery.webhook_id,
+            kind = delivery.event.kind.as_str(),
+            status = status.as_str(),
+            response = attempt.response_status,
+            error = attempt.error.as_deref().unwrap_or(""),
+            "webhook attempt"
         );
-        return None;
-    };
-    let body = render(&delivery.event, operation).to_string();
-    Some(send(client, delivery, &body, allow_private).await)
+    }
 }
 
 /// One signed POST, and what came of it.
@@ -264,7 +394,7 @@ async fn send(
                 return Err(format!("{ip} is not a public address"));
             }
         }
-        let message_id = format!("msg_{}", delivery.id);
+        let message_id = delivery.message_id();
         let timestamp = at_ms / 1000;
         let signature = standardwebhooks::Webhook::new(&delivery.secret)
             .and_then(|hook| hook.sign(&message_id, timestamp, body.as_bytes()))

@@ -2,9 +2,12 @@
 //! the webhook endpoints that hear of them, and each event's [`Delivery`] to each endpoint:
 //! the durable queue of sends, with every attempt recorded.
 //!
-//! Events are written by triggers on `operations` (`sql/dialect.rs`, `events_triggers`) and
-//! deliveries by a trigger on `events`, in the transaction that made the change: no write
-//! path can forget one, and none is queued for a change that rolled back.
+//! Events are written by triggers on `operations` (`sql/dialect.rs`, `events_triggers`), in
+//! the transaction that made the change: no write path can forget one, and none is raised for
+//! a change that rolled back. Deliveries follow the events: one dispatcher at a time reads the
+//! events after a cursor kept in the store ([`NewDeliveries`]), and a delivery's row is written
+//! with its first attempt, the cursor moving in the same transaction; so an upload's commit
+//! writes nothing for webhooks, and a batch of first attempts is one write.
 
 use std::fmt;
 use std::str::FromStr;
@@ -184,15 +187,53 @@ impl Attempt {
     }
 }
 
-/// A delivery a dispatcher has claimed, with what it needs to send it.
+/// A delivery a dispatcher has taken, with what it needs to send it.
 #[derive(Debug, Clone)]
 pub struct ClaimedDelivery {
-    pub id: i64,
+    /// Its row; `None` before its first attempt, whose outcome writes the row.
+    pub id: Option<i64>,
+    pub webhook_id: String,
     pub attempts: u32,
     pub expires_at_ms: i64,
     pub url: String,
     pub secret: String,
     pub event: Event,
+}
+
+impl ClaimedDelivery {
+    /// The `webhook-id` every attempt carries: one per event, so a receiver can tell a
+    /// retry from a new event (as Standard Webhooks senders do, an event sent to two
+    /// endpoints has the same id at both).
+    pub fn message_id(&self) -> String {
+        format!("msg_{}", self.event.id)
+    }
+
+    /// Where it stands after `attempt`: delivered, due again later, or failed once its 24
+    /// hours are over.
+    pub fn status_after(&self, attempt: &Attempt) -> DeliveryStatus {
+        if attempt.succeeded() {
+            DeliveryStatus::Delivered
+        } else if self.next_attempt_ms(attempt) > self.expires_at_ms {
+            DeliveryStatus::Failed
+        } else {
+            DeliveryStatus::Pending
+        }
+    }
+
+    /// When it is due again after `attempt` failed.
+    pub fn next_attempt_ms(&self, attempt: &Attempt) -> i64 {
+        attempt.at_ms + attempt.duration_ms + retry_after_ms(self.attempts + 1)
+    }
+}
+
+/// Deliveries no dispatcher has attempted yet: the events after the dispatch cursor
+/// (`after`) up to `through`, each with every live endpoint subscribed to it. Recording their
+/// first attempts moves the cursor to `through`.
+#[derive(Debug, Clone, Default)]
+pub struct NewDeliveries {
+    pub after: i64,
+    pub through: i64,
+    pub deliveries: Vec<ClaimedDelivery>,
 }
 
 /// When the attempt after `attempts` failed ones is due, counted from the last: the first

@@ -49,7 +49,8 @@ use async_trait::async_trait;
 
 use access::{ApiKey, NewKey, NewLink, UploadLink};
 use events::{
-    Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, Usage, Webhook,
+    Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, NewDeliveries, Usage,
+    Webhook,
 };
 use model::Packed;
 use model::{
@@ -488,7 +489,28 @@ pub trait MetadataStore: Send + Sync {
         webhook_id: &str,
         delivery_id: i64,
     ) -> Result<Option<Delivery>, StoreError>;
-    /// Claim up to `limit` due deliveries for `worker`, for `lease`.
+    /// Deliveries not attempted yet (events after the dispatch cursor, with the endpoints
+    /// that hear of them), up to `limit`, for `worker` holding the dispatch lease for `lease`;
+    /// none while another dispatcher holds it.
+    async fn take_new_deliveries(
+        &self,
+        worker: &str,
+        lease: std::time::Duration,
+        limit: u32,
+    ) -> Result<NewDeliveries, StoreError>;
+    /// Record the first attempts of `new`'s deliveries and move the dispatch cursor past its
+    /// events, as one write; the deliveries' ids come back in order. One whose attempt is
+    /// still under way (`None`) is left claimed by `worker`, to record with
+    /// [`Self::record_attempts`] when it ends. `None`, with nothing written, when `worker`
+    /// lost the dispatch lease.
+    async fn record_first_attempts(
+        &self,
+        worker: &str,
+        lease: std::time::Duration,
+        new: &NewDeliveries,
+        attempts: &[(&ClaimedDelivery, Option<&Attempt>)],
+    ) -> Result<Option<Vec<i64>>, StoreError>;
+    /// Claim up to `limit` deliveries due again for `worker`, for `lease`.
     async fn claim_deliveries(
         &self,
         worker: &str,

@@ -230,7 +230,9 @@ async fn names_move_forward_only_and_foreign_records_keep_the_best(store: &dyn M
 }
 
 async fn events_follow_operations_and_deliveries_follow_events(store: &dyn MetadataStore) {
-    use crate::events::{Attempt, DeliveryStatus, EventType, Webhook, MAX_WEBHOOKS};
+    use crate::events::{
+        Attempt, ClaimedDelivery, DeliveryStatus, EventType, Webhook, MAX_WEBHOOKS,
+    };
     use crate::model::OperationError;
     let wren = store
         .create_account("wren", AccountLimits::default())
@@ -288,16 +290,21 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
     let all = store.all_events_after(newest_before, 10).await.unwrap();
     assert_eq!(all, events, "nobody else's events came meanwhile");
 
-    // One delivery per event for the endpoint subscribed; claimed by one worker at a time.
+    // One delivery per event for the endpoint subscribed, taken by one dispatcher at a time.
     let lease = std::time::Duration::from_secs(30);
-    let claimed = store.claim_deliveries("w1", lease, 10).await.unwrap();
-    assert_eq!(claimed.len(), 2);
-    assert_eq!(claimed[0].event, events[0]);
-    assert_eq!(claimed[0].url, "https://example.com/hook");
+    let new = store.take_new_deliveries("w1", lease, 10).await.unwrap();
+    assert_eq!(new.deliveries.len(), 2);
+    assert_eq!(new.deliveries[0].event, events[0]);
+    assert_eq!(new.deliveries[0].url, "https://example.com/hook");
+    assert_eq!(
+        new.deliveries[0].id, None,
+        "no row before its first attempt"
+    );
     assert!(store
-        .claim_deliveries("w2", lease, 10)
+        .take_new_deliveries("w2", lease, 10)
         .await
         .unwrap()
+        .deliveries
         .is_empty());
     let now = crate::now_ms();
     let answered = |status: u16| Attempt {
@@ -307,15 +314,35 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
         error: (status >= 300).then(|| format!("the endpoint answered {status}")),
     };
     let (ok, refused) = (answered(204), answered(500));
-    let statuses = store
-        .record_attempts("w1", &[(&claimed[0], &ok), (&claimed[1], &refused)])
+    let (first, second) = (&new.deliveries[0], &new.deliveries[1]);
+    assert_eq!(first.status_after(&ok), DeliveryStatus::Delivered);
+    assert_eq!(second.status_after(&refused), DeliveryStatus::Pending);
+    let ids = store
+        .record_first_attempts(
+            "w1",
+            lease,
+            &new,
+            &[(first, Some(&ok)), (second, Some(&refused))],
+        )
         .await
-        .unwrap();
-    assert_eq!(
-        statuses,
-        [DeliveryStatus::Delivered, DeliveryStatus::Pending]
+        .unwrap()
+        .expect("w1 holds the lease");
+    assert_eq!(ids.len(), 2);
+    assert!(
+        store
+            .record_first_attempts("w1", lease, &new, &[])
+            .await
+            .unwrap()
+            .is_none(),
+        "the cursor has moved on: the same batch cannot be recorded twice"
     );
-    // Not due for another 5 s.
+    assert!(store
+        .take_new_deliveries("w1", lease, 10)
+        .await
+        .unwrap()
+        .deliveries
+        .is_empty());
+    // The refused one is not due for another 5 s.
     assert!(store
         .claim_deliveries("w1", lease, 10)
         .await
@@ -327,7 +354,7 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
         .unwrap()
         .unwrap();
     assert_eq!(listed.len(), 2);
-    assert_eq!(listed[0].id, claimed[1].id, "newest first");
+    assert_eq!(listed[0].id, ids[1], "newest first");
     assert_eq!(listed[0].attempts, [answered(500)]);
     assert!(listed[0].next_attempt_at_ms.unwrap() >= now + 5_000);
     assert_eq!(listed[1].status, DeliveryStatus::Delivered);
@@ -338,13 +365,56 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
         .is_none());
     // Retried by hand: due at once.
     store
-        .retry_delivery(wren.id, "wh_1", claimed[1].id)
+        .retry_delivery(wren.id, "wh_1", ids[1])
         .await
         .unwrap()
         .unwrap();
     let again = store.claim_deliveries("w2", lease, 10).await.unwrap();
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].attempts, 1);
+    assert_eq!(again[0].message_id(), second.message_id());
+
+    // A first attempt still under way when its batch is recorded: its row stays claimed by
+    // the dispatcher, which records the attempt when it ends.
+    store
+        .record_upload(
+            upload("ev-4", wren.id),
+            Some(OperationError {
+                code: "invalid_archive".into(),
+                message: "truncated".into(),
+            }),
+        )
+        .await
+        .unwrap();
+    let new = store.take_new_deliveries("w1", lease, 10).await.unwrap();
+    assert_eq!(new.deliveries.len(), 1);
+    let slow = &new.deliveries[0];
+    let ids = store
+        .record_first_attempts("w1", lease, &new, &[(slow, None)])
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        store
+            .claim_deliveries("w2", lease, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "still claimed by the dispatcher sending it"
+    );
+    let slow = ClaimedDelivery {
+        id: Some(ids[0]),
+        ..slow.clone()
+    };
+    let statuses = store.record_attempts("w1", &[(&slow, &ok)]).await.unwrap();
+    assert_eq!(statuses, [DeliveryStatus::Delivered]);
+    let listed = store
+        .webhook_deliveries(wren.id, "wh_1", None, 1)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(listed[0].status, DeliveryStatus::Delivered);
+    assert_eq!(listed[0].attempts, [answered(204)]);
 
     // At most MAX_WEBHOOKS endpoints; a deleted one fails what it had pending.
     for n in 2..=MAX_WEBHOOKS {
@@ -393,7 +463,7 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
         .unwrap();
     let usage = store.usage(wren.id, 0, i64::MAX, "2026-11").await.unwrap();
     assert_eq!((usage.uploads, usage.pins), (1, 0));
-    assert_eq!(usage.uploaded_bytes, 9000);
+    assert_eq!(usage.uploaded_bytes, 12000);
     store
         .add_served_bytes("2026-11", &[(wren.id, 10), (wren.id, 5)])
         .await

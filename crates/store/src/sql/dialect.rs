@@ -277,16 +277,14 @@ impl Dialect {
     }
 
     /// The triggers that write `events` when an operation reaches `completed` or `failed`
-    /// (inserted so or changed to it) or is deleted, and one webhook delivery per endpoint of
-    /// the account subscribed to the event's type, all in the transaction that made the
-    /// change. PostgreSQL assigns ids before commit, so two transactions could commit their
-    /// events out of id order and a reader following ids would skip the later-committed lower
-    /// one: a transaction-scoped advisory lock makes events commit in id order (SQLite has one
-    /// writer, so they do already).
+    /// (inserted so or changed to it) or is deleted, in the transaction that made the change.
+    /// PostgreSQL assigns ids before commit, so two transactions could commit their events out
+    /// of id order and a reader following ids (a stream, the webhook dispatcher) would skip the
+    /// later-committed lower one: a transaction-scoped advisory lock makes events commit in id
+    /// order (SQLite has one writer, so they do already).
     pub fn events_triggers(self) -> String {
         // Beside `postgres.rs`'s migration and collector locks (0x6361_6972_6e00 and 01).
         const EVENTS_LOCK: i64 = 0x6361_6972_6e02;
-        use crate::events::DELIVERY_WINDOW_MS;
         let kind_type = |row: &str| {
             format!(
                 "CASE WHEN {row}.kind = 'pin'
@@ -309,15 +307,6 @@ impl Dialect {
         let now_finished = "NEW.status IN ('completed', 'failed')";
         let became_finished = "NEW.status <> OLD.status AND NEW.status IN ('completed', 'failed')";
         let became_deleted = "OLD.deleted_at IS NULL AND NEW.deleted_at IS NOT NULL";
-        let deliveries = format!(
-            "INSERT INTO webhook_deliveries
-                (webhook_id, event_id, status, next_attempt_at, expires_at, created_at, updated_at)
-             SELECT w.id, NEW.id, 'pending', NEW.created_at, NEW.created_at + {DELIVERY_WINDOW_MS},
-                    NEW.created_at, NEW.created_at
-               FROM webhooks w
-              WHERE w.account_id = NEW.account_id AND w.deleted_at IS NULL
-                AND w.events LIKE '%,' || NEW.type || ',%';"
-        );
         match self {
             Self::Sqlite => format!(
                 "CREATE TRIGGER events_finished_insert AFTER INSERT ON operations
@@ -325,9 +314,7 @@ impl Dialect {
                  CREATE TRIGGER events_finished_update AFTER UPDATE OF status ON operations
                  WHEN {became_finished} BEGIN {finished} END;
                  CREATE TRIGGER events_deleted AFTER UPDATE OF deleted_at ON operations
-                 WHEN {became_deleted} BEGIN {removed} END;
-                 CREATE TRIGGER events_to_webhooks AFTER INSERT ON events
-                 BEGIN {deliveries} END;"
+                 WHEN {became_deleted} BEGIN {removed} END;"
             ),
             Self::Postgres => format!(
                 "CREATE FUNCTION events_follow() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -343,12 +330,20 @@ impl Dialect {
                  FOR EACH ROW WHEN ({now_finished}) EXECUTE FUNCTION events_follow();
                  CREATE TRIGGER events_changed AFTER UPDATE OF status, deleted_at ON operations
                  FOR EACH ROW WHEN (({became_finished}) OR ({became_deleted}))
-                 EXECUTE FUNCTION events_follow();
-                 CREATE FUNCTION events_to_webhooks() RETURNS trigger LANGUAGE plpgsql AS $$
-                 BEGIN {deliveries} RETURN NULL; END $$;
-                 CREATE TRIGGER events_to_webhooks AFTER INSERT ON events
-                 FOR EACH ROW EXECUTE FUNCTION events_to_webhooks();"
+                 EXECUTE FUNCTION events_follow();"
             ),
+        }
+    }
+
+    /// Drops the trigger that queued a delivery row for each event (schema steps before the
+    /// dispatch cursor made it; a database made since never had it).
+    pub const fn drop_webhooks_trigger(self) -> &'static str {
+        match self {
+            Self::Sqlite => "DROP TRIGGER IF EXISTS events_to_webhooks;",
+            Self::Postgres => {
+                "DROP TRIGGER IF EXISTS events_to_webhooks ON events;
+                 DROP FUNCTION IF EXISTS events_to_webhooks();"
+            }
         }
     }
 

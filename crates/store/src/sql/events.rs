@@ -1,15 +1,15 @@
-//! Events, webhook endpoints, their deliveries, and usage (see [`crate::events`]). Events and
-//! deliveries are written by triggers (`dialect.rs`, `events_triggers`); this reads them, and
-//! moves deliveries through their attempts.
+//! Events, webhook endpoints, their deliveries, and usage (see [`crate::events`]). Events are
+//! written by triggers (`dialect.rs`, `events_triggers`); this reads them, follows them with
+//! the dispatch cursor, and moves deliveries through their attempts.
 
 use std::time::Duration;
 
 use super::dialect::{parameters, values_rows};
 use super::rows::{now_ms, ModelRow};
 use super::write_queue::Line;
-use super::{Backend, SqlStore};
+use super::{Backend, SqlStore, WriteTx};
 use crate::events::{
-    retry_after_ms, Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, Usage,
+    Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, NewDeliveries, Usage,
     Webhook, DELIVERY_WINDOW_MS, MAX_WEBHOOKS,
 };
 use crate::StoreError;
@@ -321,7 +321,8 @@ impl<B: Backend> SqlStore<B> {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT d.id, d.event_id, d.attempts, d.expires_at, w.url, w.secret, {EVENT_COLUMNS}
+            "SELECT d.id, d.event_id, d.webhook_id, d.attempts, d.expires_at, w.url, w.secret,
+                    {EVENT_COLUMNS}
                FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
                JOIN webhooks w ON w.id = d.webhook_id
               WHERE d.id IN ({}) ORDER BY d.id",
@@ -335,7 +336,8 @@ impl<B: Backend> SqlStore<B> {
         rows.iter()
             .map(|row| {
                 Ok(ClaimedDelivery {
-                    id: row.int("id"),
+                    id: Some(row.int("id")),
+                    webhook_id: row.text("webhook_id"),
                     attempts: row.int("attempts") as u32,
                     expires_at_ms: row.int("expires_at"),
                     url: row.text("url"),
@@ -361,42 +363,21 @@ impl<B: Backend> SqlStore<B> {
         // the one writer every upload waits for.
         let statuses: Vec<DeliveryStatus> = attempts
             .iter()
-            .map(|(delivery, attempt)| {
-                if attempt.succeeded() {
-                    DeliveryStatus::Delivered
-                } else if next_attempt_ms(delivery, attempt) > delivery.expires_at_ms {
-                    DeliveryStatus::Failed
-                } else {
-                    DeliveryStatus::Pending
-                }
-            })
+            .map(|(delivery, attempt)| delivery.status_after(attempt))
             .collect();
         let now = now_ms();
         let mut tx = self.write(Line::Operations).await?;
-        let sql = format!(
-            "INSERT INTO webhook_attempts
-                (delivery_id, attempt, at, duration_ms, response_status, error)
-             VALUES {}
-             ON CONFLICT (delivery_id, attempt) DO NOTHING",
-            values_rows(attempts.len(), 6)
-        );
-        let mut insert = B::query(&sql);
-        for (delivery, attempt) in attempts {
-            insert = insert
-                .bind(delivery.id)
-                .bind(i64::from(delivery.attempts + 1))
-                .bind(attempt.at_ms)
-                .bind(attempt.duration_ms)
-                .bind(attempt.response_status.map(i64::from))
-                .bind(attempt.error.as_deref());
-        }
-        insert.execute(&mut tx).await?;
+        let rows: Vec<(i64, &ClaimedDelivery, &Attempt)> = attempts
+            .iter()
+            .filter_map(|(delivery, attempt)| Some((delivery.id?, *delivery, *attempt)))
+            .collect();
+        Self::insert_attempts(&mut tx, &rows).await?;
         // Delivered (nearly all of them): one statement.
-        let delivered: Vec<i64> = attempts
+        let delivered: Vec<i64> = rows
             .iter()
             .zip(&statuses)
             .filter(|(_, status)| **status == DeliveryStatus::Delivered)
-            .map(|((delivery, _), _)| delivery.id)
+            .map(|((id, ..), _)| *id)
             .collect();
         if !delivered.is_empty() {
             let sql = format!(
@@ -413,7 +394,7 @@ impl<B: Backend> SqlStore<B> {
             update.execute(&mut tx).await?;
         }
         // The rest each have their own next time.
-        for ((delivery, attempt), status) in attempts.iter().zip(&statuses) {
+        for ((id, delivery, attempt), status) in rows.iter().zip(&statuses) {
             if *status == DeliveryStatus::Delivered {
                 continue;
             }
@@ -425,15 +406,229 @@ impl<B: Backend> SqlStore<B> {
             )
             .bind(i64::from(delivery.attempts + 1))
             .bind(status.as_str())
-            .bind(next_attempt_ms(delivery, attempt))
+            .bind(delivery.next_attempt_ms(attempt))
             .bind(now)
-            .bind(delivery.id)
+            .bind(*id)
             .bind(worker)
             .execute(&mut tx)
             .await?;
         }
         tx.commit().await?;
         Ok(statuses)
+    }
+
+    /// The deliveries no dispatcher has attempted yet, for `worker` to send: the events after
+    /// the dispatch cursor, each with every live endpoint of its account subscribed to its
+    /// type and made before it, oldest first, up to `limit` of them (an event's deliveries
+    /// are never split). Reads only, unless there is something to send and `worker` must
+    /// take the dispatch lease first; nothing when another dispatcher holds it.
+    pub(super) async fn take_dispatch_batch(
+        &self,
+        worker: &str,
+        lease: Duration,
+        limit: u32,
+    ) -> Result<NewDeliveries, StoreError> {
+        let now = now_ms();
+        let mut conn = self.conn().await?;
+        let dispatch = B::query(
+            "SELECT through_event_id, claimed_by, claimed_until FROM webhook_dispatch
+              WHERE id = 1",
+        )
+        .fetch_one(&mut conn)
+        .await?;
+        let after = dispatch.int("through_event_id");
+        let holder = dispatch.maybe_text("claimed_by");
+        let held_until = dispatch.maybe_int("claimed_until").unwrap_or(0);
+        let mine = holder.as_deref() == Some(worker);
+        if !mine && held_until >= now {
+            return Ok(NewDeliveries::default());
+        }
+        // Up to the newest event now: events commit in id order (`events_triggers`), so
+        // nothing at or below it can commit later, and the cursor may pass every one.
+        let newest = B::query("SELECT COALESCE(MAX(id), 0) AS newest FROM events")
+            .fetch_one(&mut conn)
+            .await?
+            .int("newest");
+        let sql = format!(
+            "SELECT e.id AS event_id, {EVENT_COLUMNS}, w.id AS webhook_id, w.url, w.secret
+               FROM webhooks w JOIN events e ON e.account_id = w.account_id
+              WHERE w.deleted_at IS NULL AND e.id > $1 AND e.id <= $2
+                AND e.created_at >= w.created_at AND w.events LIKE '%,' || e.type || ',%'
+              ORDER BY e.id, w.id LIMIT $3"
+        );
+        let rows = B::query(&sql)
+            .bind(after)
+            .bind(newest)
+            .bind(i64::from(limit))
+            .fetch_all(&mut conn)
+            .await?;
+        drop(conn);
+        let mut deliveries = rows
+            .iter()
+            .map(|row| {
+                Ok(ClaimedDelivery {
+                    id: None,
+                    webhook_id: row.text("webhook_id"),
+                    attempts: 0,
+                    expires_at_ms: now + DELIVERY_WINDOW_MS,
+                    url: row.text("url"),
+                    secret: row.text("secret"),
+                    event: event_from(row, "event_")?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let mut through = newest;
+        if deliveries.len() == limit as usize {
+            // Full: the last event's deliveries may go on past the limit; it comes next time
+            // whole (the limit is above the endpoints an account may have).
+            let last = deliveries.last().map_or(after, |d| d.event.id);
+            deliveries.retain(|d| d.event.id != last);
+            through = last - 1;
+        }
+        if deliveries.is_empty() {
+            return Ok(NewDeliveries::default());
+        }
+        // Taken, or renewed when it might run out before this batch's sends end (an attempt
+        // has 10 s; the write that records them renews it again).
+        if !mine || held_until < now + lease.as_millis() as i64 * 3 / 4 {
+            let taken = B::query(
+                "UPDATE webhook_dispatch SET claimed_by = $1, claimed_until = $2
+                  WHERE id = 1 AND through_event_id = $3
+                    AND (claimed_by = $4 OR claimed_until IS NULL OR claimed_until < $5)",
+            )
+            .bind(worker)
+            .bind(now + lease.as_millis() as i64)
+            .bind(after)
+            .bind(worker)
+            .bind(now)
+            .execute(&mut self.write_conn(Line::Operations).await?)
+            .await?;
+            if taken == 0 {
+                return Ok(NewDeliveries::default());
+            }
+        }
+        Ok(NewDeliveries {
+            after,
+            through,
+            deliveries,
+        })
+    }
+
+    /// Record the first attempts of `new`'s deliveries, each delivery's row with them, and
+    /// move the dispatch cursor past its events, in one transaction; the rows' ids come back
+    /// in `attempts`' order. A delivery whose attempt is still under way (`None`) is written
+    /// claimed by `worker`, which records the attempt when it ends. `None`, with nothing
+    /// written, when `worker` no longer holds the dispatch lease (the one that took it sends
+    /// them again: at least once).
+    pub(super) async fn record_first_delivery_attempts(
+        &self,
+        worker: &str,
+        lease: Duration,
+        new: &NewDeliveries,
+        attempts: &[(&ClaimedDelivery, Option<&Attempt>)],
+    ) -> Result<Option<Vec<i64>>, StoreError> {
+        let now = now_ms();
+        let leased_until = now + lease.as_millis() as i64;
+        let mut tx = self.write(Line::Operations).await?;
+        let moved = B::query(
+            "UPDATE webhook_dispatch SET through_event_id = $1, claimed_until = $2
+              WHERE id = 1 AND claimed_by = $3 AND through_event_id = $4",
+        )
+        .bind(new.through)
+        .bind(leased_until)
+        .bind(worker)
+        .bind(new.after)
+        .execute(&mut tx)
+        .await?;
+        if moved == 0 {
+            return Ok(None);
+        }
+        if attempts.is_empty() {
+            tx.commit().await?;
+            return Ok(Some(Vec::new()));
+        }
+        let sql = format!(
+            "INSERT INTO webhook_deliveries
+                (webhook_id, event_id, status, attempts, next_attempt_at, expires_at,
+                 claimed_by, claimed_until, created_at, updated_at)
+             VALUES {}
+             RETURNING id, webhook_id, event_id",
+            values_rows(attempts.len(), 10)
+        );
+        let mut insert = B::query(&sql);
+        for (delivery, attempt) in attempts {
+            insert = insert.bind(&delivery.webhook_id).bind(delivery.event.id);
+            insert = match attempt {
+                Some(attempt) => insert
+                    .bind(delivery.status_after(attempt).as_str())
+                    .bind(1_i64)
+                    .bind(delivery.next_attempt_ms(attempt))
+                    .bind(delivery.expires_at_ms)
+                    .bind(None::<&str>)
+                    .bind(None::<i64>)
+                    .bind(attempt.at_ms),
+                None => insert
+                    .bind(DeliveryStatus::Pending.as_str())
+                    .bind(0_i64)
+                    .bind(now)
+                    .bind(delivery.expires_at_ms)
+                    .bind(Some(worker))
+                    .bind(Some(leased_until))
+                    .bind(now),
+            };
+            insert = insert.bind(now);
+        }
+        // Matched back by (event, endpoint): the order of RETURNING is not promised.
+        let ids: std::collections::HashMap<(i64, String), i64> = insert
+            .fetch_all(&mut tx)
+            .await?
+            .iter()
+            .map(|row| ((row.int("event_id"), row.text("webhook_id")), row.int("id")))
+            .collect();
+        let mut rows = Vec::new();
+        let mut in_order = Vec::with_capacity(attempts.len());
+        for (delivery, attempt) in attempts {
+            let key = (delivery.event.id, delivery.webhook_id.clone());
+            let id = *ids
+                .get(&key)
+                .ok_or_else(|| corrupt(format!("no delivery row came back for {key:?}")))?;
+            in_order.push(id);
+            if let Some(attempt) = attempt {
+                rows.push((id, *delivery, *attempt));
+            }
+        }
+        Self::insert_attempts(&mut tx, &rows).await?;
+        tx.commit().await?;
+        Ok(Some(in_order))
+    }
+
+    /// Each delivery's attempt (numbered after those it had), as one statement.
+    async fn insert_attempts(
+        tx: &mut WriteTx<B>,
+        rows: &[(i64, &ClaimedDelivery, &Attempt)],
+    ) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "INSERT INTO webhook_attempts
+                (delivery_id, attempt, at, duration_ms, response_status, error)
+             VALUES {}
+             ON CONFLICT (delivery_id, attempt) DO NOTHING",
+            values_rows(rows.len(), 6)
+        );
+        let mut insert = B::query(&sql);
+        for (id, delivery, attempt) in rows {
+            insert = insert
+                .bind(*id)
+                .bind(i64::from(delivery.attempts + 1))
+                .bind(attempt.at_ms)
+                .bind(attempt.duration_ms)
+                .bind(attempt.response_status.map(i64::from))
+                .bind(attempt.error.as_deref());
+        }
+        insert.execute(tx).await?;
+        Ok(())
     }
 
     /// Events older than `before_ms`, and deliveries finished that long ago with their
@@ -451,9 +646,10 @@ impl<B: Backend> SqlStore<B> {
             .bind(before_ms)
             .execute(&mut tx)
             .await?;
-        // An event a pending delivery still needs stays.
+        // An event a pending delivery, or the dispatcher, still needs stays.
         let gone = B::query(
             "DELETE FROM events WHERE created_at < $1
+                AND id <= (SELECT through_event_id FROM webhook_dispatch WHERE id = 1)
                 AND id NOT IN (SELECT event_id FROM webhook_deliveries)",
         )
         .bind(before_ms)
@@ -558,9 +754,4 @@ fn attempt_from(row: &impl ModelRow) -> Attempt {
         response_status: row.maybe_int("response_status").map(|s| s as u16),
         error: row.maybe_text("error"),
     }
-}
-
-/// When a delivery is due again after `attempt` failed.
-fn next_attempt_ms(delivery: &ClaimedDelivery, attempt: &Attempt) -> i64 {
-    attempt.at_ms + attempt.duration_ms + retry_after_ms(delivery.attempts + 1)
 }

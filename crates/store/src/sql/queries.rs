@@ -23,7 +23,8 @@ use super::writer::WriteTx;
 use super::SqlStore;
 use crate::access::{ApiKey, NewKey, NewLink, UploadLink};
 use crate::events::{
-    Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, Usage, Webhook,
+    Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, NewDeliveries, Usage,
+    Webhook,
 };
 use crate::model::Packed;
 use crate::model::{
@@ -925,6 +926,26 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         delivery_id: i64,
     ) -> Result<Option<Delivery>, StoreError> {
         self.retry_delivery_of(account_id, webhook_id, delivery_id)
+            .await
+    }
+
+    async fn take_new_deliveries(
+        &self,
+        worker: &str,
+        lease: Duration,
+        limit: u32,
+    ) -> Result<NewDeliveries, StoreError> {
+        self.take_dispatch_batch(worker, lease, limit).await
+    }
+
+    async fn record_first_attempts(
+        &self,
+        worker: &str,
+        lease: Duration,
+        new: &NewDeliveries,
+        attempts: &[(&ClaimedDelivery, Option<&Attempt>)],
+    ) -> Result<Option<Vec<i64>>, StoreError> {
+        self.record_first_delivery_attempts(worker, lease, new, attempts)
             .await
     }
 

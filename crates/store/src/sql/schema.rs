@@ -360,6 +360,22 @@ ALTER TABLE provide_progress ADD COLUMN pass_reached {int} NOT NULL DEFAULT 0;
 UPDATE provide_progress SET pass_began_at = pass_began_at + 79200000
  WHERE pass_began_at IS NOT NULL;
 "#,
+    r#"
+-- Webhook deliveries follow the event log: one dispatcher at a time (the lease) reads the
+-- events after `through_event_id`, sends them, and writes each delivery's row with its first
+-- attempt while moving the cursor, in one transaction. An upload's commit writes nothing for
+-- webhooks any more (a trigger queued a row per delivery in it). Deliveries queued that way
+-- and still pending are retried as before; the cursor starts after them.
+{drop_webhooks_trigger}
+CREATE TABLE webhook_dispatch (
+    id {int} PRIMARY KEY,
+    through_event_id {int} NOT NULL,
+    claimed_by TEXT,
+    claimed_until {int}
+);
+INSERT INTO webhook_dispatch (id, through_event_id) SELECT 1, COALESCE(MAX(id), 0) FROM events;
+CREATE UNIQUE INDEX webhook_deliveries_once ON webhook_deliveries(event_id, webhook_id);
+"#,
 ];
 
 /// Every step, in order, in one database's words.
@@ -376,6 +392,10 @@ pub fn steps(dialect: Dialect) -> Vec<String> {
         ("{kept_counts_triggers}", dialect.kept_counts_triggers()),
         ("{keyvalues_from_meta}", dialect.keyvalues_triggers()),
         ("{events_triggers}", dialect.events_triggers()),
+        (
+            "{drop_webhooks_trigger}",
+            dialect.drop_webhooks_trigger().to_owned(),
+        ),
     ];
     STEPS
         .iter()
