@@ -45,6 +45,8 @@ const IDLE: Duration = Duration::from_millis(500);
 /// How long a batch waits for its sends before recording those that ended: the rest are
 /// recorded when they end, so an endpoint slow to answer holds up nobody else's deliveries.
 const BATCH_WAIT: Duration = Duration::from_secs(2);
+/// How often the dispatch cursor is moved past events no endpoint hears of.
+const PASS_UNHEARD_EVERY: Duration = Duration::from_secs(60);
 /// How long deliveries gather after a batch that was not full.
 const GATHER: Duration = Duration::from_millis(250);
 /// The bytes of an endpoint's answer read (the rest is not waited for).
@@ -174,12 +176,13 @@ pub async fn deliver_webhooks(service: Service, render: RenderEvent, allow_priva
             return;
         }
     };
-    let sender = Sender {
+    let mut sender = Sender {
         service,
         client,
         render,
         allow_private,
         worker: format!("webhooks-{}", random_name()),
+        passed: Instant::now(),
     };
     let stop = sender.service.stop.subscribe();
     loop {
@@ -208,12 +211,14 @@ struct Sender {
     allow_private: bool,
     /// Names this dispatcher in the leases it takes.
     worker: String,
+    /// When the cursor was last moved past events no endpoint hears of.
+    passed: Instant,
 }
 
 impl Sender {
     /// The first attempts of the events the dispatch cursor has not passed, when this node
     /// holds the dispatch lease; how many were sent.
-    async fn send_first_attempts(&self) -> usize {
+    async fn send_first_attempts(&mut self) -> usize {
         let store = &self.service.store;
         let new = match store.take_new_deliveries(&self.worker, LEASE, CLAIM).await {
             Ok(new) => new,
@@ -223,6 +228,17 @@ impl Sender {
             }
         };
         if new.deliveries.is_empty() {
+            // Events nobody hears of: passed now and then, not at every look (a write each),
+            // so that the log behind the cursor can be forgotten.
+            if new.through > new.after && self.passed.elapsed() >= PASS_UNHEARD_EVERY {
+                self.passed = Instant::now();
+                if let Err(e) = store
+                    .record_first_attempts(&self.worker, LEASE, &new, &[])
+                    .await
+                {
+                    tracing::warn!(error = %e, "moving the webhook dispatch cursor failed");
+                }
+            }
             return 0;
         }
         let (ended, still_sending) = self.attempt(&new.deliveries).await;

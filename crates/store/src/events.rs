@@ -227,8 +227,9 @@ impl ClaimedDelivery {
 }
 
 /// Deliveries no dispatcher has attempted yet: the events after the dispatch cursor
-/// (`after`) up to `through`, each with every live endpoint subscribed to it. Recording their
-/// first attempts moves the cursor to `through`.
+/// (`after`) up to `through`, each with every live endpoint subscribed to it (there may be
+/// none: the events of accounts without endpoints). Recording their first attempts moves the
+/// cursor to `through`.
 #[derive(Debug, Clone, Default)]
 pub struct NewDeliveries {
     pub after: i64,

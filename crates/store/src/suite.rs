@@ -470,6 +470,32 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
         .unwrap();
     let usage = store.usage(wren.id, 0, 1, "2026-11").await.unwrap();
     assert_eq!((usage.uploaded_bytes, usage.served_bytes), (0, 15));
+
+    // An event nobody hears of is kept until the dispatch cursor has passed it (which takes
+    // no lease and sends nothing); then the log may forget it.
+    let quiet = store
+        .create_account("quiet", AccountLimits::default())
+        .await
+        .unwrap();
+    let unheard = store
+        .record_upload(
+            upload("ev-5", quiet.id),
+            Some(OperationError {
+                code: "invalid_archive".into(),
+                message: "truncated".into(),
+            }),
+        )
+        .await
+        .unwrap();
+    let new = store.take_new_deliveries("w1", lease, 10).await.unwrap();
+    assert!(new.deliveries.is_empty() && new.through > new.after);
+    store.forget_events(i64::MAX).await.unwrap();
+    assert_eq!(store.operation_events(unheard.id).await.unwrap().len(), 1);
+    let passed = |worker: &'static str| store.record_first_attempts(worker, lease, &new, &[]);
+    assert_eq!(passed("w2").await.unwrap(), None, "w1 holds the lease");
+    assert_eq!(passed("w1").await.unwrap(), Some(Vec::new()));
+    store.forget_events(i64::MAX).await.unwrap();
+    assert!(store.operation_events(unheard.id).await.unwrap().is_empty());
 }
 
 async fn tus_uploads_become_claimable_only_when_complete(store: &dyn MetadataStore) {

@@ -486,7 +486,13 @@ impl<B: Backend> SqlStore<B> {
             through = last - 1;
         }
         if deliveries.is_empty() {
-            return Ok(NewDeliveries::default());
+            // Nothing to send: no lease taken. The caller may still move the cursor past
+            // `through` now and then (recording no attempts), so the log can be forgotten.
+            return Ok(NewDeliveries {
+                after,
+                through,
+                deliveries,
+            });
         }
         // Taken, or renewed when it might run out before this batch's sends end (an attempt
         // has 10 s; the write that records them renews it again).
@@ -518,8 +524,8 @@ impl<B: Backend> SqlStore<B> {
     /// move the dispatch cursor past its events, in one transaction; the rows' ids come back
     /// in `attempts`' order. A delivery whose attempt is still under way (`None`) is written
     /// claimed by `worker`, which records the attempt when it ends. `None`, with nothing
-    /// written, when `worker` no longer holds the dispatch lease (the one that took it sends
-    /// them again: at least once).
+    /// written, when another dispatcher holds the lease or has moved the cursor (it sends the
+    /// events again: at least once).
     pub(super) async fn record_first_delivery_attempts(
         &self,
         worker: &str,
@@ -530,14 +536,19 @@ impl<B: Backend> SqlStore<B> {
         let now = now_ms();
         let leased_until = now + lease.as_millis() as i64;
         let mut tx = self.write(Line::Operations).await?;
+        // Held by `worker`, or free to take (a batch with nothing to send took no lease).
         let moved = B::query(
-            "UPDATE webhook_dispatch SET through_event_id = $1, claimed_until = $2
-              WHERE id = 1 AND claimed_by = $3 AND through_event_id = $4",
+            "UPDATE webhook_dispatch
+                SET through_event_id = $1, claimed_by = $2, claimed_until = $3
+              WHERE id = 1 AND through_event_id = $4
+                AND (claimed_by = $5 OR claimed_until IS NULL OR claimed_until < $6)",
         )
         .bind(new.through)
-        .bind(leased_until)
         .bind(worker)
+        .bind(leased_until)
         .bind(new.after)
+        .bind(worker)
+        .bind(now)
         .execute(&mut tx)
         .await?;
         if moved == 0 {
