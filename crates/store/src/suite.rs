@@ -261,12 +261,12 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
     let newest_before = store.last_event_id().await.unwrap();
 
     // A failure and a deletion are events, in commit order; a pending upload is none.
-    let failure = OperationError {
+    let failure = || OperationError {
         code: "invalid_archive".into(),
         message: "truncated".into(),
     };
     let failed = store
-        .record_upload(upload("ev-1", wren.id), Some(failure))
+        .record_upload(upload("ev-1", wren.id), Some(failure()))
         .await
         .unwrap();
     store
@@ -377,13 +377,7 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
     // A first attempt still under way when its batch is recorded: its row stays claimed by
     // the dispatcher, which records the attempt when it ends.
     store
-        .record_upload(
-            upload("ev-4", wren.id),
-            Some(OperationError {
-                code: "invalid_archive".into(),
-                message: "truncated".into(),
-            }),
-        )
+        .record_upload(upload("ev-4", wren.id), Some(failure()))
         .await
         .unwrap();
     let new = store.take_new_deliveries("w1", lease, 10).await.unwrap();
@@ -478,13 +472,7 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
         .await
         .unwrap();
     let unheard = store
-        .record_upload(
-            upload("ev-5", quiet.id),
-            Some(OperationError {
-                code: "invalid_archive".into(),
-                message: "truncated".into(),
-            }),
-        )
+        .record_upload(upload("ev-5", quiet.id), Some(failure()))
         .await
         .unwrap();
     let new = store.take_new_deliveries("w1", lease, 10).await.unwrap();
