@@ -241,6 +241,7 @@ impl Sender {
             }
             return 0;
         }
+        let count = new.deliveries.len();
         let (ended, still_sending) = self.attempt(&new.deliveries).await;
         let attempts: Vec<_> = new
             .deliveries
@@ -253,7 +254,7 @@ impl Sender {
         {
             Ok(Some(ids)) => {
                 log_outcomes(attempts.iter().filter_map(|(d, a)| Some((*d, (*a)?))));
-                let mut deliveries = new.deliveries.clone();
+                let mut deliveries = new.deliveries;
                 for (delivery, id) in deliveries.iter_mut().zip(ids) {
                     delivery.id = Some(id);
                 }
@@ -263,7 +264,7 @@ impl Sender {
             Ok(None) => tracing::warn!("the webhook dispatch lease was lost while sending"),
             Err(e) => tracing::warn!(error = %e, "recording webhook attempts failed"),
         }
-        new.deliveries.len()
+        count
     }
 
     /// Deliveries due again (their first attempt failed), claimed by this node; how many.

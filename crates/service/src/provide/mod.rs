@@ -103,7 +103,10 @@ pub async fn keep_providing(service: Service, stop: watch::Receiver<bool>) {
         service.provides.set_pass(pass);
         // The pass under way began when the one before it ended (or was due to).
         if pass.began_at_ms <= now_ms() {
-            (service.provides.last_sweep_at_ms).store(pass.began_at_ms, Ordering::Relaxed);
+            service
+                .provides
+                .last_sweep_at_ms
+                .store(pass.began_at_ms, Ordering::Relaxed);
         }
     }
     tokio::join!(

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::backend::Conn;
 use super::dialect::{parameters, values_rows};
 use super::rows::{now_ms, ModelRow};
 use super::write_queue::Line;
@@ -497,19 +498,8 @@ impl<B: Backend> SqlStore<B> {
         // Taken, or renewed when it might run out before this batch's sends end (an attempt
         // has 10 s; the write that records them renews it again).
         if !mine || held_until < now + lease.as_millis() as i64 * 3 / 4 {
-            let taken = B::query(
-                "UPDATE webhook_dispatch SET claimed_by = $1, claimed_until = $2
-                  WHERE id = 1 AND through_event_id = $3
-                    AND (claimed_by = $4 OR claimed_until IS NULL OR claimed_until < $5)",
-            )
-            .bind(worker)
-            .bind(now + lease.as_millis() as i64)
-            .bind(after)
-            .bind(worker)
-            .bind(now)
-            .execute(&mut self.write_conn(Line::Operations).await?)
-            .await?;
-            if taken == 0 {
+            let mut conn = self.write_conn(Line::Operations).await?;
+            if !Self::move_dispatch(&mut conn, worker, lease, after, after).await? {
                 return Ok(NewDeliveries::default());
             }
         }
@@ -537,21 +527,7 @@ impl<B: Backend> SqlStore<B> {
         let leased_until = now + lease.as_millis() as i64;
         let mut tx = self.write(Line::Operations).await?;
         // Held by `worker`, or free to take (a batch with nothing to send took no lease).
-        let moved = B::query(
-            "UPDATE webhook_dispatch
-                SET through_event_id = $1, claimed_by = $2, claimed_until = $3
-              WHERE id = 1 AND through_event_id = $4
-                AND (claimed_by = $5 OR claimed_until IS NULL OR claimed_until < $6)",
-        )
-        .bind(new.through)
-        .bind(worker)
-        .bind(leased_until)
-        .bind(new.after)
-        .bind(worker)
-        .bind(now)
-        .execute(&mut tx)
-        .await?;
-        if moved == 0 {
+        if !Self::move_dispatch(&mut tx, worker, lease, new.after, new.through).await? {
             return Ok(None);
         }
         if attempts.is_empty() {
@@ -611,6 +587,34 @@ impl<B: Backend> SqlStore<B> {
         Self::insert_attempts(&mut tx, &rows).await?;
         tx.commit().await?;
         Ok(Some(in_order))
+    }
+
+    /// Take or renew the dispatch lease for `worker` (held by it, or free) for `lease`, and
+    /// move the cursor from `from` to `to` (the same to only take the lease); `false` when
+    /// another dispatcher holds it or has moved the cursor.
+    async fn move_dispatch(
+        conn: &mut impl Conn<B>,
+        worker: &str,
+        lease: Duration,
+        from: i64,
+        to: i64,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let moved = B::query(
+            "UPDATE webhook_dispatch
+                SET through_event_id = $1, claimed_by = $2, claimed_until = $3
+              WHERE id = 1 AND through_event_id = $4
+                AND (claimed_by = $5 OR claimed_until IS NULL OR claimed_until < $6)",
+        )
+        .bind(to)
+        .bind(worker)
+        .bind(now + lease.as_millis() as i64)
+        .bind(from)
+        .bind(worker)
+        .bind(now)
+        .execute(conn)
+        .await?;
+        Ok(moved == 1)
     }
 
     /// Each delivery's attempt (numbered after those it had), as one statement.
