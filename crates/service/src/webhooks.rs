@@ -188,11 +188,13 @@ pub async fn deliver_webhooks(service: Service, render: RenderEvent, allow_priva
     loop {
         let first = sender.send_first_attempts().await;
         let retried = sender.send_retries().await;
-        let pause = if first + retried == 0 {
+        let pause = if first.deliveries + retried.deliveries == 0 {
             IDLE
-        } else if first < CLAIM as usize && retried < CLAIM as usize {
-            // A batch that was not full took all there was: let the next one gather for a
+        } else if !first.full && !retried.full {
+            // Batches that were not full took all there was: let the next ones gather for a
             // moment, so a steady trickle of events costs a few writes a second, not one each.
+            // (A full batch of new events may hold fewer than CLAIM deliveries: it leaves its
+            // last event whole for the next.)
             GATHER
         } else {
             continue;
@@ -217,14 +219,14 @@ struct Sender {
 
 impl Sender {
     /// The first attempts of the events the dispatch cursor has not passed, when this node
-    /// holds the dispatch lease; how many were sent.
-    async fn send_first_attempts(&mut self) -> usize {
+    /// holds the dispatch lease.
+    async fn send_first_attempts(&mut self) -> Sent {
         let store = &self.service.store;
         let new = match store.take_new_deliveries(&self.worker, LEASE, CLAIM).await {
             Ok(new) => new,
             Err(e) => {
                 tracing::warn!(error = %e, "reading new webhook deliveries failed; retrying");
-                return 0;
+                return Sent::default();
             }
         };
         if new.deliveries.is_empty() {
@@ -239,9 +241,12 @@ impl Sender {
                     tracing::warn!(error = %e, "moving the webhook dispatch cursor failed");
                 }
             }
-            return 0;
+            return Sent::default();
         }
-        let count = new.deliveries.len();
+        let sent = Sent {
+            deliveries: new.deliveries.len(),
+            full: new.full,
+        };
         let (ended, still_sending) = self.attempt(&new.deliveries).await;
         let attempts: Vec<_> = new
             .deliveries
@@ -264,23 +269,26 @@ impl Sender {
             Ok(None) => tracing::warn!("the webhook dispatch lease was lost while sending"),
             Err(e) => tracing::warn!(error = %e, "recording webhook attempts failed"),
         }
-        count
+        sent
     }
 
-    /// Deliveries due again (their first attempt failed), claimed by this node; how many.
-    async fn send_retries(&self) -> usize {
+    /// Deliveries due again (their first attempt failed), claimed by this node.
+    async fn send_retries(&self) -> Sent {
         let store = &self.service.store;
         let claimed = match store.claim_deliveries(&self.worker, LEASE, CLAIM).await {
             Ok(claimed) => claimed,
             Err(e) => {
                 tracing::warn!(error = %e, "claiming webhook deliveries failed; retrying");
-                return 0;
+                return Sent::default();
             }
         };
+        let sent = Sent {
+            deliveries: claimed.len(),
+            full: claimed.len() == CLAIM as usize,
+        };
         if claimed.is_empty() {
-            return 0;
+            return sent;
         }
-        let count = claimed.len();
         let (ended, still_sending) = self.attempt(&claimed).await;
         let attempts: Vec<_> = claimed
             .iter()
@@ -289,7 +297,7 @@ impl Sender {
             .collect();
         record_attempts(store.as_ref(), &self.worker, &attempts).await;
         self.record_when_sent(claimed, still_sending);
-        count
+        sent
     }
 
     /// One attempt at each delivery, all at once (their events' uploads and pins read in one
@@ -354,6 +362,14 @@ impl Sender {
             record_attempts(store.as_ref(), &worker, &attempts).await;
         });
     }
+}
+
+/// What one look at the queue sent: how many deliveries, and whether it stopped at its limit
+/// (then the next look comes at once).
+#[derive(Clone, Copy, Default)]
+struct Sent {
+    deliveries: usize,
+    full: bool,
 }
 
 /// Sends under way, each with its delivery's index in the batch.

@@ -235,6 +235,8 @@ pub struct NewDeliveries {
     pub after: i64,
     pub through: i64,
     pub deliveries: Vec<ClaimedDelivery>,
+    /// The batch stopped at its limit: more events wait after `through`.
+    pub full: bool,
 }
 
 /// When the attempt after `attempts` failed ones is due, counted from the last: the first

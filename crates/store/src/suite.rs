@@ -292,7 +292,12 @@ async fn events_follow_operations_and_deliveries_follow_events(store: &dyn Metad
 
     // One delivery per event for the endpoint subscribed, taken by one dispatcher at a time.
     let lease = std::time::Duration::from_secs(30);
+    // A batch at its limit leaves its last event whole for the next, and says more wait.
+    let partial = store.take_new_deliveries("w1", lease, 2).await.unwrap();
+    assert_eq!(partial.deliveries.len(), 1);
+    assert!(partial.full && partial.through < events[1].id);
     let new = store.take_new_deliveries("w1", lease, 10).await.unwrap();
+    assert!(!new.full);
     assert_eq!(new.deliveries.len(), 2);
     assert_eq!(new.deliveries[0].event, events[0]);
     assert_eq!(new.deliveries[0].url, "https://example.com/hook");

@@ -479,7 +479,8 @@ impl<B: Backend> SqlStore<B> {
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
         let mut through = newest;
-        if deliveries.len() == limit as usize {
+        let full = deliveries.len() == limit as usize;
+        if full {
             // Full: the last event's deliveries may go on past the limit; it comes next time
             // whole (the limit is above the endpoints an account may have).
             let last = deliveries.last().map_or(after, |d| d.event.id);
@@ -493,6 +494,7 @@ impl<B: Backend> SqlStore<B> {
                 after,
                 through,
                 deliveries,
+                full,
             });
         }
         // Taken, or renewed when it might run out before this batch's sends end (an attempt
@@ -507,6 +509,7 @@ impl<B: Backend> SqlStore<B> {
             after,
             through,
             deliveries,
+            full,
         })
     }
 
