@@ -71,7 +71,42 @@ pub(crate) fn put_varint_field(out: &mut Vec<u8>, field: u64, value: u64) {
 }
 
 pub(crate) fn put_bytes(out: &mut Vec<u8>, field: u64, bytes: &[u8]) {
-    put_varint(out, (field << 3) | 2);
-    put_varint(out, bytes.len() as u64);
+    put_bytes_header(out, field, bytes.len());
     out.extend_from_slice(bytes);
+}
+
+/// The key and length of a bytes field whose `len` bytes the caller writes next (a nested
+/// message written in place rather than built apart and copied).
+pub(crate) fn put_bytes_header(out: &mut Vec<u8>, field: u64, len: usize) {
+    put_varint(out, (field << 3) | 2);
+    put_varint(out, len as u64);
+}
+
+/// The encoded size of a bytes field of `len` bytes.
+pub(crate) fn bytes_field_len(field: u64, len: usize) -> usize {
+    varint_len((field << 3) | 2) + varint_len(len as u64) + len
+}
+
+fn varint_len(value: u64) -> usize {
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bytes_fields_size_is_what_writing_it_takes() {
+        for len in [0, 1, 127, 128, 16_383, 16_384, 300 * 1024, 1 << 21] {
+            for field in [1, 3, 15, 16] {
+                let mut out = Vec::new();
+                put_bytes(&mut out, field, &vec![0; len]);
+                assert_eq!(
+                    bytes_field_len(field, len),
+                    out.len(),
+                    "field {field}, {len} bytes"
+                );
+            }
+        }
+    }
 }

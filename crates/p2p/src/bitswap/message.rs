@@ -26,7 +26,8 @@
 use std::io;
 
 use crate::protobuf::{
-    next_field, put_bytes, put_varint, put_varint_field, take_varint, Malformed, Value,
+    bytes_field_len, next_field, put_bytes, put_bytes_header, put_varint, put_varint_field,
+    take_varint, Malformed, Value,
 };
 use cairn_unixfs::block::{block_cid, DAG_PB, SHA2_256};
 use cairn_unixfs::{Cid, CidVersion};
@@ -137,10 +138,12 @@ impl Message {
             if version == Version::V100 {
                 put_bytes(&mut out, 2, data);
             } else {
-                let mut block = Vec::with_capacity(data.len() + 16);
-                put_bytes(&mut block, 1, &cid_prefix(cid));
-                put_bytes(&mut block, 2, data);
-                put_bytes(&mut out, 3, &block);
+                // Written in place: the block's bytes are copied once.
+                let prefix = cid_prefix(cid);
+                let len = bytes_field_len(1, prefix.len()) + bytes_field_len(2, data.len());
+                put_bytes_header(&mut out, 3, len);
+                put_bytes(&mut out, 1, &prefix);
+                put_bytes(&mut out, 2, data);
             }
         }
         if version == Version::V120 {
@@ -312,12 +315,17 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     Err(MessageError::Malformed("the length prefix is not a varint"))
 }
 
-/// Write one message, length-prefixed, and flush it.
+/// Write one message, length-prefixed, and flush it. The prefix goes out with the message's
+/// first [`HEAD`] bytes: written alone, it was a muxer frame, a Noise message and a socket
+/// write of its own.
 pub async fn write_frame<W: AsyncWrite + Unpin>(stream: &mut W, frame: &[u8]) -> io::Result<()> {
-    let mut prefix = Vec::with_capacity(10);
-    put_varint(&mut prefix, frame.len() as u64);
-    stream.write_all(&prefix).await?;
-    stream.write_all(frame).await?;
+    const HEAD: usize = 16 * 1024;
+    let (head, rest) = frame.split_at(frame.len().min(HEAD));
+    let mut first = Vec::with_capacity(10 + head.len());
+    put_varint(&mut first, frame.len() as u64);
+    first.extend_from_slice(head);
+    stream.write_all(&first).await?;
+    stream.write_all(rest).await?;
     stream.flush().await
 }
 
@@ -389,6 +397,28 @@ mod tests {
         let mut message = Vec::new();
         put_bytes(&mut message, 1, &wantlist);
         assert!(Message::decode(&message).is_err());
+    }
+
+    #[tokio::test]
+    async fn blocks_larger_than_a_frames_head_come_back_whole() {
+        let (big, small) = (noise_bytes(300 * 1024), noise_bytes(200));
+        let message = Message {
+            blocks: vec![(cid(&big), big.clone()), (cid(&small), small.clone())],
+            ..Message::default()
+        };
+        for version in [Version::V110, Version::V120] {
+            let mut framed = Vec::new();
+            write_frame(&mut framed, &message.encode(version))
+                .await
+                .unwrap();
+            let frame = read_frame(&mut &framed[..], 1 << 20).await.unwrap();
+            let back = Message::decode(&frame.unwrap()).unwrap();
+            assert_eq!(back.blocks, message.blocks, "{version:?}");
+        }
+    }
+
+    fn noise_bytes(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 31 % 251) as u8).collect()
     }
 
     #[tokio::test]
