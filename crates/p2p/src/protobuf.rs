@@ -1,6 +1,8 @@
 //! The protobuf wire format, as much of it as Cairn reads and writes by hand (Bitswap
 //! messages, IPNS records): fields are read in any order and unknown ones skipped.
 
+use cairn_unixfs::pb::varint_len;
+
 /// What was wrong with the bytes, for the caller's error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Malformed(pub(crate) &'static str);
@@ -84,11 +86,7 @@ pub(crate) fn put_bytes_header(out: &mut Vec<u8>, field: u64, len: usize) {
 
 /// The encoded size of a bytes field of `len` bytes.
 pub(crate) fn bytes_field_len(field: u64, len: usize) -> usize {
-    varint_len((field << 3) | 2) + varint_len(len as u64) + len
-}
-
-fn varint_len(value: u64) -> usize {
-    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
+    (varint_len((field << 3) | 2) + varint_len(len as u64)) as usize + len
 }
 
 #[cfg(test)]

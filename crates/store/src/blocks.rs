@@ -5,7 +5,7 @@
 //!
 //! - [`StoredBlocks`]: a cloneable handle, asynchronous, one block at a time: what the IPFS
 //!   node serves over Bitswap and a pin checks for. A block it has verified lately is
-//!   checked again by a checksum of the bytes it verified rather than hashed again
+//!   matched to a checksum of the bytes it verified rather than hashed again
 //!   ([`VerifiedLately`]).
 //! - [`StoredBlockReader`]: a [`BlockSource`] for blocking threads that walk DAGs (the
 //!   gateway, CAR imports asking about blocks a CAR leaves out, the workers, the collector
@@ -55,19 +55,16 @@ impl StoredBlocks {
         let verified = self.verified.clone();
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            if let Some(block) = verified.read(&packs, &cid, &location)? {
-                return Ok(Some(block));
-            }
             let relocate = || {
                 runtime
                     .block_on(store.block_location(&cid.hash().to_bytes()))
                     .map_err(io::Error::other)
             };
-            let block = read_verified(&packs, &cid, &location, relocate)?;
-            if let Some(block) = &block {
-                verified.note(cid, location, block);
-            }
-            Ok(block)
+            let Some(block) = packs.read_relocating(&location, relocate)? else {
+                return Ok(None);
+            };
+            verified.verify(&cid, &block)?;
+            Ok(Some(block))
         })
         .await
         .map_err(io::Error::other)?
@@ -88,71 +85,39 @@ impl StoredBlocks {
     }
 }
 
-/// The most blocks [`VerifiedLately`] remembers (each about 150 bytes); when full, it
+/// The most blocks [`VerifiedLately`] remembers (each under 100 bytes); when full, it
 /// starts again.
 const VERIFIED_KEPT: usize = 4096;
 
-/// Blocks [`StoredBlocks`] verified against their CIDs lately: where it read each, and the
-/// CRC-32 of the bytes it verified. Peers fetching the same DAG at once ask for each block
-/// within seconds of each other, and hashing it with SHA-256 for every answer cost as much of
-/// the server's CPU as encrypting it (`perf` of the Bitswap bench's 100 peers: SHA-256 17%,
-/// ChaCha20-Poly1305 17%). A block read again from the same place is served if its CRC-32 is
-/// the one verified (several times cheaper than SHA-256, and it catches any burst of rot up
-/// to 32 bits, and all else but one time in 2^32); else it is hashed again. The bytes served
-/// are still the bytes verified.
+/// The CRC-32 of the bytes [`StoredBlocks`] last verified against each of the blocks it
+/// verified lately. Peers fetching the same DAG at once ask for each block within seconds of
+/// each other, and hashing it with SHA-256 for every answer cost as much of the server's CPU
+/// as encrypting it (`perf` of the Bitswap bench's 100 peers: SHA-256 17%,
+/// ChaCha20-Poly1305 17%). A block whose bytes have the CRC-32 of the bytes verified is
+/// served without hashing them again (CRC-32 is several times cheaper than SHA-256, catches
+/// any burst of rot up to 32 bits, and all else but one time in 2^32); any other is hashed.
+/// The bytes served are still the bytes verified.
 #[derive(Default)]
 struct VerifiedLately {
-    blocks: Mutex<HashMap<Cid, (BlockLocation, u32)>>,
+    checksums: Mutex<HashMap<Cid, u32>>,
 }
 
 impl VerifiedLately {
-    /// The block, read from `location`, if it was verified there and its checksum is the
-    /// one verified; `None` when it must be read and verified in full.
-    fn read(
-        &self,
-        packs: &Packs,
-        cid: &Cid,
-        location: &BlockLocation,
-    ) -> io::Result<Option<Vec<u8>>> {
-        let checksum = {
-            let blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
-            match blocks.get(cid) {
-                Some((at, checksum)) if at == location => *checksum,
-                _ => return Ok(None),
-            }
-        };
-        match packs.read(location) {
-            Ok(block) if crc32fast::hash(&block) == checksum => Ok(Some(block)),
-            Ok(_) => Ok(None),
-            // Moved by a collection since: read where it is now.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    fn note(&self, cid: Cid, location: BlockLocation, block: &[u8]) {
+    /// Verify `block` against `cid`, unless these are the bytes verified lately.
+    fn verify(&self, cid: &Cid, block: &[u8]) -> io::Result<()> {
         let checksum = crc32fast::hash(block);
-        let mut blocks = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
-        if blocks.len() >= VERIFIED_KEPT {
-            blocks.clear();
+        let lock = || self.checksums.lock().unwrap_or_else(|e| e.into_inner());
+        if lock().get(cid) == Some(&checksum) {
+            return Ok(());
         }
-        blocks.insert(cid, (location, checksum));
+        verify_block(cid, block).map_err(io::Error::other)?;
+        let mut checksums = lock();
+        if checksums.len() >= VERIFIED_KEPT {
+            checksums.clear();
+        }
+        checksums.insert(*cid, checksum);
+        Ok(())
     }
-}
-
-/// The block at `location`, looked up again with `relocate` if a collection moved it, and
-/// verified against `cid`.
-fn read_verified(
-    packs: &Packs,
-    cid: &Cid,
-    location: &BlockLocation,
-    relocate: impl FnOnce() -> io::Result<Option<BlockLocation>>,
-) -> io::Result<Option<Vec<u8>>> {
-    let Some(block) = packs.read_relocating(location, relocate)? else {
-        return Ok(None);
-    };
-    verify_block(cid, &block).map_err(io::Error::other)?;
-    Ok(Some(block))
 }
 
 /// Bytes of recently read blocks kept per reader, so a DAG that reuses a block (zero-filled

@@ -227,7 +227,7 @@ pub(crate) fn varint(mut value: u64) -> ([u8; 10], usize) {
 }
 
 /// Bytes a protobuf varint of `value` occupies.
-pub(crate) fn varint_len(value: u64) -> u64 {
+pub fn varint_len(value: u64) -> u64 {
     (64 - (value | 1).leading_zeros() as u64).div_ceil(7)
 }
 
