@@ -332,6 +332,7 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(stream: &mut W, frame: &[u8]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cairn_test_support::noise::noise;
     use cairn_unixfs::block::RAW;
 
     fn cid(data: &[u8]) -> Cid {
@@ -401,7 +402,7 @@ mod tests {
 
     #[tokio::test]
     async fn blocks_larger_than_a_frames_head_come_back_whole() {
-        let (big, small) = (noise_bytes(300 * 1024), noise_bytes(200));
+        let (big, small) = (noise(300 * 1024, 1), noise(200, 2));
         let message = Message {
             blocks: vec![(cid(&big), big.clone()), (cid(&small), small.clone())],
             ..Message::default()
@@ -415,10 +416,6 @@ mod tests {
             let back = Message::decode(&frame.unwrap()).unwrap();
             assert_eq!(back.blocks, message.blocks, "{version:?}");
         }
-    }
-
-    fn noise_bytes(len: usize) -> Vec<u8> {
-        (0..len).map(|i| (i * 31 % 251) as u8).collect()
     }
 
     #[tokio::test]
