@@ -11,6 +11,8 @@
 //!   sparse files (A5), v7 tars; A10 through header checksums and the decoders' checks.
 //! - [`sevenz`]: 7z entries (A9 encrypted archives and entries, A10 CRCs).
 //! - [`zip`]: zip entries (A1 `\\`, A6 overlaps, A8 CP437, A9 encryption, A10 CRCs).
+//! - [`recognise`]: whether bytes that begin like an archive are one (a compressed stream that
+//!   holds a tar, a zip that is not a document), before anything is extracted.
 //! - [`extract()`]: the one entry point, by format.
 //!
 //! This crate knows nothing of tokio, HTTP or SQL.
@@ -21,6 +23,7 @@ pub mod extract;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod path;
+pub mod recognise;
 pub mod sevenz;
 pub mod tar;
 pub mod zip;
@@ -106,8 +109,9 @@ pub enum ArchiveFormat {
 }
 
 impl ArchiveFormat {
-    /// The format of a stream from its first bytes (512 cover a tar header). A tar is known by
-    /// its `ustar` magic, or, as v7 tars have none, by a first header whose checksum holds.
+    /// The format a stream begins like, from its first bytes (512 cover a tar header): only a
+    /// hint, which [`recognise::recognise`] confirms. A tar is known by a first header whose
+    /// checksum holds (v7 tars have no `ustar` magic).
     pub fn detect(head: &[u8]) -> Option<Self> {
         use ArchiveFormat::*;
         match head {
@@ -117,13 +121,66 @@ impl ArchiveFormat {
             [0xfd, b'7', b'z', b'X', b'Z', 0, ..] => Some(Xz),
             [0x28, 0xb5, 0x2f, 0xfd, ..] => Some(Zstd),
             [b'7', b'z', 0xbc, 0xaf, 0x27, 0x1c, ..] => Some(SevenZ),
-            _ if head.get(257..262) == Some(b"ustar") => Some(Tar),
             _ => head
                 .get(..512)
                 .and_then(|block| block.try_into().ok())
                 .filter(tar::checksum_ok)
                 .map(|_| Tar),
         }
+    }
+
+    /// The format's name: for the compressed ones, the compression's.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Zip => "zip",
+            Self::Tar => "tar",
+            Self::Gzip => "gzip",
+            Self::Bzip2 => "bzip2",
+            Self::Xz => "xz",
+            Self::Zstd => "zstd",
+            Self::SevenZ => "7z",
+        }
+    }
+
+    /// The archive's name, as records and file extensions give it (`tar.gz`).
+    pub fn archive_name(self) -> &'static str {
+        match self {
+            Self::Gzip => "tar.gz",
+            Self::Bzip2 => "tar.bz2",
+            Self::Xz => "tar.xz",
+            Self::Zstd => "tar.zst",
+            other => other.name(),
+        }
+    }
+
+    /// The archive of that name (see [`Self::archive_name`]).
+    pub fn from_archive_name(name: &str) -> Option<Self> {
+        use ArchiveFormat::*;
+        [Zip, Tar, Gzip, Bzip2, Xz, Zstd, SevenZ]
+            .into_iter()
+            .find(|format| format.archive_name() == name)
+    }
+
+    /// `input` decompressed, for the formats that are a compression (a tar inside); `input`
+    /// itself for a plain tar. Multi-member gzip and bzip2 streams and multi-stream xz are
+    /// read whole, as their tools write them.
+    pub(crate) fn decoder<'a>(self, input: impl Read + 'a) -> io::Result<Box<dyn Read + 'a>> {
+        Ok(match self {
+            Self::Tar => Box::new(input),
+            Self::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
+            Self::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(input)),
+            Self::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(input)),
+            Self::Zstd => Box::new(
+                ruzstd::decoding::StreamingDecoder::new(input)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?,
+            ),
+            Self::Zip | Self::SevenZ => {
+                return Err(io::Error::other(format!(
+                    "{} is not a compression",
+                    self.name()
+                )))
+            }
+        })
     }
 }
 

@@ -421,10 +421,26 @@ async fn post(
         .send()
         .await
         .context("sending the upload")?;
-    let body = conn.json(response).await?;
     Progress::new(0, 0).finish();
+    let path = path.display().to_string();
+    // A broken archive is refused at once (`invalid_archive`): the upload failed, as an
+    // operation that fails does (exit status 1), where other errors are the request's.
+    if response.status() == reqwest::StatusCode::UNPROCESSABLE_ENTITY {
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let error = Some(body).filter(|body| !body.is_null());
+        return Ok(Uploaded {
+            path,
+            operation_id: None,
+            upload_id: None,
+            status: "failed".into(),
+            cid: None,
+            error,
+            published: None,
+        });
+    }
+    let body = conn.json(response).await?;
     Ok(Uploaded {
-        path: path.display().to_string(),
+        path,
         operation_id: body["operationId"].as_i64(),
         upload_id: body["id"].as_str().map(str::to_owned),
         status: body["status"].as_str().unwrap_or_default().to_owned(),

@@ -190,6 +190,7 @@ const ROUTES: &[Route] = &[
     route("POST", Upload, "/api/upload/tus", Token(UPLOAD)),
     route("OPTIONS", Upload, "/api/upload/tus", Public(Some(204))),
     route("POST", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload], UPLOAD)),
+    route("GET", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload], UPLOAD)),
     route("HEAD", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload], UPLOAD)),
     route("PATCH", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload], UPLOAD)),
     route("DELETE", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload], UPLOAD)),

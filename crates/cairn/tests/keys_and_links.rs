@@ -558,3 +558,119 @@ async fn the_command_line_makes_uses_lists_and_revokes_keys() {
     let (status, _) = get(&format!("{}/api/uploads", running.upload), key).await;
     assert_eq!(status, 401);
 }
+
+/// A link's `mimeTypes` are held against what the bytes are, not the label they come with;
+/// a page that uploaded through the link with TUS reads its upload's CID from the upload's
+/// URL alone; the link's maker lists what came through it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_checks_the_bytes_and_tells_the_page_its_cid() {
+    let (_dir, running) = serve();
+    let token = &running.token;
+    let link = create_link(
+        &running,
+        token,
+        json!({"mimeTypes": ["image/*"], "uploads": 10}),
+    )
+    .await;
+    let url = link["url"].as_str().unwrap();
+    // A 1x1 PNG as image tools write it (signature, IHDR, IDAT, IEND).
+    let png: &[u8] =
+        b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\
+        \0\0\0\x0bIDATx\x9cc`\0\x02\0\0\x05\0\x01z^\xab?\0\0\0\0IEND\xaeB`\x82";
+
+    // A text file labelled an image, by its part's type and by its name: refused.
+    let (status, error) = post(url, None, file(b"just words", "photo.png", "image/png")).await;
+    assert_eq!(
+        (status, &error["error"]),
+        (415, &json!("unsupported_media_type")),
+        "{error}"
+    );
+    assert!(
+        error["message"].as_str().unwrap().contains("text/plain"),
+        "{error}"
+    );
+    let (status, stored) = post(url, None, file(png, "photo.png", "image/png")).await;
+    assert_eq!(status, 200, "{stored}");
+    assert_eq!(
+        (&stored["mimeType"], &stored["kind"]),
+        (&json!("image/png"), &json!("file"))
+    );
+
+    // By TUS the bytes are checked once they are all in: the upload's operation fails.
+    let endpoint = link["tusEndpoint"].as_str().unwrap();
+    let labelled = format!(
+        "filename {},filetype {}",
+        base64("p.png"),
+        base64("image/png")
+    );
+    let (status, location, _) = tus_create(endpoint, None, 10, &labelled).await;
+    assert_eq!(status, 201);
+    let lie = location.unwrap();
+    assert_eq!(tus_patch(&lie, None, 0, b"not an png").await.0, 204);
+    let state = upload_state(&lie, |state| state["status"] == "failed").await;
+    assert_eq!(state["error"]["error"], "unsupported_media_type", "{state}");
+    assert_eq!(state["cid"], Value::Null);
+
+    // A real image: with no key, HEAD names the CID once it is known, and GET says it as JSON.
+    let (_, location, _) = tus_create(endpoint, None, png.len(), &labelled).await;
+    let location = location.unwrap();
+    assert_eq!(tus_patch(&location, None, 0, png).await.0, 204);
+    let state = upload_state(&location, |state| state["status"] == "completed").await;
+    assert_eq!(state["cid"].as_str(), Some(cid_of(png).as_str()), "{state}");
+    assert_eq!(
+        (&state["offset"], &state["complete"]),
+        (&json!(png.len()), &json!(true))
+    );
+    let head = Client::new()
+        .head(&location)
+        .header("Tus-Resumable", "1.0.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status(), 200);
+    let header = |name: &str| head.headers()[name].to_str().unwrap().to_owned();
+    assert_eq!(header("upload-cid"), cid_of(png));
+    assert_eq!(header("cairn-operation-status"), "completed");
+
+    // The link's maker lists its uploads, and no others.
+    let (_, other) = post(
+        &format!("{}/api/upload", running.upload),
+        Some(token),
+        file(b"elsewhere", "x.txt", "text/plain"),
+    )
+    .await;
+    let listing = format!(
+        "{}/api/uploads?link={}",
+        running.upload,
+        link["id"].as_str().unwrap()
+    );
+    let (status, page) = get(&listing, token).await;
+    assert_eq!(status, 200, "{page}");
+    let ids: Vec<String> = (page["uploads"].as_array().unwrap().iter())
+        .map(|u| u["id"].as_str().unwrap().to_owned())
+        .collect();
+    let tus_id = |url: &str| url.rsplit('/').next().unwrap().to_owned();
+    assert_eq!(
+        ids,
+        [
+            tus_id(&location),
+            tus_id(&lie),
+            stored["id"].as_str().unwrap().to_owned()
+        ],
+        "newest first, the refused POST not among them"
+    );
+    assert!(!ids.iter().any(|id| other["id"] == id.as_str()));
+}
+
+/// `GET` on a TUS upload's URL with no credential, until `done` holds (ten seconds at most).
+async fn upload_state(url: &str, done: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..100 {
+        let (status, state) = answer(Client::new().get(url).send().await.unwrap()).await;
+        assert_eq!(status, 200, "{state}");
+        if done(&state) {
+            return state;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the upload at {url} did not get there");
+}

@@ -113,7 +113,7 @@ async fn key_origins(mut request: Request, next: Next) -> Response {
 
 /// The response headers a page must be allowed to read: TUS clients', and the gateway's
 /// (a range's bounds, the content path and the CIDs it led to).
-const EXPOSED: [&str; 16] = [
+const EXPOSED: [&str; 18] = [
     "location",
     "upload-offset",
     "upload-length",
@@ -127,6 +127,8 @@ const EXPOSED: [&str; 16] = [
     "tus-max-size",
     "tus-checksum-algorithm",
     "cairn-operation-id",
+    "cairn-operation-status",
+    "upload-cid",
     "content-range",
     "x-ipfs-path",
     "x-ipfs-roots",

@@ -262,17 +262,31 @@ impl Uploader {
         }
     }
 
-    /// `415` when a link does not take uploads of `mime_type`.
-    pub fn check_type(&self, mime_type: &str) -> Result<(), ApiError> {
-        match self {
-            Self::Link(_, link) if !link.accepts_type(mime_type) => {
-                Err(ApiError::UnsupportedMediaType(format!(
-                    "this link takes {} uploads, not {mime_type:?}",
-                    link.mime_types.join(", ")
-                )))
-            }
-            _ => Ok(()),
+    /// `415` when a link does not take an upload: what its bytes are (`detected`, see
+    /// `cairn_service::detect::media_type`), or what its uploader declared it is. A declared
+    /// type may narrow what a link takes, never widen it: the bytes are always checked too.
+    /// The generic `application/octet-stream` declares nothing.
+    pub fn check_type(
+        &self,
+        detected: Option<&str>,
+        declared: Option<&str>,
+    ) -> Result<(), ApiError> {
+        let Self::Link(_, link) = self else {
+            return Ok(());
+        };
+        let takes = link.mime_types.join(", ");
+        if let Some(detected) = detected.filter(|t| !link.accepts_type(t)) {
+            return Err(ApiError::UnsupportedMediaType(format!(
+                "this link takes {takes} uploads, and the bytes sent are {detected}"
+            )));
         }
+        let declared = declared.filter(|t| !t.is_empty() && *t != "application/octet-stream");
+        if let Some(declared) = declared.filter(|t| !link.accepts_type(t)) {
+            return Err(ApiError::UnsupportedMediaType(format!(
+                "this link takes {takes} uploads, not {declared:?}"
+            )));
+        }
+        Ok(())
     }
 
     /// Refuse at once a key or link whose uses are spent, as last read. The use itself is

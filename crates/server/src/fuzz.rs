@@ -21,7 +21,8 @@ use axum::http::uri::Authority;
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Uri};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
-use cairn_service::content_kind::{self, ContentKind, HEAD_BYTES};
+use cairn_service::detect::{self, Detection, FirstLook, Refused, HEAD_BYTES};
+use cairn_store::model::ArchiveMode;
 use cairn_store::model::KeyValues;
 use cairn_store::model::TusConcat;
 use cairn_unixfs::Cid;
@@ -455,7 +456,8 @@ pub struct Form {
 #[derive(Debug, PartialEq, Eq)]
 pub struct FileRead {
     pub file_name: Option<String>,
-    pub kind: ContentKind,
+    /// What the head and the name show, as a default-mode upload sees them.
+    pub look: Result<FirstLook, Refused>,
     pub mime_type: String,
     pub content: Vec<u8>,
 }
@@ -550,8 +552,8 @@ async fn read_file(
     let mut part = FilePart::new(field, upload::PostLimit::account(limit), PIECE_BYTES);
     let head = part.head().await?;
     assert!(head.len() <= HEAD_BYTES);
-    let kind = ContentKind::of(&head);
-    let mime_type = content_kind::mime_type(&head, file_name.as_deref());
+    let look = Detection::new(file_name.as_deref(), ArchiveMode::Extract, false).first_look(&head);
+    let mime_type = detect::media_type(&head, file_name.as_deref());
     let mut content = Vec::new();
     let mut last = false;
     while let Some(piece) = part.next_piece().await? {
@@ -570,7 +572,7 @@ async fn read_file(
     assert!(part.received() <= limit);
     Ok(FileRead {
         file_name,
-        kind,
+        look,
         mime_type,
         content,
     })

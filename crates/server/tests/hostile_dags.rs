@@ -62,6 +62,8 @@ async fn plant(server: &TestServer, dag: &hostile::Dag) -> String {
         keyvalues: Default::default(),
         key_id: None,
         link_id: None,
+        file_name: None,
+        content: None,
     };
     let pack_dag_bytes = pack.dag_bytes();
     let root = dag.root.to_string();

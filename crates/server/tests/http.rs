@@ -5,7 +5,7 @@ mod support;
 use cairn_store::MetadataStore;
 use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;
-use serde_json::Value;
+use serde_json::{json, Value};
 use support::{assert_error, tar_gz, wait_for, TestServer};
 
 #[tokio::test]
@@ -483,23 +483,39 @@ async fn metrics_count_uploads_bytes_and_responses() {
     }
 }
 
+/// Bytes that only begin like a zip are the file they are; named as an archive, they are
+/// refused at once (`docs/contract.md`, "What counts as an archive").
 #[tokio::test]
-async fn a_zip_with_a_corrupt_body_fails_its_operation() {
+async fn bytes_that_begin_like_a_zip_are_a_file_unless_named_as_an_archive() {
     let server = TestServer::start().await;
+    let bytes = b"PK\x03\x04 not really a zip".to_vec();
     let (status, body) = server
-        .post_file(
-            &server.token,
-            "",
-            Part::bytes(b"PK\x03\x04 not really a zip".to_vec()),
-        )
+        .post_file(&server.token, "", Part::bytes(bytes.clone()))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let op = wait_for(&server, body["operationId"].as_i64().unwrap()).await;
-    assert_eq!(op["status"], "failed");
-    assert_eq!(op["error"]["error"], "invalid_archive");
+    assert_eq!(
+        (&body["status"], &body["kind"], &body["cid"]),
+        (
+            &json!("completed"),
+            &json!("file"),
+            &json!(support::file_cid(&bytes))
+        ),
+        "{body}"
+    );
+    assert_eq!(
+        body["mimeType"], "application/octet-stream",
+        "not a zip's type"
+    );
+
+    let (status, body) = server
+        .post_file(&server.token, "", Part::bytes(bytes).file_name("site.zip"))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_error(&body, "invalid_archive");
+    let message = body["message"].as_str().unwrap();
     assert!(
-        op["error"]["message"].as_str().unwrap().contains("zip"),
-        "{op}"
+        message.contains("\"site.zip\" is named as an archive") && message.contains("zip"),
+        "{message}"
     );
 }
 
@@ -567,14 +583,31 @@ async fn an_unsafe_archive_fails_its_operation_naming_the_entry() {
         "{message}"
     );
 
-    // A 7z that is only a signature fails in the worker, like any corrupt archive.
-    let seven_z = b"7z\xbc\xaf\x27\x1crest".to_vec();
+    // A 7z whose start header holds but whose entries are garbage fails in the worker, like
+    // any corrupt archive (one that is only a signature is refused at once: see above).
+    let mut seven_z = b"7z\xbc\xaf\x27\x1c\0\x04".to_vec();
+    // The next header's offset (0), its size (4) and a CRC it will not match.
+    let next_header = [
+        &0u64.to_le_bytes()[..],
+        &4u64.to_le_bytes(),
+        &[0xde, 0xad, 0xbe, 0xef],
+    ]
+    .concat();
+    seven_z.extend_from_slice(&crc32(&next_header).to_le_bytes());
+    seven_z.extend_from_slice(&next_header);
+    seven_z.extend_from_slice(b"junk");
     let (status, body) = server
-        .post_file(&server.token, "", Part::bytes(seven_z))
+        .post_file(&server.token, "", Part::bytes(seven_z).file_name("x.7z"))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let op = wait_for(&server, body["operationId"].as_i64().unwrap()).await;
     assert_eq!(op["error"]["error"], "invalid_archive", "{op}");
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = flate2::Crc::new();
+    crc.update(bytes);
+    crc.sum()
 }
 
 #[tokio::test]

@@ -294,17 +294,60 @@ async fn t3_t13_unknown_is_404_and_terminated_is_410_everywhere() {
     assert_eq!(op["error"]["error"], "gone");
 }
 
+/// A PATCH past `Upload-Length` is 413 and keeps none of its bytes, whether `Content-Length`
+/// says so before the body (refused unread) or the bytes show it (a chunked body): the upload
+/// stays where it was, its operation waiting, and resumes to the CID of the right bytes.
 #[tokio::test]
-async fn t4_bytes_beyond_the_length_are_cut_and_a_complete_upload_accepts_an_empty_patch() {
+async fn t4_bytes_beyond_the_length_keep_nothing_and_the_upload_resumes() {
     let server = TestServer::start().await;
-    let url = create(&server, &[("Upload-Length", "10")]).await;
+    let (url, operation) = create_with_operation(&server, 10).await;
     let reply = patch(&server, &url, 0, b"0123456789EXTRA").await;
     assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_error(&reply.json(), "payload_too_large");
+    assert_eq!(offset(&server, &url).await, 0, "nothing of it is kept");
+
     assert_eq!(
-        offset(&server, &url).await,
-        10,
-        "only the bytes up to the length are kept"
+        patch(&server, &url, 0, b"0123").await.status,
+        StatusCode::NO_CONTENT
     );
+    // Chunked: the length shows only when the bytes pass it.
+    let chunks: Vec<Result<&'static [u8], std::io::Error>> =
+        vec![Ok(b"456"), Ok(b"789"), Ok(b"EXTRA")];
+    let response = server
+        .client
+        .patch(&url)
+        .bearer_auth(&server.token)
+        .header("Tus-Resumable", "1.0.0")
+        .header("Content-Type", OCTETS)
+        .header("Upload-Offset", "4")
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            chunks,
+        )))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("still at offset 4"),
+        "{body}"
+    );
+    assert_eq!(offset(&server, &url).await, 4, "the PATCH kept nothing");
+    let op = support::operation(&server, operation).await;
+    assert_eq!(
+        op["status"], "pending",
+        "nothing completed the upload: {op}"
+    );
+
+    assert_eq!(
+        patch(&server, &url, 4, b"456789").await.status,
+        StatusCode::NO_CONTENT
+    );
+    let op = wait_for(&server, operation).await;
+    assert_eq!(op["cid"], support::file_cid(b"0123456789"));
     let reply = patch(&server, &url, 10, b"").await;
     assert_eq!(reply.status, StatusCode::NO_CONTENT);
     assert_eq!(reply.header("upload-offset"), Some("10"));

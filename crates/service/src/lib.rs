@@ -21,13 +21,16 @@
 //! - [`scrub`]: every stored block read again at a bounded rate, checked, and repaired from
 //!   peers when damaged.
 //! - [`served`]: bytes served of each account's content, for its usage.
-//! - [`content_kind`]: what an upload is, from its first bytes.
+//! - [`detect`]: what an upload is (a CAR, an archive to extract, or a file), decided once for
+//!   every way in.
+//! - [`ingest`]: an upload's bytes into stored blocks (the pack, the file and CAR imports).
 //! - [`metrics`]: the process's counters and their Prometheus text.
 
 pub mod config;
-pub mod content_kind;
+pub mod detect;
 pub mod events;
 pub mod gc;
+pub mod ingest;
 pub mod ipni_publisher;
 pub mod metrics;
 pub mod names;

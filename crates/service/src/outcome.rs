@@ -3,12 +3,12 @@
 
 use std::io;
 
-use cairn_store::model::Packed;
-use cairn_store::model::{OperationError, StoredDag};
+use cairn_store::model::{Content, OperationError, Packed, StoredDag};
 
 /// What processing an operation came to.
 pub(crate) enum Outcome {
-    Done(StoredDag, Packed),
+    /// Stored: its root, the pack of its new blocks, and what an upload was found to be.
+    Done(StoredDag, Packed, Option<Content>),
     /// The operation fails with this error (a pin's content not found, for instance).
     Refused(OperationError),
     /// The archive is at fault: the operation fails with `invalid_archive`.

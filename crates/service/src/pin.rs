@@ -157,7 +157,7 @@ pub(crate) async fn fetch(
                     size: pack.dag_bytes(),
                 };
                 return match pack.seal() {
-                    Ok(sealed) => Outcome::Done(dag, sealed),
+                    Ok(sealed) => Outcome::Done(dag, sealed, None),
                     Err(e) => Outcome::Failed(e),
                 };
             }

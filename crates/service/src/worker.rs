@@ -14,15 +14,14 @@ use std::time::{Duration, Instant};
 
 use cairn_archive::extract::SourceStats;
 use cairn_archive::{ArchiveError, Extractor, Limits};
-use cairn_car::{CarError, CarLimits, CarReader, ImportError};
-use cairn_store::model::{ArchiveMode, Operation, OperationError, OperationKind, StoredDag};
-use cairn_store::packs::PackWriter;
+use cairn_store::model::{Operation, OperationError, OperationKind, StoredAs, StoredDag};
 use cairn_store::StoreError;
-use cairn_unixfs::{Cid, FileImporter, Profile};
+use cairn_unixfs::Profile;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::content_kind::ContentKind;
+use crate::detect::{ArchiveFormat, ContentKind, Detected, Detection, Refused, HEAD_BYTES};
+use crate::ingest::{self, CarFault};
 use crate::outcome::Outcome;
 use crate::Service;
 use cairn_store::blocks::StoredBlockReader;
@@ -128,10 +127,10 @@ async fn process(service: &Service, worker: &str, op: Operation, stop: &watch::R
     watcher.abort();
 
     let finished = match outcome {
-        Outcome::Done(dag, packed) => {
+        Outcome::Done(dag, packed, content) => {
             match service
                 .store
-                .complete_operation(op.id, worker, packed, &dag)
+                .complete_operation(op.id, worker, packed, &dag, content.as_ref())
                 .await
             {
                 Err(e @ StoreError::BlocksCollected(_)) => {
@@ -218,10 +217,10 @@ fn failure(code: &str, message: String) -> OperationError {
     }
 }
 
-/// Runs on a blocking thread: import the bytes of `op` into a new pack. An archive is
-/// extracted (unless the upload asked to preserve it), a CAR is imported as-is and verified,
-/// anything else becomes a UnixFS file: exactly what a POST does, for TUS uploads and for
-/// archives staged by a POST.
+/// Runs on a blocking thread: import the bytes of `op` into a new pack, as what detection finds
+/// them to be (`detect`): an archive is extracted, a CAR is imported as-is and verified,
+/// anything else becomes a UnixFS file. Exactly what a POST does, for TUS uploads and for
+/// archives staged by a POST (which a POST has already found to be one).
 fn process_bytes(
     service: &Service,
     worker: &str,
@@ -249,25 +248,29 @@ fn process_bytes(
     };
     let mut input = io::BufReader::with_capacity(1 << 20, file);
     let head = match io::BufRead::fill_buf(&mut input) {
-        Ok(head) => head.to_vec(),
+        Ok(head) => head[..head.len().min(HEAD_BYTES)].to_vec(),
         Err(e) => return Outcome::Failed(e),
     };
-    let kind = ContentKind::of(&head);
-    let known = {
-        let (runtime, store) = (runtime.clone(), service.store.clone());
-        Box::new(move |multihash: &[u8]| {
-            runtime
-                .block_on(store.has_block(multihash))
-                .map_err(io::Error::other)
-        })
+    let detected = match what_it_is(op, &head, &mut input).and_then(|found| {
+        input.rewind()?;
+        Ok(found)
+    }) {
+        Ok(Ok(detected)) => detected,
+        Ok(Err(Refused::InvalidArchive(message) | Refused::NotAnArchive(message))) => {
+            return Outcome::Invalid(message)
+        }
+        Err(e) => return Outcome::Failed(e),
     };
-    let mut pack = match service.packs.writer(known) {
+    if let Some(refusal) = link_refuses(service, &runtime, op, &detected.media_type) {
+        return Outcome::Refused(refusal);
+    }
+    let mut pack = match ingest::new_pack(&service.store, &service.packs) {
         Ok(pack) => pack,
         Err(e) => return Outcome::Failed(e),
     };
     // The stage a stream shows (`progress` events), the message's first word.
-    let stage = match kind {
-        ContentKind::Archive(_) if op.archive_mode != Some(ArchiveMode::Preserve) => "extracting",
+    let stage = match detected.kind {
+        ContentKind::Archive(_) => "extracting",
         _ => "importing",
     };
     let lost = AtomicBool::new(false);
@@ -302,8 +305,8 @@ fn process_bytes(
         }
         Ok(())
     };
-    let root = match kind {
-        ContentKind::Archive(format) if op.archive_mode != Some(ArchiveMode::Preserve) => {
+    let root = match detected.kind {
+        ContentKind::Archive(format) => {
             let extractor = Extractor::new(
                 profile,
                 limits,
@@ -315,18 +318,16 @@ fn process_bytes(
         }
         ContentKind::Car => {
             let mut stored = StoredBlockReader::new(service.store.clone(), service.packs.clone());
-            import_car(
-                ProgressReader::new(input, &mut progress),
-                &mut pack,
-                &mut stored,
-            )
+            let input = ProgressReader::new(input, &mut progress);
+            ingest::import_car(input, &mut pack, &mut stored).map_err(|fault| match fault {
+                CarFault::Invalid(message) => ArchiveError::Archive(message),
+                CarFault::Io(e) => ArchiveError::Io(e),
+            })
         }
-        _ => import_file(
-            ProgressReader::new(input, &mut progress),
-            profile,
-            &mut pack,
-        )
-        .map_err(ArchiveError::Io),
+        ContentKind::File => {
+            let input = ProgressReader::new(input, &mut progress);
+            ingest::import_file(input, profile, &mut pack).map_err(ArchiveError::Io)
+        }
     };
     if abandon.load(Ordering::Relaxed) || lost.load(Ordering::Relaxed) {
         return Outcome::Abandoned;
@@ -343,7 +344,7 @@ fn process_bytes(
                 size: pack.dag_bytes(),
             };
             match pack.seal() {
-                Ok(sealed) => Outcome::Done(dag, sealed),
+                Ok(sealed) => Outcome::Done(dag, sealed, Some(detected.content())),
                 Err(e) => Outcome::Failed(e),
             }
         }
@@ -360,36 +361,50 @@ fn process_bytes(
     }
 }
 
-/// A plain file, hashed on every core.
-fn import_file(mut input: impl Read, profile: &Profile, pack: &mut PackWriter) -> io::Result<Cid> {
-    let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
-    let mut importer = FileImporter::with_threads(profile, pack, threads);
-    let mut buf = vec![0u8; 4 * profile.chunk_size];
-    loop {
-        let n = input.read(&mut buf)?;
-        if n == 0 {
-            return Ok(importer.finish()?.cid);
-        }
-        importer.push(&buf[..n])?;
+/// What the upload's bytes are. A POST found an archive to stage already, and recorded its
+/// format; a TUS upload is looked at now, as a POST would be (with the file name it was sent
+/// with, and no `archive_mode` sent outright: TUS always records one).
+fn what_it_is(
+    op: &Operation,
+    head: &[u8],
+    upload: &mut (impl Read + Seek),
+) -> io::Result<Result<Detected, Refused>> {
+    let mode = op.archive_mode.unwrap_or_default();
+    let detection = Detection::new(op.file_name.as_deref(), mode, false);
+    let staged = (op.stored_as == Some(StoredAs::Archive))
+        .then(|| {
+            op.archive_format
+                .as_deref()
+                .and_then(ArchiveFormat::from_archive_name)
+        })
+        .flatten();
+    match staged {
+        Some(format) => Ok(Ok(detection.detected(ContentKind::Archive(format), head))),
+        None => detection.detect(head, upload),
     }
 }
 
-/// A CAR, imported as-is: every block verified, the DAG complete (`docs/contract.md`). Its faults are
-/// the upload's, reported like an invalid archive.
-fn import_car(
-    input: impl Read,
-    pack: &mut PackWriter,
-    stored: &mut StoredBlockReader,
-) -> Result<Cid, ArchiveError> {
-    let reader = CarReader::new(input, CarLimits::default()).map_err(|e| car_error(e.into()))?;
-    cairn_car::import_complete(reader, pack, stored).map_err(car_error)
-}
-
-fn car_error(e: ImportError) -> ArchiveError {
-    match e {
-        ImportError::Car(CarError::Io(io)) => ArchiveError::Io(io),
-        other => ArchiveError::Archive(format!("invalid CAR file: {other}")),
-    }
+/// Why the link an upload came through does not take it, if it does not: its `mimeTypes` are
+/// held against the type its bytes bear out, not the one its uploader declared.
+fn link_refuses(
+    service: &Service,
+    runtime: &tokio::runtime::Handle,
+    op: &Operation,
+    media_type: &str,
+) -> Option<OperationError> {
+    let link_id = op.link_id.as_deref()?;
+    // A link gone since the upload began no longer limits it: its uploads stand.
+    let link = runtime
+        .block_on(service.store.link(link_id))
+        .ok()
+        .flatten()?;
+    (!link.accepts_type(media_type)).then(|| OperationError {
+        code: "unsupported_media_type".to_owned(),
+        message: format!(
+            "this link takes {} uploads, and the bytes are {media_type}",
+            link.mime_types.join(", ")
+        ),
+    })
 }
 
 /// Reports bytes read to the progress callback (which may also stop the work).

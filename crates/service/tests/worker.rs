@@ -33,6 +33,8 @@ async fn process(
         keyvalues: Default::default(),
         key_id: None,
         link_id: None,
+        file_name: None,
+        content: None,
     };
     let queued = service.store.record_upload(upload, None).await.unwrap();
     service.queue.notify_waiters();

@@ -52,13 +52,13 @@ use events::{
     Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, NewDeliveries, Usage,
     Webhook,
 };
-use model::Packed;
 use model::{
     Account, BlockLocation, Collected, Collection, IndexedBlock, IpniChain, IpniPublication,
     KeptFilter, LeaseAttempt, LogPlace, NewPin, NewTusUpload, NewUpload, NodeRecord, Operation,
     OperationError, OperationFilter, OperationRef, OperationStatus, ProvideProgress, StoredDag,
     TusState, TusUpload,
 };
+use model::{Content, Packed};
 use names::{ForeignRecord, KeptName};
 use std::collections::BTreeMap;
 
@@ -317,12 +317,14 @@ pub trait MetadataStore: Send + Sync {
     ) -> Result<bool, StoreError>;
     /// Finish a claimed operation: index its pack and keep its root, as
     /// `commit_completed_upload` does, and mark it completed, in one transaction.
+    /// `content` is what the worker found the upload to be (`None` for a pin).
     async fn complete_operation(
         &self,
         id: i64,
         worker: &str,
         packed: Packed,
         dag: &StoredDag,
+        content: Option<&Content>,
     ) -> Result<Operation, StoreError>;
     /// Give a claimed operation back to the queue, to be processed again from the start.
     async fn release_operation(&self, id: i64, worker: &str) -> Result<(), StoreError>;

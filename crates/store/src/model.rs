@@ -160,6 +160,50 @@ impl FromStr for ArchiveMode {
     }
 }
 
+/// What an upload's bytes are stored as, once they were looked at (`docs/contract.md`, "What
+/// counts as an archive").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoredAs {
+    /// One UnixFS file of its bytes.
+    File,
+    /// The directory of an archive's entries.
+    Archive,
+    /// A CAR's blocks, as they are.
+    Car,
+}
+
+impl StoredAs {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::File => "file",
+            Self::Archive => "archive",
+            Self::Car => "car",
+        }
+    }
+}
+
+impl FromStr for StoredAs {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "file" => Self::File,
+            "archive" => Self::Archive,
+            "car" => Self::Car,
+            other => return Err(format!("unknown content kind {other:?}")),
+        })
+    }
+}
+
+/// What an upload was found to be: how it is stored, an archive's format, its media type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Content {
+    pub stored_as: StoredAs,
+    /// For an archive, its format as records name it (`zip`, `tar.gz`, `7z`, ...).
+    pub archive_format: Option<String>,
+    pub media_type: String,
+}
+
 /// An upload and the operation that processes it (one each: they are created together).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Operation {
@@ -193,6 +237,13 @@ pub struct Operation {
     pub key_id: Option<i64>,
     /// The upload link it was sent through.
     pub link_id: Option<String>,
+    /// The file name the uploader sent (a multipart part's, TUS `filename`), which detection
+    /// reads.
+    pub file_name: Option<String>,
+    /// How its bytes are stored, once they were looked at (a TUS upload's when processed).
+    pub stored_as: Option<StoredAs>,
+    /// An archive's format (`zip`, `tar.gz`, ...), once found.
+    pub archive_format: Option<String>,
 }
 
 /// A completed DAG as it is committed: its root and its size (the distinct blocks' bytes).
@@ -233,6 +284,8 @@ pub struct KeptFilter {
     pub with_cid: bool,
     /// Uploads only, not pins by CID.
     pub uploads_only: bool,
+    /// Only the uploads sent through this upload link.
+    pub link_id: Option<String>,
     /// Strictly older than this (the cursor of the previous page).
     pub cursor: Option<KeptKey>,
     pub limit: u32,
@@ -290,6 +343,11 @@ pub struct NewUpload {
     pub key_id: Option<i64>,
     /// The upload link it was sent through.
     pub link_id: Option<String>,
+    /// The file name the uploader sent, for detection when its bytes are processed later.
+    pub file_name: Option<String>,
+    /// What it was found to be, when that is known as it is recorded (a POST's); its
+    /// `media_type` then replaces `mime_type`.
+    pub content: Option<Content>,
 }
 
 /// How an operation is addressed: by integer id or by the id of its upload.

@@ -39,6 +39,8 @@ fn upload(id: &str, account_id: i64) -> NewUpload {
         keyvalues: KeyValues::default(),
         key_id: None,
         link_id: None,
+        file_name: None,
+        content: None,
     }
 }
 
@@ -646,19 +648,28 @@ async fn the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claim
         .unwrap());
 
     // Completion indexes the pack, sets the CID, and only the current holder may do it.
+    // What the worker found the bytes to be is kept with it, and the media type it found.
     let (dag, pack) = pack_content(store, packs, b"queued content").await;
+    let found = crate::model::Content {
+        stored_as: crate::model::StoredAs::Archive,
+        archive_format: Some("tar.gz".into()),
+        media_type: "application/gzip".into(),
+    };
     assert!(store
-        .complete_operation(second.id, "w2", Packed::default(), &dag)
+        .complete_operation(second.id, "w2", Packed::default(), &dag, Some(&found))
         .await
         .is_err());
     let done = store
-        .complete_operation(second.id, "w4", pack, &dag)
+        .complete_operation(second.id, "w4", pack, &dag, Some(&found))
         .await
         .unwrap();
     assert_eq!(done.status, OperationStatus::Completed);
     assert_eq!(done.progress_percent, 100.0);
     assert_eq!(done.cid.as_deref(), Some(dag.cid.as_str()));
     assert_eq!(done.dag_size, Some(dag.size));
+    assert_eq!(done.stored_as, Some(crate::model::StoredAs::Archive));
+    assert_eq!(done.archive_format.as_deref(), Some("tar.gz"));
+    assert_eq!(done.mime_type, "application/gzip");
 
     let failed = store
         .fail_operation(
@@ -675,7 +686,7 @@ async fn the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claim
     assert!(failed.completed_at_ms.is_some());
     // Terminal states never change.
     assert!(store
-        .complete_operation(first.id, "w1", Packed::default(), &dag)
+        .complete_operation(first.id, "w1", Packed::default(), &dag, None)
         .await
         .is_err());
     assert!(store.claim_next("w5", minute).await.unwrap().is_none());
@@ -1169,10 +1180,29 @@ async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
     let pack = packed.pack.clone().expect("new content makes a pack");
     assert_eq!(dag.size, pack.stored_bytes(), "every block was new");
     let first_block = pack.blocks[0].clone();
+    // What the upload was found to be is kept with it; its media type is the one found.
+    let found = crate::model::Content {
+        stored_as: crate::model::StoredAs::File,
+        archive_format: None,
+        media_type: "application/gzip".into(),
+    };
+    let sent = NewUpload {
+        file_name: Some("dump.sql.gz".into()),
+        content: Some(found),
+        ..upload("u1", bob.id)
+    };
     let op = store
-        .commit_completed_upload(upload("u1", bob.id), packed, &dag)
+        .commit_completed_upload(sent, packed, &dag)
         .await
         .unwrap();
+    assert_eq!(
+        (op.file_name.as_deref(), op.stored_as, op.mime_type.as_str()),
+        (
+            Some("dump.sql.gz"),
+            Some(crate::model::StoredAs::File),
+            "application/gzip"
+        )
+    );
     assert_eq!(op.status, OperationStatus::Completed);
     assert_eq!(op.cid.as_deref(), Some(dag.cid.as_str()));
     assert_eq!(op.progress_percent, 100.0);
@@ -1546,7 +1576,7 @@ async fn uploads_and_pins_are_listed_filtered_and_deleted(
     let claimed = next_pin().await;
     let dag = root(claimed.cid.as_deref().unwrap(), 10);
     store
-        .complete_operation(claimed.id, "wk", Packed::default(), &dag)
+        .complete_operation(claimed.id, "wk", Packed::default(), &dag, None)
         .await
         .unwrap();
     counts_match_rows(store, claimed.account_id).await;

@@ -182,6 +182,8 @@ async fn a_stored_block_is_never_served_once_it_rots_even_just_after_it_was_serv
         keyvalues: KeyValues::default(),
         key_id: None,
         link_id: None,
+        file_name: None,
+        content: None,
     };
     store
         .commit_completed_upload(upload, packed, &dag)

@@ -34,20 +34,15 @@ pub fn extract(
 ) -> Result<Link, ArchiveError> {
     let source = extractor.source().clone();
     let counted = source.wrap(input);
-    let decoded: Box<dyn Read + '_> = match format {
-        ArchiveFormat::Tar => Box::new(counted),
-        ArchiveFormat::Gzip => Box::new(flate2::read::MultiGzDecoder::new(counted)),
-        ArchiveFormat::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(counted)),
-        ArchiveFormat::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(counted)),
-        ArchiveFormat::Zstd => Box::new(
-            ruzstd::decoding::StreamingDecoder::new(counted)
-                .map_err(|e| ArchiveError::Archive(format!("invalid zstd stream: {e}")))?,
-        ),
+    let decoded = match format {
         ArchiveFormat::Zip | ArchiveFormat::SevenZ => {
             return Err(ArchiveError::Archive(format!(
                 "{format:?} is not a tar format"
             )))
         }
+        tar_family => tar_family.decoder(counted).map_err(|e| {
+            ArchiveError::Archive(format!("invalid {} stream: {e}", tar_family.name()))
+        })?,
     };
     let mut stream = TarStream::new(decoded, source, extractor.limits().clone());
     while let Some(member) = stream.next_member(&mut extractor)? {

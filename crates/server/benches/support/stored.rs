@@ -50,6 +50,8 @@ pub async fn store_file(
         keyvalues: Default::default(),
         key_id: None,
         link_id: None,
+        file_name: None,
+        content: None,
     };
     store
         .commit_completed_upload(upload, pack.seal().unwrap(), &dag)

@@ -3,7 +3,9 @@
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::Json;
-use cairn_store::model::{ArchiveMode, Operation, OperationFilter, OperationRef, OperationStatus};
+use cairn_store::model::{
+    ArchiveMode, Operation, OperationFilter, OperationRef, OperationStatus, StoredAs,
+};
 use serde::{Deserialize, Serialize};
 
 use super::{query, rfc3339};
@@ -29,6 +31,11 @@ pub struct OperationRecord {
     size: u64,
     mime_type: String,
     archive_mode: Option<&'static str>,
+    /// What the bytes are stored as (`file`, `archive`, `car`); `null` until they were looked
+    /// at (a TUS upload's until it is processed) and for pins.
+    kind: Option<&'static str>,
+    /// The archive format found (`zip`, `tar.gz`, ...), for an archive.
+    archive_format: Option<String>,
     created_at: String,
     updated_at: String,
     completed_at: Option<String>,
@@ -50,6 +57,8 @@ impl From<Operation> for OperationRecord {
             size: op.size,
             mime_type: op.mime_type,
             archive_mode: op.archive_mode.map(ArchiveMode::as_str),
+            kind: op.stored_as.map(StoredAs::as_str),
+            archive_format: op.archive_format,
             created_at: rfc3339(op.created_at_ms),
             updated_at: rfc3339(op.updated_at_ms),
             completed_at: op.completed_at_ms.map(rfc3339),
@@ -68,6 +77,10 @@ pub struct UploadResult {
     mime_type: String,
     operation_id: i64,
     status: &'static str,
+    /// What the bytes are stored as (`file`, `archive`, `car`), once looked at.
+    kind: Option<&'static str>,
+    /// The archive format found, for an archive.
+    archive_format: Option<String>,
     created_at: String,
     /// What it is tagged with (`{}` when nothing).
     keyvalues: serde_json::Value,
@@ -85,6 +98,8 @@ impl From<Operation> for UploadResult {
             mime_type: op.mime_type,
             operation_id: op.id,
             status: op.status.as_str(),
+            kind: op.stored_as.map(StoredAs::as_str),
+            archive_format: op.archive_format,
             created_at: rfc3339(op.created_at_ms),
             keyvalues: (&op.keyvalues).into(),
             link: op.link_id,

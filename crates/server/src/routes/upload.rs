@@ -15,7 +15,6 @@ use axum::extract::{Multipart, Path, Query, State};
 use axum::http::{header, HeaderMap};
 use axum::Json;
 use bytes::{Bytes, BytesMut};
-use cairn_car::{CarError, CarLimits, CarReader, ImportError};
 use cairn_store::model::{ArchiveMode, KeyValues, NewUpload, OperationKind, Packed, StoredDag};
 use cairn_store::packs;
 use cairn_store::staging::Staging;
@@ -29,7 +28,10 @@ use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::routes::operations::UploadResult;
 use crate::state::AppState;
-use cairn_service::content_kind::{self, ContentKind, HEAD_BYTES};
+use cairn_service::detect::{
+    ArchiveFormat, ContentKind, Detected, Detection, FirstLook, Refused, HEAD_BYTES,
+};
+use cairn_service::ingest::{self, CarFault};
 use cairn_service::metrics::UploadKind;
 use cairn_store::blocks::StoredBlockReader;
 
@@ -123,28 +125,33 @@ async fn receive_upload(
     let name = (uploader.link())
         .and_then(|link| link.name.clone())
         .or(form.name);
+    let found = &received.detected;
+    let kind = match found.kind {
+        ContentKind::Car => UploadKind::Car,
+        _ if received.begins_like_archive => UploadKind::PreservedArchive,
+        _ => UploadKind::File,
+    };
     let upload = NewUpload {
         upload_id: intent.upload_id,
         account_id: account.id,
-        kind: match received.kind {
+        kind: match found.kind {
             ContentKind::Car => OperationKind::CarImport,
             _ => OperationKind::Upload,
         },
         name: name
-            .or(received.file_name)
+            .or_else(|| received.file_name.clone())
             .unwrap_or_else(|| "file".to_owned()),
         size: received.size,
-        mime_type: received.mime_type,
-        archive_mode: matches!(received.kind, ContentKind::Archive(_)).then_some(intent.mode),
+        mime_type: found.media_type.clone(),
+        archive_mode: (matches!(found.kind, ContentKind::Archive(_))
+            || received.begins_like_archive)
+            .then_some(intent.mode),
         profile: intent.profile.name.to_owned(),
         keyvalues,
         key_id: uploader.key_id(),
         link_id: uploader.link_id(),
-    };
-    let kind = match received.kind {
-        ContentKind::Car => UploadKind::Car,
-        ContentKind::Archive(_) => UploadKind::PreservedArchive,
-        ContentKind::Plain => UploadKind::File,
+        content: Some(found.content()),
+        file_name: received.file_name,
     };
     let operation = match received.stored {
         Stored::Content { dag, packed } => {
@@ -311,8 +318,9 @@ struct Received {
     stored: Stored,
     size: u64,
     file_name: Option<String>,
-    mime_type: String,
-    kind: ContentKind,
+    detected: Detected,
+    /// Its bytes begin like an archive (kept whole, by `archive_mode=preserve` or as a file).
+    begins_like_archive: bool,
 }
 
 /// Where a received part went.
@@ -337,6 +345,24 @@ enum Failure {
     Io(io::Error),
 }
 
+impl From<CarFault> for Failure {
+    fn from(fault: CarFault) -> Self {
+        match fault {
+            CarFault::Invalid(message) => Self::Invalid(message),
+            CarFault::Io(e) => Self::Io(e),
+        }
+    }
+}
+
+impl From<Refused> for ApiError {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::InvalidArchive(message) => ApiError::InvalidArchive(message),
+            Refused::NotAnArchive(message) => ApiError::BadRequest(message),
+        }
+    }
+}
+
 impl From<io::Error> for Failure {
     fn from(e: io::Error) -> Self {
         Self::Io(e)
@@ -353,7 +379,10 @@ pub fn check_name(name: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The file part: checked against the key or link (its type), then received.
+/// The file part, received as what it is (`detect`): a file or a CAR streams into a pack; what
+/// begins like an archive is staged whole, then settled from the staged bytes: an archive stays
+/// staged for a worker, anything else is imported from there. The key's or link's media types
+/// are held against what the bytes are.
 async fn receive_file(
     state: &AppState,
     uploader: &Uploader,
@@ -361,43 +390,28 @@ async fn receive_file(
     intent: &Intent,
     field: Field<'_>,
 ) -> Result<Received, ApiError> {
-    uploader.check_type(field.content_type().unwrap_or("application/octet-stream"))?;
-    let Intent {
-        upload_id,
-        profile,
-        mode,
-        extract_asked,
-    } = intent;
+    let declared = field.content_type().map(str::to_owned);
+    uploader.check_type(None, declared.as_deref())?;
     let file_name = field.file_name().map(str::to_owned);
-    let mut part = FilePart::new(field, limit, PIECE_CHUNKS * profile.chunk_size);
+    let detection = Detection::new(file_name.as_deref(), intent.mode, intent.extract_asked);
+    let mut part = FilePart::new(field, limit, PIECE_CHUNKS * intent.profile.chunk_size);
     let head = part.head().await?;
-    let kind = ContentKind::of(&head);
-    if *extract_asked && kind == ContentKind::Plain {
-        return Err(ApiError::BadRequest(
-            "archive_mode=extract was asked for, but the file is not a recognised archive \
-             (zip, 7z, tar, tar.gz, tar.bz2, tar.xz or tar.zst)"
-                .into(),
-        ));
+    let look = detection.first_look(&head)?;
+    if let FirstLook::Is(kind) = look {
+        uploader.check_type(Some(&detection.detected(kind, &head).media_type), None)?;
     }
-    let stage = matches!(
-        (kind, mode),
-        (ContentKind::Archive(_), ArchiveMode::Extract)
-    );
 
     // Four pieces in flight: network reads overlap hashing without buffering the body.
     let (tx, rx) = mpsc::channel::<Piece>(4);
     let import = tokio::task::spawn_blocking({
-        let store = state.service.store.clone();
-        let packs = state.service.packs.clone();
-        let profile = profile.clone();
+        let (store, packs) = (state.service.store.clone(), state.service.packs.clone());
         let staging = state.service.staging.clone();
-        let upload_id = upload_id.to_owned();
+        let (profile, upload_id) = (intent.profile.clone(), intent.upload_id.clone());
         move || {
             let input = PieceReader::new(rx);
-            if stage {
-                stage_part(input, &staging, &upload_id)
-            } else {
-                store_part(kind, input, &profile, &packs, store)
+            match look {
+                FirstLook::Is(kind) => store_part(kind, input, &profile, &packs, store),
+                FirstLook::MayBeArchive(_) => stage_part(input, &staging, &upload_id),
             }
         }
     });
@@ -423,17 +437,99 @@ async fn receive_file(
     }
     let stored = match import.await.map_err(ApiError::internal)? {
         Ok(stored) => stored,
-        Err(Failure::Invalid(message)) => return Err(ApiError::InvalidArchive(message)),
-        Err(Failure::Io(e)) => return Err(ApiError::storage(e)),
+        Err(failure) => return Err(failure.into()),
     };
     streamed?;
+    let (stored, detected) = match look {
+        FirstLook::Is(kind) => (stored, detection.detected(kind, &head)),
+        FirstLook::MayBeArchive(format) => {
+            settle_staged(state, uploader, intent, &detection, format, &head).await?
+        }
+    };
     Ok(Received {
         stored,
         size: part.received(),
-        mime_type: content_kind::mime_type(&head, file_name.as_deref()),
         file_name,
-        kind,
+        detected,
+        begins_like_archive: ArchiveFormat::detect(&head).is_some(),
     })
+}
+
+/// A staged part that began like an archive: left staged for a worker if it is one (and the
+/// key or link takes it), else imported from the staging as what it is, and unstaged.
+async fn settle_staged(
+    state: &AppState,
+    uploader: &Uploader,
+    intent: &Intent,
+    detection: &Detection,
+    format: ArchiveFormat,
+    head: &[u8],
+) -> Result<(Stored, Detected), ApiError> {
+    let staging = state.service.staging.clone();
+    let upload_id = intent.upload_id.clone();
+    let unstage = || {
+        let (staging, upload_id) = (staging.clone(), upload_id.clone());
+        async move {
+            let removed = tokio::task::spawn_blocking(move || staging.remove(&upload_id)).await;
+            if let Err(e) = removed.map_err(io::Error::other).and_then(|r| r) {
+                tracing::warn!(error = %e, "unstaging an upload failed; the sweep removes it");
+            }
+        }
+    };
+    let decided = {
+        let (staging, upload_id, detection, head) = (
+            staging.clone(),
+            upload_id.clone(),
+            detection.clone(),
+            head.to_vec(),
+        );
+        tokio::task::spawn_blocking(move || {
+            detection.decide(format, &head, staging.open_upload(&upload_id)?)
+        })
+        .await
+        .map_err(ApiError::internal)?
+    };
+    let detected = match decided {
+        Ok(Ok(detected)) => detected,
+        Ok(Err(refused)) => {
+            unstage().await;
+            return Err(refused.into());
+        }
+        Err(e) => {
+            unstage().await;
+            return Err(ApiError::storage(e));
+        }
+    };
+    if let Err(refused) = uploader.check_type(Some(&detected.media_type), None) {
+        unstage().await;
+        return Err(refused);
+    }
+    if let ContentKind::Archive(_) = detected.kind {
+        return Ok((Stored::Staged, detected));
+    }
+    let kind = detected.kind;
+    let imported = {
+        let (store, packs) = (state.service.store.clone(), state.service.packs.clone());
+        let (staging, upload_id, profile) =
+            (staging.clone(), upload_id.clone(), intent.profile.clone());
+        tokio::task::spawn_blocking(move || {
+            let staged = io::BufReader::with_capacity(1 << 20, staging.open_upload(&upload_id)?);
+            store_bytes(kind, staged, &profile, &packs, store)
+        })
+        .await
+        .map_err(ApiError::internal)?
+    };
+    unstage().await;
+    Ok((imported?, detected))
+}
+
+impl From<Failure> for ApiError {
+    fn from(failure: Failure) -> Self {
+        match failure {
+            Failure::Invalid(message) => ApiError::InvalidArchive(message),
+            Failure::Io(e) => ApiError::storage(e),
+        }
+    }
 }
 
 /// A `file` part as it arrives: every byte counted against the account's upload limit, the
@@ -530,7 +626,8 @@ impl<'m> FilePart<'m> {
 }
 
 /// Runs on a blocking thread: store the part into a new pack until `End`. A CAR is imported
-/// as-is (verified and complete); anything else becomes a UnixFS file.
+/// as-is (verified and complete); anything else becomes a UnixFS file, hashed straight from
+/// the pieces as they arrive.
 fn store_part(
     kind: ContentKind,
     mut input: PieceReader,
@@ -538,33 +635,41 @@ fn store_part(
     packs: &packs::Packs,
     store: Arc<dyn MetadataStore>,
 ) -> Result<Stored, Failure> {
-    let runtime = tokio::runtime::Handle::current();
-    let known = {
-        let (runtime, store) = (runtime.clone(), store.clone());
-        Box::new(move |multihash: &[u8]| {
-            runtime
-                .block_on(store.has_block(multihash))
-                .map_err(io::Error::other)
-        })
-    };
+    if kind == ContentKind::Car {
+        let stored = store_bytes(kind, &mut input, profile, packs, store)?;
+        // A CAR may end before its last multipart byte; the part must still end cleanly.
+        io::copy(&mut input, &mut io::sink())?;
+        return Ok(stored);
+    }
     // Dropping the pack writer on any error deletes its temporary file.
-    let mut pack = packs.writer(known)?;
+    let mut pack = ingest::new_pack(&store, packs)?;
+    let mut importer = FileImporter::with_threads(profile, &mut pack, ingest::hashing_threads());
+    while let Some(piece) = input.next_piece()? {
+        importer.push(&piece)?;
+    }
+    let root = importer.finish()?.cid;
+    sealed(root, pack)
+}
+
+/// Runs on a blocking thread: store `input` whole as `kind` (a CAR or a file) into a new pack.
+fn store_bytes(
+    kind: ContentKind,
+    input: impl Read,
+    profile: &Profile,
+    packs: &packs::Packs,
+    store: Arc<dyn MetadataStore>,
+) -> Result<Stored, Failure> {
+    let mut pack = ingest::new_pack(&store, packs)?;
     let root = if kind == ContentKind::Car {
-        let reader = CarReader::new(&mut input, CarLimits::default())
-            .map_err(|e| car_failure(ImportError::Car(e)))?;
         let mut stored = StoredBlockReader::new(store, packs.clone());
-        cairn_car::import_complete(reader, &mut pack, &mut stored).map_err(car_failure)?
+        ingest::import_car(input, &mut pack, &mut stored)?
     } else {
-        // Hash leaves on every core; the CID does not depend on it.
-        let threads = std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN);
-        let mut importer = FileImporter::with_threads(profile, &mut pack, threads);
-        while let Some(piece) = input.next_piece()? {
-            importer.push(&piece)?;
-        }
-        importer.finish()?.cid
+        ingest::import_file(input, profile, &mut pack)?
     };
-    // A CAR may end before its last multipart byte; the part must still end cleanly.
-    io::copy(&mut input, &mut io::sink())?;
+    sealed(root, pack)
+}
+
+fn sealed(root: cairn_unixfs::Cid, pack: packs::PackWriter) -> Result<Stored, Failure> {
     let dag = StoredDag {
         cid: root.to_string(),
         size: pack.dag_bytes(),
@@ -585,13 +690,6 @@ fn stage_part(
     io::copy(&mut input, &mut staged)?;
     staged.commit()?;
     Ok(Stored::Staged)
-}
-
-fn car_failure(e: ImportError) -> Failure {
-    match e {
-        ImportError::Car(CarError::Io(io)) => Failure::Io(io),
-        other => Failure::Invalid(format!("invalid CAR file: {other}")),
-    }
 }
 
 /// The multipart part as a `Read` on the blocking side.

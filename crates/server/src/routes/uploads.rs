@@ -53,6 +53,8 @@ pub struct ListParams {
     status: Option<String>,
     before: Option<String>,
     after: Option<String>,
+    /// Only the uploads sent through this upload link.
+    link: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -95,6 +97,7 @@ pub async fn list(
         created_after_ms: query::time("after", params.after.as_deref())?,
         keyvalues: query::keyvalues(&pairs)?,
         uploads_only: true,
+        link_id: params.link,
         cursor: params.cursor.as_deref().map(parse_cursor).transpose()?,
         limit,
         ..KeptFilter::default()

@@ -53,6 +53,7 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/api/upload/tus/{id}",
             post(method_override)
+                .get(upload_status)
                 .head(head_upload)
                 .patch(patch)
                 .delete(delete)
@@ -64,14 +65,15 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// T1: every response carries `Tus-Resumable`; a request other than OPTIONS with another
-/// version (or none) gets `412` with `Tus-Version` and is not processed.
+/// version (or none) gets `412` with `Tus-Version` and is not processed. A GET is not TUS (it
+/// reads an upload's state, from a page that speaks no TUS).
 async fn tus_resumable(request: Request, next: Next) -> Response {
     let version = request
         .headers()
         .get("tus-resumable")
         .map(|v| v.to_str().unwrap_or("?").to_owned());
     let mut response = match version.as_deref() {
-        _ if request.method() == Method::OPTIONS => next.run(request).await,
+        _ if matches!(*request.method(), Method::OPTIONS | Method::GET) => next.run(request).await,
         Some(headers::TUS_VERSION) => next.run(request).await,
         other => {
             ApiError::PreconditionFailed(other.unwrap_or("(missing)").to_owned()).into_response()
@@ -149,6 +151,8 @@ pub fn concat(value: Option<&str>) -> Result<TusConcat, ApiError> {
 /// What the metadata asks for, validated.
 struct Intent {
     name: String,
+    /// The file's own name (`filename` or `name`), which detection reads.
+    file_name: Option<String>,
     mime_type: String,
     archive_mode: ArchiveMode,
     profile: Profile,
@@ -186,12 +190,14 @@ fn intent(
             })?,
         None => state.service.config.default_profile.clone(),
     };
+    let file_name = get(&["filename", "name"]);
     Ok(Intent {
         keyvalues: with_link_keyvalues(uploader, asked)?,
         name: (uploader.link())
             .and_then(|link| link.name.clone())
-            .or_else(|| get(&["filename", "name"]))
+            .or_else(|| file_name.clone())
             .unwrap_or_else(|| "upload".to_owned()),
+        file_name,
         mime_type: get(&["filetype", "mimeType"])
             .unwrap_or_else(|| "application/octet-stream".to_owned()),
         archive_mode,
@@ -272,11 +278,16 @@ async fn begin(
             "this key or link limits the size of uploads: send Upload-Length".into(),
         ));
     }
+    let with_body = headers::text(&headers, "content-type")? == Some(OFFSET_OCTET_STREAM);
+    if with_body {
+        fits(length, 0, headers::number(&headers, "content-length")?)?;
+    }
     let raw_metadata = headers::text(&headers, "upload-metadata")?
         .unwrap_or_default()
         .to_owned();
     let intent = intent(&state, &uploader, &headers::metadata(&raw_metadata)?)?;
-    uploader.check_type(&intent.mime_type)?;
+    // What the bytes are is checked when they are all in (the worker, `detect`).
+    uploader.check_type(None, Some(&intent.mime_type))?;
     let id = random_name();
     let mut length = length;
     if let TusConcat::Final(parts) = &concat {
@@ -303,6 +314,8 @@ async fn begin(
         keyvalues: intent.keyvalues.clone(),
         key_id: uploader.key_id(),
         link_id: uploader.link_id(),
+        file_name: intent.file_name.clone(),
+        content: None,
     });
     let created = state
         .service
@@ -336,7 +349,6 @@ async fn begin(
     }
     // creation-with-upload (T10): the body is the first chunk.
     let mut offset = 0;
-    let with_body = headers::text(&headers, "content-type")? == Some(OFFSET_OCTET_STREAM);
     if with_body && !matches!(concat, TusConcat::Final(_)) {
         let mut lock = state.tus_locks.acquire(&id).await?;
         let checksum = headers::text(&headers, "upload-checksum")?
@@ -358,6 +370,20 @@ async fn begin(
             .insert("upload-expires", http_date(tus.expires_at_ms));
     }
     Ok(response)
+}
+
+/// `413` before a byte is read when `Content-Length` says the body goes past the length: none
+/// of it would be kept.
+fn fits(length: Option<u64>, offset: u64, sent: Option<u64>) -> Result<(), ApiError> {
+    match (length, sent) {
+        (Some(length), Some(sent)) if offset.saturating_add(sent) > length => {
+            Err(ApiError::PayloadTooLarge(format!(
+                "the body's {sent} bytes at offset {offset} go beyond Upload-Length ({length}); \
+                 nothing was kept"
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn too_large(max: u64) -> ApiError {
@@ -455,6 +481,69 @@ async fn head_found(
         headers.insert("upload-expires", http_date(upload.expires_at_ms));
     }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Whoever sent it learns what became of it, a page with no key too (`Upload-Cid`).
+    if let Some(operation) = operation_of(state, account, &upload).await? {
+        headers.insert("cairn-operation-id", HeaderValue::from(operation.id));
+        headers.insert(
+            "cairn-operation-status",
+            HeaderValue::from_static(operation.status.as_str()),
+        );
+        if let Some(cid) = operation
+            .cid
+            .as_deref()
+            .and_then(|c| HeaderValue::from_str(c).ok())
+        {
+            headers.insert("upload-cid", cid);
+        }
+    }
+    Ok(response)
+}
+
+/// The operation of an upload that has one (a partial upload of a concatenation has none).
+async fn operation_of(
+    state: &AppState,
+    account: &Account,
+    upload: &TusUpload,
+) -> Result<Option<cairn_store::model::Operation>, ApiError> {
+    if upload.operation_id.is_none() {
+        return Ok(None);
+    }
+    let by_upload = cairn_store::model::OperationRef::UploadId(upload.id.clone());
+    Ok(state
+        .service
+        .store
+        .operation(account.id, &by_upload)
+        .await?)
+}
+
+/// What an upload's state is, as JSON: its offset and length, and its operation's status and
+/// CID once known (`UploadState` in the OpenAPI document). The credentials of HEAD: a key, or,
+/// for an upload made through a link, its URL alone.
+async fn upload_status(
+    State(state): State<AppState>,
+    access: UploadAccess,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (account, record) = access.account_and_upload(&state, &id).await?;
+    // Read beside a PATCH under way, not in its place: a page polling never pre-empts it.
+    let upload = check_live(&state, &account, &id, record).await?;
+    let offset = offset_of(&state, &upload).await?;
+    let operation = operation_of(&state, &account, &upload).await?;
+    let body = serde_json::json!({
+        "id": upload.id,
+        "offset": offset,
+        "length": upload.length,
+        "complete": upload.state == TusState::Complete,
+        "operationId": operation.as_ref().map(|op| op.id),
+        "status": operation.as_ref().map(|op| op.status.as_str()),
+        "progressPercent": operation.as_ref().map(|op| op.progress_percent),
+        "cid": operation.as_ref().and_then(|op| op.cid.clone()),
+        "error": operation.as_ref().and_then(crate::routes::operations::error_object),
+    });
+    let mut response = axum::Json(body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
 }
 
@@ -504,6 +593,7 @@ async fn patch(
             }
         }
     }
+    let sent = headers::number(&headers, "content-length")?;
     let received = receive(&state, &upload, &mut lock, checksum, body, |offset| {
         if claimed != offset {
             return Err(ApiError::Conflict(format!(
@@ -515,7 +605,7 @@ async fn patch(
                 "Upload-Length is below the bytes already stored".into(),
             ));
         }
-        Ok(())
+        fits(upload.length, offset, sent)
     })
     .await?;
     let new_offset = received.offset;

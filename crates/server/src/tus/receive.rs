@@ -28,15 +28,18 @@ pub(super) struct Received {
 }
 
 impl Received {
+    /// The body's fault first: past the length, then a checksum that does not match.
     pub(super) fn into_result(self) -> Result<(), ApiError> {
+        if self.beyond_length {
+            return Err(ApiError::PayloadTooLarge(format!(
+                "the body goes beyond Upload-Length; none of it was kept: the upload is still \
+                 at offset {}",
+                self.offset
+            )));
+        }
         if self.checksum_failed {
             return Err(ApiError::ChecksumMismatch(
                 "the chunk does not match Upload-Checksum; it was discarded".into(),
-            ));
-        }
-        if self.beyond_length {
-            return Err(ApiError::PayloadTooLarge(
-                "the body goes beyond Upload-Length; the bytes up to the length were kept".into(),
             ));
         }
         if self.stopping {
@@ -56,8 +59,10 @@ impl Received {
 }
 
 /// Append a request body to the upload. Bytes are kept when the body ends, is cut off (F1),
-/// goes idle (F4), is pre-empted (F3) or the server stops, unless it carried a checksum, which makes the chunk
-/// all-or-nothing. The offset returned is durable: the `204` may follow.
+/// goes idle (F4), is pre-empted (F3) or the server stops, unless it carried a checksum, which
+/// makes the chunk all-or-nothing. A body that goes beyond `Upload-Length` keeps nothing: the
+/// client is told it failed, so nothing of it may complete the upload. The offset returned is
+/// durable: the `204` may follow.
 ///
 /// `accept` sees the upload's offset before any byte is taken, and refuses the body with its
 /// error: the writer reads the offset as it opens the upload's bytes, so a PATCH waits for
@@ -161,7 +166,7 @@ pub(super) async fn receive(
                 next = tokio::time::timeout(state.config.idle_timeout, stream.next()) => next,
             }
         };
-        let mut chunk = match next {
+        let chunk = match next {
             Ok(Some(Ok(chunk))) => chunk,
             Ok(None) => break,
             Err(_) if preempted || stopping => break,
@@ -173,15 +178,15 @@ pub(super) async fn receive(
         };
         if let Some(left) = remaining {
             if chunk.len() as u64 > left {
-                chunk.truncate(left as usize);
                 beyond_length = true;
+                break;
             }
             remaining = Some(left - chunk.len() as u64);
         }
         if let Some(sum) = checksum.as_mut() {
             sum.update(&chunk);
         }
-        if tx.send(Write::Bytes(chunk)).await.is_err() || beyond_length {
+        if tx.send(Write::Bytes(chunk)).await.is_err() {
             break;
         }
     }
@@ -193,7 +198,7 @@ pub(super) async fn receive(
         Write::Abandon
     } else {
         Write::Finish {
-            keep: !checksum_failed,
+            keep: !checksum_failed && !beyond_length,
         }
     };
     let _ = tx.send(finish).await;

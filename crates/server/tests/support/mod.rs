@@ -161,6 +161,20 @@ pub fn tar_gz(entries: &[(&str, &[u8])]) -> Vec<u8> {
     builder.into_inner().unwrap().finish().unwrap()
 }
 
+/// The CID of `bytes` as one file, in the default profile.
+pub fn file_cid(bytes: &[u8]) -> String {
+    let profile = cairn_unixfs::Profile::default();
+    let mut importer = cairn_unixfs::FileImporter::new(&profile, cairn_unixfs::DiscardBlocks);
+    importer.push(bytes).unwrap();
+    importer.finish().unwrap().cid.to_string()
+}
+
+/// An operation's record as it stands.
+pub async fn operation(server: &TestServer, operation_id: i64) -> Value {
+    let url = format!("{}/api/operations/{operation_id}", server.upload);
+    server.get(url, Some(&server.token)).await.2
+}
+
 /// Poll an operation until it is terminal (bounded: 10 s).
 pub async fn wait_for(server: &TestServer, operation_id: i64) -> Value {
     for _ in 0..200 {

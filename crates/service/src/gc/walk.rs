@@ -178,6 +178,8 @@ mod tests {
             keyvalues: Default::default(),
             key_id: None,
             link_id: None,
+            file_name: None,
+            content: None,
         };
         store
             .commit_completed_upload(upload, pack.seal().unwrap(), &dag)

@@ -9,7 +9,7 @@ use super::{SqlStore, WriteTx};
 use crate::model::{
     Account, NewPin, NewUpload, Operation, OperationError, OperationStatus, StoredDag,
 };
-use crate::model::{ArchiveMode, Packed, PackedBlock};
+use crate::model::{ArchiveMode, Content, Packed, PackedBlock};
 use crate::{Spent, StoreError};
 
 /// Block index rows one `INSERT` writes, five parameters each.
@@ -60,12 +60,14 @@ impl<B: Backend> SqlStore<B> {
         let now = now_ms();
         let terminal = status.is_terminal().then_some(now);
         let keyvalues = upload.keyvalues.to_json();
+        let content = upload.content.as_ref();
         let row = B::query(
             "INSERT INTO operations (upload_id, account_id, kind, status, status_message, progress,
                 error_code, error_message, name, size, mime_type, archive_mode, profile,
-                created_at, updated_at, completed_at, cid, dag_size, ready, meta, key_id, link_id)
+                created_at, updated_at, completed_at, cid, dag_size, ready, meta, key_id, link_id,
+                file_name, stored_as, archive_format)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                $18, $19, $20, $21, $22)
+                $18, $19, $20, $21, $22, $23, $24, $25)
              RETURNING *",
         )
         .bind(&upload.upload_id)
@@ -78,7 +80,7 @@ impl<B: Backend> SqlStore<B> {
         .bind(failure.map(|f| f.message.as_str()))
         .bind(&upload.name)
         .bind(upload.size as i64)
-        .bind(&upload.mime_type)
+        .bind(content.map_or(upload.mime_type.as_str(), |c| c.media_type.as_str()))
         .bind(upload.archive_mode.map(ArchiveMode::as_str))
         .bind(&upload.profile)
         .bind(now)
@@ -90,6 +92,9 @@ impl<B: Backend> SqlStore<B> {
         .bind(keyvalues.as_str())
         .bind(upload.key_id)
         .bind(upload.link_id.as_deref())
+        .bind(upload.file_name.as_deref())
+        .bind(content.map(|c| c.stored_as.as_str()))
+        .bind(content.and_then(|c| c.archive_format.as_deref()))
         .fetch_one(tx)
         .await?;
         operation_from(&row)
@@ -255,17 +260,25 @@ impl<B: Backend> SqlStore<B> {
         account_id: i64,
         id: i64,
         dag: &StoredDag,
+        content: Option<&Content>,
     ) -> Result<(), StoreError> {
         Self::keep_root(tx, account_id, dag).await?;
         let now = now_ms();
         B::query(
             "UPDATE operations SET status = 'completed', status_message = 'stored', progress = 100,
-                cid = $1, dag_size = $2, updated_at = $3, completed_at = $4 WHERE id = $5",
+                cid = $1, dag_size = $2, updated_at = $3, completed_at = $4,
+                stored_as = COALESCE($5, stored_as),
+                archive_format = COALESCE($6, archive_format),
+                mime_type = COALESCE($7, mime_type)
+              WHERE id = $8",
         )
         .bind(dag.cid.as_str())
         .bind(dag.size as i64)
         .bind(now)
         .bind(now)
+        .bind(content.map(|c| c.stored_as.as_str()))
+        .bind(content.and_then(|c| c.archive_format.as_deref()))
+        .bind(content.map(|c| c.media_type.as_str()))
         .bind(id)
         .execute(tx)
         .await?;

@@ -49,6 +49,7 @@ impl<B: Backend> SqlStore<B> {
         // Only what `kept_counts` counts, by status and time alone; a CID, a name or key-values
         // narrow the rows first (the CID and key-values by their index; names row by row).
         let only_keyvalues = !filter.uploads_only
+            && filter.link_id.is_none()
             && filter.cids.is_empty()
             && filter.name.is_none()
             && filter.statuses.is_empty()
@@ -59,6 +60,7 @@ impl<B: Backend> SqlStore<B> {
         }
         let by_counts = filter.with_cid
             && !filter.uploads_only
+            && filter.link_id.is_none()
             && filter.cids.is_empty()
             && filter.name.is_none()
             && filter.keyvalues.is_empty();
@@ -275,6 +277,10 @@ fn kept_conditions<'a, B: Backend>(
     }
     if filter.uploads_only {
         conditions.push("kind <> 'pin'".to_owned());
+    }
+    if let Some(link) = &filter.link_id {
+        let p = param(&mut values, Value::Text(link));
+        conditions.push(format!("operations.link_id = {p}"));
     }
     if !filter.cids.is_empty() {
         let list: Vec<String> = filter

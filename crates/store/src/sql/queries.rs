@@ -26,13 +26,13 @@ use crate::events::{
     Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, NewDeliveries, Usage,
     Webhook,
 };
-use crate::model::Packed;
 use crate::model::{
     Account, BlockLocation, Collected, Collection, Compaction, IndexedBlock, IpniChain,
     IpniPublication, KeptFilter, LeaseAttempt, LogPlace, NewPin, NewTusUpload, NewUpload,
     NodeRecord, Operation, OperationError, OperationFilter, OperationRef, OperationStatus,
     ProvideProgress, StoredDag, SweepPass, TusConcat, TusState, TusUpload,
 };
+use crate::model::{Content, Packed};
 use crate::names::{ForeignRecord, KeptName};
 use crate::{AccountLimits, CollectorLock, MetadataStore, StoreError};
 use std::collections::BTreeMap;
@@ -416,6 +416,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
         worker: &str,
         packed: Packed,
         dag: &StoredDag,
+        content: Option<&Content>,
     ) -> Result<Operation, StoreError> {
         let mut tx = self.write(Line::Operations).await?;
         let sql = format!(
@@ -430,7 +431,7 @@ impl<B: Backend> MetadataStore for SqlStore<B> {
             .ok_or_else(|| StoreError::NotFound(format!("operation {id} claimed by {worker}")))?;
         let op = operation_from(&op)?;
         Self::store_packed(&mut tx, &packed).await?;
-        Self::complete_in(&mut tx, op.account_id, id, dag).await?;
+        Self::complete_in(&mut tx, op.account_id, id, dag, content).await?;
         tx.commit().await?;
         self.operation_by_id(id).await
     }

@@ -158,6 +158,13 @@ pub(crate) fn operation_from(row: &impl ModelRow) -> Result<Operation, StoreErro
         origins: lines(&row.text("origins")),
         keyvalues: KeyValues::from_stored(&row.text("meta")).map_err(corrupt)?,
         key_id: row.maybe_int("key_id"),
+        file_name: row.maybe_text("file_name"),
+        stored_as: row
+            .maybe_text("stored_as")
+            .map(|kind| kind.parse())
+            .transpose()
+            .map_err(corrupt)?,
+        archive_format: row.maybe_text("archive_format"),
         link_id: row.maybe_text("link_id"),
     })
 }

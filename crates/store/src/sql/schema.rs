@@ -376,6 +376,17 @@ CREATE TABLE webhook_dispatch (
 INSERT INTO webhook_dispatch (id, through_event_id) SELECT 1, COALESCE(MAX(id), 0) FROM events;
 CREATE UNIQUE INDEX webhook_deliveries_once ON webhook_deliveries(event_id, webhook_id);
 "#,
+    r#"
+-- What an upload's bytes were found to be (a file, an archive, a CAR) and an archive's
+-- format, set when they are looked at: at once for a POST, when processed for a TUS upload,
+-- whose detection reads the file name its uploader sent.
+ALTER TABLE operations ADD COLUMN file_name TEXT;
+ALTER TABLE operations ADD COLUMN stored_as TEXT;
+ALTER TABLE operations ADD COLUMN archive_format TEXT;
+-- The uploads sent through a link, newest first (`GET /api/uploads?link=ID`).
+CREATE INDEX operations_by_link ON operations(link_id, created_at DESC, id DESC)
+    WHERE link_id IS NOT NULL;
+"#,
 ];
 
 /// Every step, in order, in one database's words.
