@@ -2,6 +2,7 @@
 //! serialises the writers, and one collector runs at a time): accounts and tokens, garbage
 //! collection and the storage check.
 
+use cairn_store::{Access, Accounts};
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
@@ -45,7 +46,7 @@ pub async fn create_account(
     Ok(())
 }
 
-pub async fn list_accounts(store: &dyn MetadataStore, as_json: bool) -> Result<()> {
+pub async fn list_accounts(store: &dyn Accounts, as_json: bool) -> Result<()> {
     let accounts = store.list_accounts().await?;
     if as_json {
         let list: Vec<_> = accounts.iter().map(account_json).collect();
@@ -67,7 +68,7 @@ pub async fn list_accounts(store: &dyn MetadataStore, as_json: bool) -> Result<(
 }
 
 pub async fn set_limits(
-    store: &dyn MetadataStore,
+    store: &dyn Accounts,
     name: &str,
     upload_limit: Option<u64>,
     quota: Option<String>,
@@ -115,7 +116,7 @@ pub async fn create_token(store: &dyn MetadataStore, account: &str, as_json: boo
     Ok(())
 }
 
-pub async fn revoke_token(store: &dyn MetadataStore, prefix_or_id: &str) -> Result<()> {
+pub async fn revoke_token(store: &dyn Access, prefix_or_id: &str) -> Result<()> {
     let info = store.revoke_token(prefix_or_id).await?;
     println!("revoked token {} ({}…)", info.id, info.prefix);
     Ok(())

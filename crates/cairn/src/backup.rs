@@ -24,6 +24,7 @@
 //! referenced, and on disk, meanwhile. Retrying from a fresh snapshot instead would never end
 //! on a store collecting faster than it is copied; holding the lock only delays a collection.
 
+use cairn_store::GarbageCollection;
 use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -34,7 +35,6 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use cairn_store::sql::snapshot::{copy_hashed, file_sha256, CopiedFile, SnapshotContents};
 use cairn_store::sqlite::SqliteStore;
-use cairn_store::MetadataStore;
 use serde::{Deserialize, Serialize};
 
 const MANIFEST: &str = "manifest.json";

@@ -12,11 +12,11 @@
 #[allow(dead_code)]
 mod stored;
 
+use cairn_store::Providing;
 use std::time::Instant;
 
 use cairn_p2p::ipni_format::{entry_chunks, Advertisement, METADATA_BITSWAP_AND_HTTP};
 use cairn_store::model::{IpniChain, IpniPublication};
-use cairn_store::MetadataStore;
 use sha2::{Digest, Sha256};
 
 fn multihash_count() -> usize {

@@ -11,6 +11,7 @@
 //!
 //! Run: `cargo bench -p cairn-server --bench upload`. Each timing is the best of 3.
 
+use cairn_store::{Access, Accounts};
 use cairn_test_support::disk;
 #[path = "support/host.rs"]
 mod host;
@@ -25,7 +26,7 @@ use cairn_service::ServiceConfig;
 use cairn_store::access::NewKey;
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
-use cairn_store::{tokens, AccountLimits, MetadataStore};
+use cairn_store::{tokens, AccountLimits};
 use disk::disk_write;
 use host::{serve_upload_host, state_in};
 use noise::noise;

@@ -5,11 +5,12 @@
 //! (draft-ietf-httpapi-ratelimit-headers). A lone node keeps its buckets in memory; nodes that
 //! share a metadata store keep them there, so an account's rate is counted across all nodes.
 
+use cairn_store::Accounts;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cairn_store::{now_ms, MetadataStore};
+use cairn_store::now_ms;
 
 use crate::error::{ApiError, RateLimitExceeded};
 
@@ -87,7 +88,7 @@ pub struct RateLimiter {
 
 enum Buckets {
     InMemory(InMemory),
-    Shared(Arc<dyn MetadataStore>),
+    Shared(Arc<dyn Accounts>),
 }
 
 #[derive(Default)]
@@ -103,7 +104,7 @@ impl RateLimiter {
     }
 
     /// Buckets in the metadata store that several nodes share.
-    pub fn shared(limits: RateLimits, store: Arc<dyn MetadataStore>) -> Self {
+    pub fn shared(limits: RateLimits, store: Arc<dyn Accounts>) -> Self {
         Self {
             limits,
             buckets: Buckets::Shared(store),
@@ -206,7 +207,7 @@ mod tests {
     #[tokio::test]
     async fn shared_buckets_count_an_account_across_nodes() {
         let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn MetadataStore> = Arc::new(
+        let store: Arc<dyn cairn_store::MetadataStore> = Arc::new(
             cairn_store::sqlite::SqliteStore::open(&dir.path().join("meta.db"))
                 .await
                 .unwrap(),

@@ -58,12 +58,12 @@
 
 mod support;
 
+use cairn_store::Accounts;
 use std::collections::HashMap;
 use std::fmt::Display;
 
 use cairn_car::{CarLimits, CarReader};
 use cairn_server::ServerConfig;
-use cairn_store::MetadataStore;
 use cairn_unixfs::Cid;
 use reqwest::header::HeaderMap;
 use reqwest::multipart::Part;

@@ -3,7 +3,7 @@
 mod support;
 
 use cairn_car::{import_complete, CarLimits, CarReader};
-use cairn_store::MetadataStore;
+use cairn_store::Accounts;
 use cairn_unixfs::read::{ReadLimits, Reader};
 use cairn_unixfs::{Cid, MemoryBlocks, NoBlocks};
 use reqwest::multipart::Part;

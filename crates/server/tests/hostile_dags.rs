@@ -5,12 +5,12 @@
 
 mod support;
 
+use cairn_store::{Accounts, Uploads};
 use cairn_test_support::hostile;
 
 use std::time::{Duration, Instant};
 
 use cairn_store::model::{NewUpload, OperationKind, StoredDag};
-use cairn_store::MetadataStore;
 use cairn_unixfs::{BlockBytes, BlockSink, Profile};
 use reqwest::multipart::Part;
 use reqwest::StatusCode;

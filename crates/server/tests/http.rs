@@ -2,7 +2,7 @@
 
 mod support;
 
-use cairn_store::MetadataStore;
+use cairn_store::Accounts;
 use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;
 use serde_json::{json, Value};

@@ -4,13 +4,14 @@
 //! round for the node (the events, then what they are about), not one per stream or per
 //! event. It also forgets, hourly, what is older than the log keeps.
 
+use cairn_store::{MetadataStore, Uploads};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cairn_store::events::{Event, EVENTS_KEPT_MS};
 use cairn_store::model::Operation;
-use cairn_store::{now_ms, MetadataStore};
+use cairn_store::now_ms;
 use tokio::sync::{broadcast, watch};
 
 use crate::stop::sleep_unless_stopped;
@@ -116,7 +117,7 @@ pub async fn follow_events(
 /// The upload or pin each of `events` is about, by event id, in one read; none when the read
 /// fails (whoever needs one then reads it alone).
 pub async fn operations_of<'a>(
-    store: &dyn MetadataStore,
+    store: &dyn Uploads,
     events: impl Iterator<Item = &'a Event> + Clone,
 ) -> HashMap<i64, Operation> {
     let ids: Vec<i64> = events.clone().map(|event| event.operation_id).collect();

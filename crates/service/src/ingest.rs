@@ -2,20 +2,19 @@
 //! a worker from staged or TUS bytes): a pack that skips blocks already stored, and the two
 //! imports, a file hashed on every core and a CAR verified whole. Runs on blocking threads.
 
+use cairn_store::BlockIndex;
 use std::io::{self, Read};
 use std::sync::Arc;
 
 use cairn_car::{CarError, CarLimits, CarReader, ImportError};
 use cairn_store::blocks::StoredBlockReader;
 use cairn_store::packs::{PackWriter, Packs};
-use cairn_store::MetadataStore;
 use cairn_unixfs::{Cid, FileImporter, Profile};
 
 /// A new pack for an upload's blocks; a block the store has already is not written again.
 /// Called on a blocking thread of the runtime, which asks the store.
-pub fn new_pack(store: &Arc<dyn MetadataStore>, packs: &Packs) -> io::Result<PackWriter> {
+pub fn new_pack(store: Arc<dyn BlockIndex>, packs: &Packs) -> io::Result<PackWriter> {
     let runtime = tokio::runtime::Handle::current();
-    let store = store.clone();
     packs.writer(Box::new(move |multihash: &[u8]| {
         runtime
             .block_on(store.has_block(multihash))

@@ -334,7 +334,7 @@ async fn republish_round(service: &Service) -> Result<(), NameError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cairn_store::{AccountLimits, MetadataStore};
+    use cairn_store::{AccountLimits, Accounts, Names};
 
     use crate::ServiceConfig;
 

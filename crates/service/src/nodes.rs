@@ -4,12 +4,13 @@
 //! others' back; a node that stops announcing drops out within a minute, and one that stops
 //! cleanly at once.
 
+use cairn_store::Nodes;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use cairn_p2p::{Multiaddr, NodeHandle, PeerId};
 use cairn_store::model::NodeRecord;
-use cairn_store::{now_ms, MetadataStore, StoreError};
+use cairn_store::{now_ms, StoreError};
 use tokio::sync::watch;
 
 use crate::stop::sleep_unless_stopped;
@@ -62,7 +63,7 @@ impl NodeDirectory {
     }
 
     /// Announce this node and read the others back.
-    pub async fn refresh(&self, store: &dyn MetadataStore) -> Result<(), StoreError> {
+    pub async fn refresh(&self, store: &dyn Nodes) -> Result<(), StoreError> {
         let Some(own) = &self.own else {
             return Ok(());
         };
@@ -87,7 +88,7 @@ impl NodeDirectory {
 /// Keep announcing this node in `store` until `stop`, then withdraw it.
 pub async fn keep_announcing(
     nodes: Arc<NodeDirectory>,
-    store: Arc<dyn MetadataStore>,
+    store: Arc<dyn Nodes>,
     stop: watch::Receiver<bool>,
 ) {
     let Some(own) = nodes.own.clone() else {

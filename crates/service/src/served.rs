@@ -7,6 +7,7 @@
 //!
 //! A node killed without stopping loses what it had not written yet (at most that interval).
 
+use cairn_store::Uploads;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -107,7 +108,7 @@ impl PeerRoots {
     /// root are not credited.
     async fn credit(
         &mut self,
-        store: &dyn MetadataStore,
+        store: &dyn Uploads,
         sent: Vec<SentToPeer>,
         now: i64,
     ) -> Result<Vec<(String, u64)>, StoreError> {

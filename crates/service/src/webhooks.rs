@@ -10,6 +10,7 @@
 //! connection, through a resolver that only hands out public addresses, so a name that later
 //! resolves to a private address (DNS rebinding) reaches nothing.
 
+use cairn_store::EventLog;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -19,7 +20,6 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use cairn_store::events::{Attempt, ClaimedDelivery, DeliveryStatus, Event};
 use cairn_store::model::Operation;
-use cairn_store::MetadataStore;
 use cairn_store::{now_ms, random_name};
 use futures_util::future::BoxFuture;
 use futures_util::stream::FuturesUnordered;
@@ -376,7 +376,7 @@ struct Sent {
 type Sending = FuturesUnordered<BoxFuture<'static, (usize, Attempt)>>;
 
 async fn record_attempts(
-    store: &dyn MetadataStore,
+    store: &dyn EventLog,
     worker: &str,
     attempts: &[(&ClaimedDelivery, &Attempt)],
 ) {

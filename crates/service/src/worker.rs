@@ -264,7 +264,7 @@ fn process_bytes(
     if let Some(refusal) = link_refuses(service, &runtime, op, &detected.media_type) {
         return Outcome::Refused(refusal);
     }
-    let mut pack = match ingest::new_pack(&service.store, &service.packs) {
+    let mut pack = match ingest::new_pack(service.store.clone(), &service.packs) {
         Ok(pack) => pack,
         Err(e) => return Outcome::Failed(e),
     };

@@ -2,12 +2,13 @@
 //! was accepted with, whatever the node's default, and one the node does not know fails the
 //! upload instead of giving it another CID.
 
+use cairn_store::Accounts;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 use cairn_service::{worker, Service, ServiceConfig};
 use cairn_store::model::{NewUpload, Operation, OperationKind, OperationRef, OperationStatus};
-use cairn_store::{AccountLimits, MetadataStore};
+use cairn_store::AccountLimits;
 
 /// Stage `bytes` as upload `id` of `account`, queued with `profile`; its operation once a
 /// worker has finished it.

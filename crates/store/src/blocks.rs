@@ -21,18 +21,18 @@ use cairn_unixfs::{BlockSource, Cid};
 
 use crate::model::BlockLocation;
 use crate::packs::Packs;
-use crate::MetadataStore;
+use crate::BlockIndex;
 
 /// Cairn's stored blocks, by the block index and the packs (local or S3).
 #[derive(Clone)]
 pub struct StoredBlocks {
-    store: Arc<dyn MetadataStore>,
+    store: Arc<dyn BlockIndex>,
     packs: Packs,
     verified: Arc<VerifiedLately>,
 }
 
 impl StoredBlocks {
-    pub fn new(store: Arc<dyn MetadataStore>, packs: Packs) -> Self {
+    pub fn new(store: Arc<dyn BlockIndex>, packs: Packs) -> Self {
         Self {
             store,
             packs,
@@ -127,7 +127,7 @@ const RECENT_BYTES: usize = 4 << 20;
 /// Blocks from the packs, each verified against its CID before it is handed out. Runs on a
 /// blocking thread: index lookups block on the runtime it was created on.
 pub struct StoredBlockReader {
-    store: Arc<dyn MetadataStore>,
+    store: Arc<dyn BlockIndex>,
     packs: Packs,
     runtime: tokio::runtime::Handle,
     /// Locations looked up ahead by `prefetch`, by multihash.
@@ -145,7 +145,7 @@ pub struct StoredBlockReader {
 
 impl StoredBlockReader {
     /// Must be called within the runtime (its blocking threads included).
-    pub fn new(store: Arc<dyn MetadataStore>, packs: Packs) -> Self {
+    pub fn new(store: Arc<dyn BlockIndex>, packs: Packs) -> Self {
         Self {
             store,
             packs,

@@ -1,6 +1,7 @@
 //! The conformance suites against the embedded store (SQLite metadata, file blobs), and the
 //! pack and staging sweeps.
 
+use cairn_store::{Accounts, Uploads};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use cairn_store::blocks::StoredBlocks;
 use cairn_store::model::{BlockLocation, KeyValues, NewUpload, OperationKind};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
-use cairn_store::{suite, MetadataStore};
+use cairn_store::suite;
 use cairn_unixfs::block::{block_cid, RAW};
 use cairn_unixfs::{BlockBytes, BlockSink, Cid, CidVersion, Profile};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};

@@ -4,7 +4,8 @@
 
 use cairn_store::packs::Packs;
 use cairn_store::postgres::PostgresStore;
-use cairn_store::{suite, MetadataStore};
+use cairn_store::suite;
+use cairn_store::Accounts;
 use cairn_test_support::postgres::Database;
 use sqlx::Connection;
 

@@ -50,8 +50,9 @@ pub fn install(packages: &[&str]) -> Result<(), String> {
 /// Where Debian's `chromium` puts the browser.
 const CHROMIUM: &str = "/usr/bin/chromium";
 
-/// Chromium, installed from Debian when missing (once per test binary); `None`, having said
-/// `SKIPPED` and why, where it cannot be: nothing else on such a machine drives a browser.
+/// Chromium, installed from Debian when missing (once per test binary). Where it cannot be,
+/// the test fails saying why, or, when skipping was asked for by hand ([`crate::cannot_run`]),
+/// `None`: nothing else on such a machine drives a browser.
 pub fn chromium() -> Option<&'static std::path::Path> {
     use std::path::Path;
     static INSTALLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -60,7 +61,9 @@ pub fn chromium() -> Option<&'static std::path::Path> {
             || match install(&["chromium"]) {
                 Ok(()) => Path::new(CHROMIUM).exists(),
                 Err(why) => {
-                    eprintln!("SKIPPED: Chromium is not installed: {why}");
+                    crate::cannot_run(&format!(
+                        "Chromium is not installed (Debian package chromium): {why}"
+                    ));
                     false
                 }
             }

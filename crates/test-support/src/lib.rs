@@ -41,6 +41,21 @@ pub mod xorshift;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Set by hand (`CAIRN_ALLOW_SKIP=1`) to let a test that cannot run its real peer skip that
+/// part instead of failing; CI never sets it.
+pub const ALLOW_SKIP: &str = "CAIRN_ALLOW_SKIP";
+
+/// A test cannot run what it needs (`missing`, saying what to install or allow): it fails,
+/// unless [`ALLOW_SKIP`] is set, when it says `SKIPPED` and returns for the caller to skip.
+/// No test passes by not running where nobody asked for it.
+pub fn cannot_run(missing: &str) {
+    if std::env::var(ALLOW_SKIP).as_deref() == Ok("1") {
+        eprintln!("SKIPPED ({ALLOW_SKIP}=1): {missing}");
+        return;
+    }
+    panic!("{missing} (set {ALLOW_SKIP}=1 by hand to skip this instead)");
+}
+
 /// The target directory's `tmp/` (what Cargo names `CARGO_TARGET_TMPDIR` to integration
 /// tests): found from the running test binary, `<target>/<profile>/deps/<binary>`, so that a
 /// library can use it too.

@@ -6,7 +6,7 @@
 //! `unshare -n` (as root; `unshare -rn` otherwise) and `ip link set lo up`, with
 //! [`INSIDE`] set, and asserts that the inner run passed that very test, printing its
 //! output. Inside, the same call runs the body. Where namespaces are not allowed, the test
-//! prints a SKIPPED line and passes. There is no network inside: install what the body
+//! fails, saying so (unless skipping was asked for by hand: [`crate::cannot_run`]). There is no network inside: install what the body
 //! needs (npm, PyPI) before calling, and ask for [`crate::postgres::server`] before calling
 //! if the body needs PostgreSQL: the inner run reaches it through its Unix socket.
 
@@ -23,11 +23,11 @@ pub fn isolated(test_name: &str, body: impl FnOnce()) {
         return;
     }
     let Some(unshare) = unshare_flag() else {
-        eprintln!(
-            "SKIPPED {test_name}: network namespaces are not allowed here \
-             (`unshare -n` and `unshare -rn` with `ip link set lo up` both failed)"
-        );
-        return;
+        return crate::cannot_run(&format!(
+            "{test_name}: network namespaces are not allowed here (`unshare -n` and \
+             `unshare -rn` with `ip link set lo up` both failed): run the tests as root, or \
+             where unprivileged user namespaces are allowed"
+        ));
     };
     let test_binary = std::env::current_exe().expect("the test binary's path");
     let mut command = Command::new("unshare");

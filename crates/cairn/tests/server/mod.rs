@@ -124,14 +124,18 @@ pub fn start_command(mut command: Command) -> Running {
 }
 
 /// Whether this test run may make private mount namespaces (`unshare -m`), where a test
-/// mounts a small disk of its own; a test that needs one says it skipped that part.
+/// mounts a small disk of its own. Where it may not, the test fails saying so, unless skipping
+/// those parts was asked for by hand (`cairn_test_support::cannot_run`).
 pub fn namespaces_allowed() -> bool {
     let allowed = Command::new("unshare")
         .args(["-m", "true"])
         .status()
         .is_ok_and(|s| s.success());
     if !allowed {
-        eprintln!("SKIPPED the parts that need a private mount namespace (unshare -m failed)");
+        cairn_test_support::cannot_run(
+            "private mount namespaces are not allowed here (`unshare -m` failed): run the \
+             tests as root",
+        );
     }
     allowed
 }

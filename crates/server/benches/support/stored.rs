@@ -1,13 +1,15 @@
 //! Storing a file as an upload would, straight through the engine and the store (no HTTP),
 //! for the benches that measure what comes after.
 
+use cairn_store::Accounts;
+use cairn_store::Uploads;
 use std::path::Path;
 use std::sync::Arc;
 
 use cairn_store::model::{NewUpload, OperationKind, StoredDag};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
-use cairn_store::{AccountLimits, MetadataStore};
+use cairn_store::AccountLimits;
 use cairn_unixfs::{FileImporter, Profile};
 
 /// An embedded store in `dir` (`cairn.db`, `packs/`) with one account; its id.
@@ -23,7 +25,7 @@ pub async fn embedded_store(dir: &Path) -> (Arc<SqliteStore>, Packs, i64) {
 
 /// Store `bytes` as the completed upload `upload_id` of `account_id`, every block new; its CID.
 pub async fn store_file(
-    store: &dyn MetadataStore,
+    store: &dyn Uploads,
     packs: &Packs,
     account_id: i64,
     upload_id: &str,

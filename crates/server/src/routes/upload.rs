@@ -642,7 +642,7 @@ fn store_part(
         return Ok(stored);
     }
     // Dropping the pack writer on any error deletes its temporary file.
-    let mut pack = ingest::new_pack(&store, packs)?;
+    let mut pack = ingest::new_pack(store.clone(), packs)?;
     let mut importer = FileImporter::with_threads(profile, &mut pack, ingest::hashing_threads());
     while let Some(piece) = input.next_piece()? {
         importer.push(&piece)?;
@@ -659,7 +659,7 @@ fn store_bytes(
     packs: &packs::Packs,
     store: Arc<dyn MetadataStore>,
 ) -> Result<Stored, Failure> {
-    let mut pack = ingest::new_pack(&store, packs)?;
+    let mut pack = ingest::new_pack(store.clone(), packs)?;
     let root = if kind == ContentKind::Car {
         let mut stored = StoredBlockReader::new(store, packs.clone());
         ingest::import_car(input, &mut pack, &mut stored)?

@@ -9,13 +9,14 @@
 //! [`Leases::renew_every`] and learns at each renewal whether it was asked to stop. A node that
 //! dies stops renewing, so its leases run out and another node takes its uploads over.
 
+use cairn_store::TusRecords;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cairn_store::model::LeaseAttempt;
+use cairn_store::now_ms;
 use cairn_store::random_name;
-use cairn_store::{now_ms, MetadataStore};
 use tokio::sync::watch;
 
 use crate::error::ApiError;
@@ -66,7 +67,7 @@ enum Held {
     },
     Leased {
         renewer: tokio::task::JoinHandle<()>,
-        store: Arc<dyn MetadataStore>,
+        store: Arc<dyn TusRecords>,
         id: String,
         holder: String,
     },
@@ -114,7 +115,7 @@ impl Locks {
     }
 
     /// Leases in `store` lasting `lease`, for nodes that share it.
-    pub fn leased(store: Arc<dyn MetadataStore>, lease: Duration) -> Self {
+    pub fn leased(store: Arc<dyn TusRecords>, lease: Duration) -> Self {
         Self::Leased(Leases {
             store,
             lease,
@@ -185,7 +186,7 @@ fn busy() -> ApiError {
 }
 
 pub struct Leases {
-    store: Arc<dyn MetadataStore>,
+    store: Arc<dyn TusRecords>,
     lease: Duration,
     /// Names this node in its holders, for whoever reads the table.
     node: String,
@@ -309,7 +310,7 @@ mod tests {
         one_writer_with_preemption(&locks, &locks).await;
     }
 
-    async fn sqlite() -> (tempfile::TempDir, Arc<dyn MetadataStore>) {
+    async fn sqlite() -> (tempfile::TempDir, Arc<dyn cairn_store::MetadataStore>) {
         let dir = tempfile::tempdir().unwrap();
         let store = cairn_store::sqlite::SqliteStore::open(&dir.path().join("meta.db"))
             .await

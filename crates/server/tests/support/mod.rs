@@ -2,6 +2,7 @@
 //! and the helpers the HTTP tests share.
 #![allow(dead_code)] // each test binary uses a different part
 
+use cairn_store::{Access, Accounts};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use cairn_server::{account_app, upload_app, AppState, ServerConfig};
 use cairn_service::{Service, ServiceConfig};
 use cairn_store::access::NewKey;
 use cairn_store::sqlite::SqliteStore;
-use cairn_store::{tokens, AccountLimits, MetadataStore};
+use cairn_store::{tokens, AccountLimits};
 use reqwest::multipart::{Form, Part};
 use reqwest::StatusCode;
 use serde_json::Value;

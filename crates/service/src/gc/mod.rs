@@ -27,6 +27,7 @@ pub mod walk;
 
 pub use report::GcReport;
 
+use cairn_store::GarbageCollection;
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::sync::Arc;
@@ -231,7 +232,7 @@ async fn mark(
     .map_err(io::Error::other)?
 }
 
-async fn read_index(store: &dyn MetadataStore) -> Result<Index, StoreError> {
+async fn read_index(store: &dyn GarbageCollection) -> Result<Index, StoreError> {
     let mut index = Index::default();
     let mut after = Vec::new();
     loop {
@@ -396,7 +397,7 @@ pub(crate) fn raw_cid(multihash: &[u8]) -> io::Result<Cid> {
 }
 
 /// Delete the blobs of packs the index no longer references, then forget them.
-async fn delete_dead_packs(store: &dyn MetadataStore, packs: &Packs) -> Result<(), GcError> {
+async fn delete_dead_packs(store: &dyn GarbageCollection, packs: &Packs) -> Result<(), GcError> {
     let names = store.dead_packs().await?;
     if names.is_empty() {
         return Ok(());

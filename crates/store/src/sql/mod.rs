@@ -5,8 +5,9 @@
 //!   between the two databases, named in one place), and `Statement`, a query either backend
 //!   runs; `dialect.rs`: the SQL text that differs, and the parameter lists every statement
 //!   writes.
-//! - `queries.rs`: the `MetadataStore` implementation, written once; `commit.rs`, `kept.rs`,
-//!   `access.rs` (keys, links, key-values), `names.rs` (IPNS names) and `ipni_chain.rs` hold the larger parts of it.
+//! - `queries/`: each capability trait of `crate::metadata` implemented once, a file per trait;
+//!   `commit.rs`, `kept.rs`, `access.rs` (keys, links, key-values), `names.rs` (IPNS names) and
+//!   `ipni_chain.rs` hold the larger parts of them.
 //! - `writer.rs`: where writes go, and the connection a write holds (`write_queue.rs`: whose turn
 //!   it is on SQLite; `group_commit.rs`: how SQLite's commits become durable in groups).
 //! - `rows.rs`: rows into the model, the clock, unique violations.
@@ -21,15 +22,11 @@
 //! SQLite connection (WAL, `synchronous=FULL`) and hides the connection type that the SQLite
 //! pool's release check needs. Generic code pays nothing for either backend.
 
-mod access;
 pub mod backend;
 mod commit;
 pub mod dialect;
-mod events;
 mod group_commit;
-mod ipni_chain;
 mod kept;
-mod names;
 pub mod postgres;
 mod queries;
 pub mod rows;

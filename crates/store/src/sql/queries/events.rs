@@ -2,17 +2,18 @@
 //! written by triggers (`dialect.rs`, `events_triggers`); this reads them, follows them with
 //! the dispatch cursor, and moves deliveries through their attempts.
 
+use super::*;
 use std::time::Duration;
 
-use super::backend::Conn;
-use super::dialect::{parameters, values_rows};
-use super::rows::{now_ms, ModelRow};
-use super::write_queue::Line;
-use super::{Backend, SqlStore, WriteTx};
 use crate::events::{
-    Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, NewDeliveries, Usage,
-    Webhook, DELIVERY_WINDOW_MS, MAX_WEBHOOKS,
+    Attempt, ClaimedDelivery, Delivery, DeliveryStatus, Event, EventType, NewDeliveries, Webhook,
+    DELIVERY_WINDOW_MS, MAX_WEBHOOKS,
 };
+use crate::sql::backend::Conn;
+use crate::sql::dialect::{parameters, values_rows};
+use crate::sql::rows::{now_ms, ModelRow};
+use crate::sql::write_queue::Line;
+use crate::sql::{Backend, SqlStore, WriteTx};
 use crate::StoreError;
 
 fn corrupt(e: String) -> StoreError {
@@ -58,7 +59,89 @@ fn deliveries_and_events() -> String {
 }
 
 impl<B: Backend> SqlStore<B> {
-    pub(super) async fn events_of(
+    /// Take or renew the dispatch lease for `worker` (held by it, or free) for `lease`, and
+    /// move the cursor from `from` to `to` (the same to only take the lease); `false` when
+    /// another dispatcher holds it or has moved the cursor.
+    async fn move_dispatch(
+        conn: &mut impl Conn<B>,
+        worker: &str,
+        lease: Duration,
+        from: i64,
+        to: i64,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let moved = B::query(
+            "UPDATE webhook_dispatch
+                SET through_event_id = $1, claimed_by = $2, claimed_until = $3
+              WHERE id = 1 AND through_event_id = $4
+                AND (claimed_by = $5 OR claimed_until IS NULL OR claimed_until < $6)",
+        )
+        .bind(to)
+        .bind(worker)
+        .bind(now + lease.as_millis() as i64)
+        .bind(from)
+        .bind(worker)
+        .bind(now)
+        .execute(conn)
+        .await?;
+        Ok(moved == 1)
+    }
+
+    /// Each delivery's attempt (numbered after those it had), as one statement.
+    async fn insert_attempts(
+        tx: &mut WriteTx<B>,
+        rows: &[(i64, &ClaimedDelivery, &Attempt)],
+    ) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "INSERT INTO webhook_attempts
+                (delivery_id, attempt, at, duration_ms, response_status, error)
+             VALUES {}
+             ON CONFLICT (delivery_id, attempt) DO NOTHING",
+            values_rows(rows.len(), 6)
+        );
+        let mut insert = B::query(&sql);
+        for (id, delivery, attempt) in rows {
+            insert = insert
+                .bind(*id)
+                .bind(i64::from(delivery.attempts + 1))
+                .bind(attempt.at_ms)
+                .bind(attempt.duration_ms)
+                .bind(attempt.response_status.map(i64::from))
+                .bind(attempt.error.as_deref());
+        }
+        insert.execute(tx).await?;
+        Ok(())
+    }
+}
+
+fn delivery_from(row: &impl ModelRow) -> Result<Delivery, StoreError> {
+    let status: DeliveryStatus = row.text("status").parse().map_err(corrupt)?;
+    Ok(Delivery {
+        id: row.int("id"),
+        webhook_id: row.text("webhook_id"),
+        event: event_from(row, "event_")?,
+        status,
+        next_attempt_at_ms: (status == DeliveryStatus::Pending).then(|| row.int("next_attempt_at")),
+        created_at_ms: row.int("created_at"),
+        attempts: Vec::new(),
+    })
+}
+
+fn attempt_from(row: &impl ModelRow) -> Attempt {
+    Attempt {
+        at_ms: row.int("at"),
+        duration_ms: row.int("duration_ms"),
+        response_status: row.maybe_int("response_status").map(|s| s as u16),
+        error: row.maybe_text("error"),
+    }
+}
+
+#[async_trait]
+impl<B: Backend> EventLog for SqlStore<B> {
+    async fn events_after(
         &self,
         account_id: i64,
         after: i64,
@@ -84,11 +167,7 @@ impl<B: Backend> SqlStore<B> {
         rows.iter().map(|row| event_from(row, "")).collect()
     }
 
-    pub(super) async fn events_of_all(
-        &self,
-        after: i64,
-        limit: u32,
-    ) -> Result<Vec<Event>, StoreError> {
+    async fn all_events_after(&self, after: i64, limit: u32) -> Result<Vec<Event>, StoreError> {
         let rows = B::query("SELECT * FROM events WHERE id > $1 ORDER BY id LIMIT $2")
             .bind(after)
             .bind(limit as i64)
@@ -97,17 +176,14 @@ impl<B: Backend> SqlStore<B> {
         rows.iter().map(|row| event_from(row, "")).collect()
     }
 
-    pub(super) async fn newest_event_id(&self) -> Result<i64, StoreError> {
+    async fn last_event_id(&self) -> Result<i64, StoreError> {
         let row = B::query("SELECT COALESCE(MAX(id), 0) AS newest FROM events")
             .fetch_one(&mut self.conn().await?)
             .await?;
         Ok(row.int("newest"))
     }
 
-    pub(super) async fn events_of_operation(
-        &self,
-        operation_id: i64,
-    ) -> Result<Vec<Event>, StoreError> {
+    async fn operation_events(&self, operation_id: i64) -> Result<Vec<Event>, StoreError> {
         let rows = B::query("SELECT * FROM events WHERE operation_id = $1 ORDER BY id")
             .bind(operation_id)
             .fetch_all(&mut self.conn().await?)
@@ -115,9 +191,7 @@ impl<B: Backend> SqlStore<B> {
         rows.iter().map(|row| event_from(row, "")).collect()
     }
 
-    /// Refused (`Invalid`) when the account has [`MAX_WEBHOOKS`] already; the count and the
-    /// insert are one statement, so two requests cannot both take the last place.
-    pub(super) async fn insert_webhook(&self, webhook: &Webhook) -> Result<Webhook, StoreError> {
+    async fn create_webhook(&self, webhook: &Webhook) -> Result<Webhook, StoreError> {
         let events = Webhook::events_text(&webhook.events);
         let row = B::query(
             "INSERT INTO webhooks (id, account_id, url, events, description, secret, created_at)
@@ -145,7 +219,7 @@ impl<B: Backend> SqlStore<B> {
         }
     }
 
-    pub(super) async fn webhooks_of(&self, account_id: i64) -> Result<Vec<Webhook>, StoreError> {
+    async fn list_webhooks(&self, account_id: i64) -> Result<Vec<Webhook>, StoreError> {
         let rows = B::query(
             "SELECT * FROM webhooks WHERE account_id = $1 AND deleted_at IS NULL
               ORDER BY created_at, id",
@@ -156,8 +230,7 @@ impl<B: Backend> SqlStore<B> {
         rows.iter().map(webhook_from).collect()
     }
 
-    /// Its pending deliveries fail with it: nobody is left to send them to.
-    pub(super) async fn remove_webhook(
+    async fn delete_webhook(
         &self,
         account_id: i64,
         id: &str,
@@ -188,9 +261,7 @@ impl<B: Backend> SqlStore<B> {
         webhook_from(&row).map(Some)
     }
 
-    /// The endpoint's deliveries, newest first, each with its attempts; `None` when the
-    /// account has no such endpoint.
-    pub(super) async fn deliveries_of(
+    async fn webhook_deliveries(
         &self,
         account_id: i64,
         webhook_id: &str,
@@ -240,8 +311,7 @@ impl<B: Backend> SqlStore<B> {
         Ok(Some(deliveries))
     }
 
-    /// Send it again now, and for another 24 hours if that fails too.
-    pub(super) async fn retry_delivery_of(
+    async fn retry_delivery(
         &self,
         account_id: i64,
         webhook_id: &str,
@@ -275,155 +345,7 @@ impl<B: Backend> SqlStore<B> {
         delivery_from(&row).map(Some)
     }
 
-    /// Take up to `limit` deliveries that are due (or whose claimer's lease ran out) for
-    /// `worker`, with the endpoint and event each is for.
-    pub(super) async fn claim_due_deliveries(
-        &self,
-        worker: &str,
-        lease: Duration,
-        limit: u32,
-    ) -> Result<Vec<ClaimedDelivery>, StoreError> {
-        let now = now_ms();
-        // Looked for first on a reading connection: a node with nothing due writes nothing.
-        let due = B::query(
-            "SELECT id FROM webhook_deliveries
-              WHERE status = 'pending' AND next_attempt_at <= $1
-                AND (claimed_until IS NULL OR claimed_until < $2)
-              LIMIT 1",
-        )
-        .bind(now)
-        .bind(now)
-        .fetch_optional(&mut self.conn().await?)
-        .await?;
-        if due.is_none() {
-            return Ok(Vec::new());
-        }
-        let sql = format!(
-            "UPDATE webhook_deliveries SET claimed_by = $1, claimed_until = $2
-              WHERE id IN (SELECT id FROM webhook_deliveries
-                            WHERE status = 'pending' AND next_attempt_at <= $3
-                              AND (claimed_until IS NULL OR claimed_until < $4)
-                            ORDER BY next_attempt_at, id LIMIT $5{})
-              RETURNING id",
-            B::DIALECT.skip_locked()
-        );
-        let ids: Vec<i64> = B::query(&sql)
-            .bind(worker)
-            .bind(now + lease.as_millis() as i64)
-            .bind(now)
-            .bind(now)
-            .bind(limit as i64)
-            .fetch_all(&mut self.write_conn(Line::Operations).await?)
-            .await?
-            .iter()
-            .map(|row| row.int("id"))
-            .collect();
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let sql = format!(
-            "SELECT d.id, d.event_id, d.webhook_id, d.attempts, d.expires_at, w.url, w.secret,
-                    {EVENT_COLUMNS}
-               FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
-               JOIN webhooks w ON w.id = d.webhook_id
-              WHERE d.id IN ({}) ORDER BY d.id",
-            parameters(1, ids.len())
-        );
-        let mut query = B::query(&sql);
-        for id in &ids {
-            query = query.bind(*id);
-        }
-        let rows = query.fetch_all(&mut self.conn().await?).await?;
-        rows.iter()
-            .map(|row| {
-                Ok(ClaimedDelivery {
-                    id: Some(row.int("id")),
-                    webhook_id: row.text("webhook_id"),
-                    attempts: row.int("attempts") as u32,
-                    expires_at_ms: row.int("expires_at"),
-                    url: row.text("url"),
-                    secret: row.text("secret"),
-                    event: event_from(row, "event_")?,
-                })
-            })
-            .collect()
-    }
-
-    /// Record attempts, in one transaction, and what follows from each: delivered, due again
-    /// later, or failed once its 24 hours are over. Nothing changes but an attempt's record
-    /// when `worker` lost its claim meanwhile (the one that took it decides).
-    pub(super) async fn record_delivery_attempts(
-        &self,
-        worker: &str,
-        attempts: &[(&ClaimedDelivery, &Attempt)],
-    ) -> Result<Vec<DeliveryStatus>, StoreError> {
-        if attempts.is_empty() {
-            return Ok(Vec::new());
-        }
-        // A few statements for the whole batch, not two per delivery: each statement holds
-        // the one writer every upload waits for.
-        let statuses: Vec<DeliveryStatus> = attempts
-            .iter()
-            .map(|(delivery, attempt)| delivery.status_after(attempt))
-            .collect();
-        let now = now_ms();
-        let mut tx = self.write(Line::Operations).await?;
-        let rows: Vec<(i64, &ClaimedDelivery, &Attempt)> = attempts
-            .iter()
-            .filter_map(|(delivery, attempt)| Some((delivery.id?, *delivery, *attempt)))
-            .collect();
-        Self::insert_attempts(&mut tx, &rows).await?;
-        // Delivered (nearly all of them): one statement.
-        let delivered: Vec<i64> = rows
-            .iter()
-            .zip(&statuses)
-            .filter(|(_, status)| **status == DeliveryStatus::Delivered)
-            .map(|((id, ..), _)| *id)
-            .collect();
-        if !delivered.is_empty() {
-            let sql = format!(
-                "UPDATE webhook_deliveries
-                    SET attempts = attempts + 1, status = 'delivered', next_attempt_at = $1,
-                        updated_at = $1, claimed_by = NULL, claimed_until = NULL
-                  WHERE claimed_by = $2 AND status = 'pending' AND id IN ({})",
-                parameters(3, delivered.len())
-            );
-            let mut update = B::query(&sql).bind(now).bind(worker);
-            for id in &delivered {
-                update = update.bind(*id);
-            }
-            update.execute(&mut tx).await?;
-        }
-        // The rest each have their own next time.
-        for ((id, delivery, attempt), status) in rows.iter().zip(&statuses) {
-            if *status == DeliveryStatus::Delivered {
-                continue;
-            }
-            B::query(
-                "UPDATE webhook_deliveries
-                    SET attempts = $1, status = $2, next_attempt_at = $3, updated_at = $4,
-                        claimed_by = NULL, claimed_until = NULL
-                  WHERE id = $5 AND claimed_by = $6 AND status = 'pending'",
-            )
-            .bind(i64::from(delivery.attempts + 1))
-            .bind(status.as_str())
-            .bind(delivery.next_attempt_ms(attempt))
-            .bind(now)
-            .bind(*id)
-            .bind(worker)
-            .execute(&mut tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(statuses)
-    }
-
-    /// The deliveries no dispatcher has attempted yet, for `worker` to send: the events after
-    /// the dispatch cursor, each with every live endpoint of its account subscribed to its
-    /// type and made before it, oldest first, up to `limit` of them (an event's deliveries
-    /// are never split). Reads only, unless there is something to send and `worker` must
-    /// take the dispatch lease first; nothing when another dispatcher holds it.
-    pub(super) async fn take_dispatch_batch(
+    async fn take_new_deliveries(
         &self,
         worker: &str,
         lease: Duration,
@@ -513,13 +435,7 @@ impl<B: Backend> SqlStore<B> {
         })
     }
 
-    /// Record the first attempts of `new`'s deliveries, each delivery's row with them, and
-    /// move the dispatch cursor past its events, in one transaction; the rows' ids come back
-    /// in `attempts`' order. A delivery whose attempt is still under way (`None`) is written
-    /// claimed by `worker`, which records the attempt when it ends. `None`, with nothing
-    /// written, when another dispatcher holds the lease or has moved the cursor (it sends the
-    /// events again: at least once).
-    pub(super) async fn record_first_delivery_attempts(
+    async fn record_first_attempts(
         &self,
         worker: &str,
         lease: Duration,
@@ -592,66 +508,145 @@ impl<B: Backend> SqlStore<B> {
         Ok(Some(in_order))
     }
 
-    /// Take or renew the dispatch lease for `worker` (held by it, or free) for `lease`, and
-    /// move the cursor from `from` to `to` (the same to only take the lease); `false` when
-    /// another dispatcher holds it or has moved the cursor.
-    async fn move_dispatch(
-        conn: &mut impl Conn<B>,
+    async fn claim_deliveries(
+        &self,
         worker: &str,
         lease: Duration,
-        from: i64,
-        to: i64,
-    ) -> Result<bool, StoreError> {
+        limit: u32,
+    ) -> Result<Vec<ClaimedDelivery>, StoreError> {
         let now = now_ms();
-        let moved = B::query(
-            "UPDATE webhook_dispatch
-                SET through_event_id = $1, claimed_by = $2, claimed_until = $3
-              WHERE id = 1 AND through_event_id = $4
-                AND (claimed_by = $5 OR claimed_until IS NULL OR claimed_until < $6)",
+        // Looked for first on a reading connection: a node with nothing due writes nothing.
+        let due = B::query(
+            "SELECT id FROM webhook_deliveries
+              WHERE status = 'pending' AND next_attempt_at <= $1
+                AND (claimed_until IS NULL OR claimed_until < $2)
+              LIMIT 1",
         )
-        .bind(to)
-        .bind(worker)
-        .bind(now + lease.as_millis() as i64)
-        .bind(from)
-        .bind(worker)
         .bind(now)
-        .execute(conn)
+        .bind(now)
+        .fetch_optional(&mut self.conn().await?)
         .await?;
-        Ok(moved == 1)
-    }
-
-    /// Each delivery's attempt (numbered after those it had), as one statement.
-    async fn insert_attempts(
-        tx: &mut WriteTx<B>,
-        rows: &[(i64, &ClaimedDelivery, &Attempt)],
-    ) -> Result<(), StoreError> {
-        if rows.is_empty() {
-            return Ok(());
+        if due.is_none() {
+            return Ok(Vec::new());
         }
         let sql = format!(
-            "INSERT INTO webhook_attempts
-                (delivery_id, attempt, at, duration_ms, response_status, error)
-             VALUES {}
-             ON CONFLICT (delivery_id, attempt) DO NOTHING",
-            values_rows(rows.len(), 6)
+            "UPDATE webhook_deliveries SET claimed_by = $1, claimed_until = $2
+              WHERE id IN (SELECT id FROM webhook_deliveries
+                            WHERE status = 'pending' AND next_attempt_at <= $3
+                              AND (claimed_until IS NULL OR claimed_until < $4)
+                            ORDER BY next_attempt_at, id LIMIT $5{})
+              RETURNING id",
+            B::DIALECT.skip_locked()
         );
-        let mut insert = B::query(&sql);
-        for (id, delivery, attempt) in rows {
-            insert = insert
-                .bind(*id)
-                .bind(i64::from(delivery.attempts + 1))
-                .bind(attempt.at_ms)
-                .bind(attempt.duration_ms)
-                .bind(attempt.response_status.map(i64::from))
-                .bind(attempt.error.as_deref());
+        let ids: Vec<i64> = B::query(&sql)
+            .bind(worker)
+            .bind(now + lease.as_millis() as i64)
+            .bind(now)
+            .bind(now)
+            .bind(limit as i64)
+            .fetch_all(&mut self.write_conn(Line::Operations).await?)
+            .await?
+            .iter()
+            .map(|row| row.int("id"))
+            .collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
         }
-        insert.execute(tx).await?;
-        Ok(())
+        let sql = format!(
+            "SELECT d.id, d.event_id, d.webhook_id, d.attempts, d.expires_at, w.url, w.secret,
+                    {EVENT_COLUMNS}
+               FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+               JOIN webhooks w ON w.id = d.webhook_id
+              WHERE d.id IN ({}) ORDER BY d.id",
+            parameters(1, ids.len())
+        );
+        let mut query = B::query(&sql);
+        for id in &ids {
+            query = query.bind(*id);
+        }
+        let rows = query.fetch_all(&mut self.conn().await?).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ClaimedDelivery {
+                    id: Some(row.int("id")),
+                    webhook_id: row.text("webhook_id"),
+                    attempts: row.int("attempts") as u32,
+                    expires_at_ms: row.int("expires_at"),
+                    url: row.text("url"),
+                    secret: row.text("secret"),
+                    event: event_from(row, "event_")?,
+                })
+            })
+            .collect()
     }
 
-    /// Events older than `before_ms`, and deliveries finished that long ago with their
-    /// attempts.
-    pub(super) async fn forget_events_before(&self, before_ms: i64) -> Result<u64, StoreError> {
+    async fn record_attempts(
+        &self,
+        worker: &str,
+        attempts: &[(&ClaimedDelivery, &Attempt)],
+    ) -> Result<Vec<DeliveryStatus>, StoreError> {
+        if attempts.is_empty() {
+            return Ok(Vec::new());
+        }
+        // A few statements for the whole batch, not two per delivery: each statement holds
+        // the one writer every upload waits for.
+        let statuses: Vec<DeliveryStatus> = attempts
+            .iter()
+            .map(|(delivery, attempt)| delivery.status_after(attempt))
+            .collect();
+        let now = now_ms();
+        let mut tx = self.write(Line::Operations).await?;
+        let rows: Vec<(i64, &ClaimedDelivery, &Attempt)> = attempts
+            .iter()
+            .filter_map(|(delivery, attempt)| Some((delivery.id?, *delivery, *attempt)))
+            .collect();
+        Self::insert_attempts(&mut tx, &rows).await?;
+        // Delivered (nearly all of them): one statement.
+        let delivered: Vec<i64> = rows
+            .iter()
+            .zip(&statuses)
+            .filter(|(_, status)| **status == DeliveryStatus::Delivered)
+            .map(|((id, ..), _)| *id)
+            .collect();
+        if !delivered.is_empty() {
+            let sql = format!(
+                "UPDATE webhook_deliveries
+                    SET attempts = attempts + 1, status = 'delivered', next_attempt_at = $1,
+                        updated_at = $1, claimed_by = NULL, claimed_until = NULL
+                  WHERE claimed_by = $2 AND status = 'pending' AND id IN ({})",
+                parameters(3, delivered.len())
+            );
+            let mut update = B::query(&sql).bind(now).bind(worker);
+            for id in &delivered {
+                update = update.bind(*id);
+            }
+            update.execute(&mut tx).await?;
+        }
+        // The rest each have their own next time.
+        for ((id, delivery, attempt), status) in rows.iter().zip(&statuses) {
+            if *status == DeliveryStatus::Delivered {
+                continue;
+            }
+            B::query(
+                "UPDATE webhook_deliveries
+                    SET attempts = $1, status = $2, next_attempt_at = $3, updated_at = $4,
+                        claimed_by = NULL, claimed_until = NULL
+                  WHERE id = $5 AND claimed_by = $6 AND status = 'pending'",
+            )
+            .bind(i64::from(delivery.attempts + 1))
+            .bind(status.as_str())
+            .bind(delivery.next_attempt_ms(attempt))
+            .bind(now)
+            .bind(*id)
+            .bind(worker)
+            .execute(&mut tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(statuses)
+    }
+
+    async fn forget_events(&self, before_ms: i64) -> Result<u64, StoreError> {
         let mut tx = self.write(Line::Requests).await?;
         B::query(
             "DELETE FROM webhook_attempts WHERE delivery_id IN
@@ -675,101 +670,5 @@ impl<B: Backend> SqlStore<B> {
         .await?;
         tx.commit().await?;
         Ok(gone)
-    }
-
-    pub(super) async fn usage_of(
-        &self,
-        account_id: i64,
-        start_ms: i64,
-        end_ms: i64,
-        month: &str,
-    ) -> Result<Usage, StoreError> {
-        let mut conn = self.conn().await?;
-        let row = B::query(
-            // PostgreSQL sums BIGINTs into NUMERIC: cast back.
-            "SELECT
-                CAST(COALESCE(SUM(CASE WHEN kind <> 'pin' AND status = 'completed'
-                                        AND deleted_at IS NULL
-                                       THEN 1 ELSE 0 END), 0) AS BIGINT) AS uploads,
-                CAST(COALESCE(SUM(CASE WHEN kind = 'pin' AND status = 'completed'
-                                        AND deleted_at IS NULL
-                                       THEN 1 ELSE 0 END), 0) AS BIGINT) AS pins,
-                CAST(COALESCE(SUM(CASE WHEN kind <> 'pin' AND created_at >= $1 AND created_at < $2
-                                       THEN size ELSE 0 END), 0) AS BIGINT) AS uploaded
-               FROM operations WHERE account_id = $3",
-        )
-        .bind(start_ms)
-        .bind(end_ms)
-        .bind(account_id)
-        .fetch_one(&mut conn)
-        .await?;
-        let served =
-            B::query("SELECT bytes FROM served_bytes WHERE account_id = $1 AND month = $2")
-                .bind(account_id)
-                .bind(month)
-                .fetch_optional(&mut conn)
-                .await?
-                .map(|row| row.int("bytes"));
-        Ok(Usage {
-            uploads: row.int("uploads") as u64,
-            pins: row.int("pins") as u64,
-            uploaded_bytes: row.int("uploaded") as u64,
-            served_bytes: served.unwrap_or(0) as u64,
-        })
-    }
-
-    pub(super) async fn add_served(
-        &self,
-        month: &str,
-        served: &[(i64, u64)],
-    ) -> Result<(), StoreError> {
-        if served.is_empty() {
-            return Ok(());
-        }
-        let mut tx = self.write(Line::Requests).await?;
-        for (account_id, bytes) in served {
-            B::query(
-                "INSERT INTO served_bytes (account_id, month, bytes) VALUES ($1, $2, $3)
-                 ON CONFLICT (account_id, month)
-                 DO UPDATE SET bytes = served_bytes.bytes + excluded.bytes",
-            )
-            .bind(*account_id)
-            .bind(month)
-            .bind(*bytes as i64)
-            .execute(&mut tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    pub(super) async fn accounts_keeping_root(&self, cid: &str) -> Result<Vec<i64>, StoreError> {
-        let rows = B::query("SELECT account_id FROM account_roots WHERE cid = $1 AND refs > 0")
-            .bind(cid)
-            .fetch_all(&mut self.conn().await?)
-            .await?;
-        Ok(rows.iter().map(|row| row.int("account_id")).collect())
-    }
-}
-
-fn delivery_from(row: &impl ModelRow) -> Result<Delivery, StoreError> {
-    let status: DeliveryStatus = row.text("status").parse().map_err(corrupt)?;
-    Ok(Delivery {
-        id: row.int("id"),
-        webhook_id: row.text("webhook_id"),
-        event: event_from(row, "event_")?,
-        status,
-        next_attempt_at_ms: (status == DeliveryStatus::Pending).then(|| row.int("next_attempt_at")),
-        created_at_ms: row.int("created_at"),
-        attempts: Vec::new(),
-    })
-}
-
-fn attempt_from(row: &impl ModelRow) -> Attempt {
-    Attempt {
-        at_ms: row.int("at"),
-        duration_ms: row.int("duration_ms"),
-        response_status: row.maybe_int("response_status").map(|s| s as u16),
-        error: row.maybe_text("error"),
     }
 }

@@ -1,13 +1,13 @@
 //! Keys, upload links and the changes an account makes to its uploads' names and key-values
 //! (see [`crate::access`]).
 
-use std::collections::BTreeMap;
+use super::*;
 
-use super::rows::{account_from, key_from, link_from, now_ms, operation_from};
-use super::write_queue::Line;
-use super::{Backend, SqlStore};
 use crate::access::{ApiKey, NewKey, NewLink, UploadLink, KEY_USE_RESOLUTION_MS};
-use crate::model::{Account, ArchiveMode, Operation};
+use crate::model::{Account, ArchiveMode};
+use crate::sql::rows::{account_from, key_from, link_from, now_ms};
+use crate::sql::write_queue::Line;
+use crate::sql::{Backend, SqlStore};
 use crate::StoreError;
 
 /// A key's columns beside its account's: each renamed `key_*` (see [`key_from`]).
@@ -27,8 +27,11 @@ const LIVE_LINK: &str = "SELECT upload_links.* FROM upload_links
     JOIN tokens ON tokens.id = upload_links.created_by
     WHERE upload_links.revoked_at IS NULL AND tokens.revoked_at IS NULL";
 
-impl<B: Backend> SqlStore<B> {
-    pub(super) async fn insert_key(
+impl<B: Backend> SqlStore<B> {}
+
+#[async_trait]
+impl<B: Backend> Access for SqlStore<B> {
+    async fn create_key(
         &self,
         key: &NewKey,
         hash: &[u8; 32],
@@ -56,7 +59,41 @@ impl<B: Backend> SqlStore<B> {
         key_from(&row, "")
     }
 
-    pub(super) async fn key_and_account(
+    async fn revoke_token(&self, prefix_or_id: &str) -> Result<ApiKey, StoreError> {
+        let mut conn = self.write_conn(Line::Requests).await?;
+        let rows = match prefix_or_id.parse::<i64>() {
+            Ok(id) => B::query("SELECT * FROM tokens WHERE id = $1").bind(id),
+            // Either string may be the longer one: a full token, or a few characters of one.
+            // Exact comparisons, not LIKE, so `%` and `_` typed by an admin match literally.
+            Err(_) => B::query(
+                "SELECT * FROM tokens WHERE substr($1, 1, length(prefix)) = prefix
+                    OR substr(prefix, 1, length($1)) = $1",
+            )
+            .bind(prefix_or_id),
+        }
+        .fetch_all(&mut conn)
+        .await?;
+        let token = match rows.as_slice() {
+            [row] => key_from(row, "")?,
+            [] => return Err(StoreError::NotFound(format!("token {prefix_or_id:?}"))),
+            _ => {
+                return Err(StoreError::Conflict(format!(
+                    "more than one token matching {prefix_or_id:?}"
+                )))
+            }
+        };
+        B::query("UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+            .bind(now_ms())
+            .bind(token.id)
+            .execute(&mut conn)
+            .await?;
+        Ok(ApiKey {
+            revoked: true,
+            ..token
+        })
+    }
+
+    async fn key_for_token(
         &self,
         hash: &[u8; 32],
     ) -> Result<Option<(Account, ApiKey)>, StoreError> {
@@ -68,7 +105,7 @@ impl<B: Backend> SqlStore<B> {
             .transpose()
     }
 
-    pub(super) async fn keys_of(&self, account_id: i64) -> Result<Vec<ApiKey>, StoreError> {
+    async fn list_keys(&self, account_id: i64) -> Result<Vec<ApiKey>, StoreError> {
         let rows = B::query(
             "SELECT * FROM tokens WHERE account_id = $1 AND revoked_at IS NULL ORDER BY id",
         )
@@ -78,11 +115,7 @@ impl<B: Backend> SqlStore<B> {
         rows.iter().map(|row| key_from(row, "")).collect()
     }
 
-    pub(super) async fn revoke_key_of(
-        &self,
-        account_id: i64,
-        id: i64,
-    ) -> Result<Option<ApiKey>, StoreError> {
+    async fn revoke_key(&self, account_id: i64, id: i64) -> Result<Option<ApiKey>, StoreError> {
         let row = B::query(
             "UPDATE tokens SET revoked_at = $1
               WHERE id = $2 AND account_id = $3 AND revoked_at IS NULL
@@ -96,7 +129,7 @@ impl<B: Backend> SqlStore<B> {
         row.map(|row| key_from(&row, "")).transpose()
     }
 
-    pub(super) async fn note_key_seen(&self, id: i64, now_ms: i64) -> Result<(), StoreError> {
+    async fn key_seen(&self, id: i64, now_ms: i64) -> Result<(), StoreError> {
         B::query(
             "UPDATE tokens SET last_used_at = $1
               WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $3)",
@@ -109,7 +142,7 @@ impl<B: Backend> SqlStore<B> {
         Ok(())
     }
 
-    pub(super) async fn insert_link(&self, link: &NewLink) -> Result<UploadLink, StoreError> {
+    async fn create_link(&self, link: &NewLink) -> Result<UploadLink, StoreError> {
         let (types, keyvalues) = (link.mime_types.join("\n"), link.keyvalues.to_json());
         let row = B::query(
             "INSERT INTO upload_links (id, hash, account_id, created_by, created_at, expires_at,
@@ -134,10 +167,7 @@ impl<B: Backend> SqlStore<B> {
         link_from(&row)
     }
 
-    pub(super) async fn live_link_by_hash(
-        &self,
-        hash: &[u8; 32],
-    ) -> Result<Option<UploadLink>, StoreError> {
+    async fn link_for_secret(&self, hash: &[u8; 32]) -> Result<Option<UploadLink>, StoreError> {
         let row = B::query(&format!("{LIVE_LINK} AND upload_links.hash = $1"))
             .bind(&hash[..])
             .fetch_optional(&mut self.conn().await?)
@@ -145,7 +175,7 @@ impl<B: Backend> SqlStore<B> {
         row.as_ref().map(link_from).transpose()
     }
 
-    pub(super) async fn live_link_by_id(&self, id: &str) -> Result<Option<UploadLink>, StoreError> {
+    async fn link(&self, id: &str) -> Result<Option<UploadLink>, StoreError> {
         let row = B::query(&format!("{LIVE_LINK} AND upload_links.id = $1"))
             .bind(id)
             .fetch_optional(&mut self.conn().await?)
@@ -153,7 +183,7 @@ impl<B: Backend> SqlStore<B> {
         row.as_ref().map(link_from).transpose()
     }
 
-    pub(super) async fn links_of(&self, account_id: i64) -> Result<Vec<UploadLink>, StoreError> {
+    async fn list_links(&self, account_id: i64) -> Result<Vec<UploadLink>, StoreError> {
         let rows = B::query(&format!(
             "{LIVE_LINK} AND upload_links.account_id = $1
              ORDER BY upload_links.created_at DESC, upload_links.id"
@@ -164,7 +194,7 @@ impl<B: Backend> SqlStore<B> {
         rows.iter().map(link_from).collect()
     }
 
-    pub(super) async fn revoke_link_of(
+    async fn revoke_link(
         &self,
         account_id: i64,
         id: &str,
@@ -180,41 +210,5 @@ impl<B: Backend> SqlStore<B> {
         .fetch_optional(&mut self.write_conn(Line::Requests).await?)
         .await?;
         row.as_ref().map(link_from).transpose()
-    }
-
-    pub(super) async fn change_kept(
-        &self,
-        account_id: i64,
-        upload_id: &str,
-        name: Option<String>,
-        keyvalues: BTreeMap<String, Option<String>>,
-    ) -> Result<Option<Operation>, StoreError> {
-        let mut tx = self.write(Line::Requests).await?;
-        let row = B::query(&format!(
-            "SELECT * FROM operations
-              WHERE account_id = $1 AND upload_id = $2 AND deleted_at IS NULL
-                AND kind <> 'pin'{}",
-            B::DIALECT.for_update()
-        ))
-        .bind(account_id)
-        .bind(upload_id)
-        .fetch_optional(&mut tx)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let operation = operation_from(&row)?;
-        let merged = operation
-            .keyvalues
-            .merged(keyvalues)
-            .map_err(StoreError::Invalid)?;
-        let meta = merged.to_json();
-        B::query("UPDATE operations SET name = $1, meta = $2, updated_at = $3 WHERE id = $4")
-            .bind(name.as_deref().unwrap_or(&operation.name))
-            .bind(meta.as_str())
-            .bind(now_ms())
-            .bind(operation.id)
-            .execute(&mut tx)
-            .await?;
-        tx.commit().await?;
-        self.operation_by_id(operation.id).await.map(Some)
     }
 }

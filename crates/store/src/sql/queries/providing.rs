@@ -2,12 +2,13 @@
 //! advertised; and the two logs of roots that providing and IPNI follow (completions, and
 //! the deletions that removal advertisements follow).
 
-use super::backend::Backend;
-use super::dialect::{parameters, values_rows, ROW_PARAMETERS};
-use super::rows::ModelRow;
-use super::write_queue::Line;
-use super::SqlStore;
+use super::*;
 use crate::model::{IpniChain, IpniPublication, LogPlace};
+use crate::sql::backend::Backend;
+use crate::sql::dialect::{parameters, values_rows, ROW_PARAMETERS};
+use crate::sql::rows::ModelRow;
+use crate::sql::write_queue::Line;
+use crate::sql::SqlStore;
 use crate::StoreError;
 
 /// Bytes of chain blocks one `INSERT` carries: small advertisements go many to a statement, and
@@ -76,43 +77,6 @@ impl<B: Backend> SqlStore<B> {
             .collect())
     }
 
-    pub(super) async fn read_ipni_chain(
-        &self,
-        peer_id: &str,
-    ) -> Result<Option<IpniChain>, StoreError> {
-        let row = B::query(
-            "SELECT head, completed_at, completed_id, deleted_at, deleted_id FROM ipni_chains
-             WHERE peer_id = $1",
-        )
-        .bind(peer_id)
-        .fetch_optional(&mut self.conn().await?)
-        .await?;
-        Ok(row.map(|row| IpniChain {
-            head: row.maybe_text("head"),
-            completed_through: LogPlace {
-                at_ms: row.int("completed_at"),
-                operation_id: row.int("completed_id"),
-            },
-            deleted_through: LogPlace {
-                at_ms: row.int("deleted_at"),
-                operation_id: row.int("deleted_id"),
-            },
-        }))
-    }
-
-    pub(super) async fn read_ipni_block(
-        &self,
-        peer_id: &str,
-        cid: &str,
-    ) -> Result<Option<Vec<u8>>, StoreError> {
-        let row = B::query("SELECT bytes FROM ipni_blocks WHERE peer_id = $1 AND cid = $2")
-            .bind(peer_id)
-            .bind(cid)
-            .fetch_optional(&mut self.conn().await?)
-            .await?;
-        Ok(row.map(|row| row.blob("bytes")))
-    }
-
     /// Those of `roots` that are `which`, each once, in their order.
     pub(super) async fn ipni_roots(
         &self,
@@ -159,8 +123,146 @@ impl<B: Backend> SqlStore<B> {
         chosen.retain(|root| !kept.contains(root));
         Ok(chosen)
     }
+}
 
-    pub(super) async fn write_ipni_publication(
+#[async_trait]
+impl<B: Backend> Providing for SqlStore<B> {
+    async fn completed_roots(
+        &self,
+        after: LogPlace,
+        limit: u32,
+    ) -> Result<Vec<(LogPlace, String)>, StoreError> {
+        let completed = "status = 'completed' AND deleted_at IS NULL";
+        self.root_log("completed_at", completed, after, limit).await
+    }
+
+    async fn count_completed_roots(&self, after: LogPlace) -> Result<u64, StoreError> {
+        let row = B::query(
+            "SELECT COUNT(*) AS n FROM operations
+             WHERE status = 'completed' AND cid IS NOT NULL AND deleted_at IS NULL
+               AND (completed_at, id) > ($1, $2)",
+        )
+        .bind(after.at_ms)
+        .bind(after.operation_id)
+        .fetch_one(&mut self.conn().await?)
+        .await?;
+        Ok(row.int("n") as u64)
+    }
+
+    async fn distinct_roots(&self, after: &str, limit: u32) -> Result<Vec<String>, StoreError> {
+        let rows = B::query(
+            "SELECT DISTINCT cid FROM operations
+             WHERE status = 'completed' AND deleted_at IS NULL AND cid > $1
+             ORDER BY cid LIMIT $2",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&mut self.conn().await?)
+        .await?;
+        Ok(rows.iter().map(|row| row.text("cid")).collect())
+    }
+
+    async fn provide_progress(&self, peer_id: &str) -> Result<Option<ProvideProgress>, StoreError> {
+        let row = B::query(
+            "SELECT completed_at, operation_id, pass_began_at, pass_reached FROM provide_progress
+             WHERE peer_id = $1",
+        )
+        .bind(peer_id)
+        .fetch_optional(&mut self.conn().await?)
+        .await?;
+        Ok(row.map(|row| ProvideProgress {
+            through: LogPlace {
+                at_ms: row.int("completed_at"),
+                operation_id: row.int("operation_id"),
+            },
+            pass: row.maybe_int("pass_began_at").map(|began_at_ms| SweepPass {
+                began_at_ms,
+                // Stored as a signed integer: the same 64 bits.
+                reached: row.int("pass_reached") as u64,
+            }),
+        }))
+    }
+
+    async fn save_provide_progress(
+        &self,
+        peer_id: &str,
+        progress: &ProvideProgress,
+    ) -> Result<(), StoreError> {
+        B::query(
+            "INSERT INTO provide_progress
+                (peer_id, completed_at, operation_id, pass_began_at, pass_reached)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (peer_id) DO UPDATE SET completed_at = excluded.completed_at,
+                operation_id = excluded.operation_id, pass_began_at = excluded.pass_began_at,
+                pass_reached = excluded.pass_reached",
+        )
+        .bind(peer_id)
+        .bind(progress.through.at_ms)
+        .bind(progress.through.operation_id)
+        .bind(progress.pass.map(|pass| pass.began_at_ms))
+        .bind(progress.pass.map_or(0, |pass| pass.reached as i64))
+        .execute(&mut self.write_conn(Line::Requests).await?)
+        .await?;
+        Ok(())
+    }
+
+    async fn deleted_roots(
+        &self,
+        after: LogPlace,
+        limit: u32,
+    ) -> Result<Vec<(LogPlace, String)>, StoreError> {
+        self.root_log("deleted_at", "deleted_at IS NOT NULL", after, limit)
+            .await
+    }
+
+    async fn ipni_chain(&self, peer_id: &str) -> Result<Option<IpniChain>, StoreError> {
+        let row = B::query(
+            "SELECT head, completed_at, completed_id, deleted_at, deleted_id FROM ipni_chains
+             WHERE peer_id = $1",
+        )
+        .bind(peer_id)
+        .fetch_optional(&mut self.conn().await?)
+        .await?;
+        Ok(row.map(|row| IpniChain {
+            head: row.maybe_text("head"),
+            completed_through: LogPlace {
+                at_ms: row.int("completed_at"),
+                operation_id: row.int("completed_id"),
+            },
+            deleted_through: LogPlace {
+                at_ms: row.int("deleted_at"),
+                operation_id: row.int("deleted_id"),
+            },
+        }))
+    }
+
+    async fn ipni_block(&self, peer_id: &str, cid: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let row = B::query("SELECT bytes FROM ipni_blocks WHERE peer_id = $1 AND cid = $2")
+            .bind(peer_id)
+            .bind(cid)
+            .fetch_optional(&mut self.conn().await?)
+            .await?;
+        Ok(row.map(|row| row.blob("bytes")))
+    }
+
+    async fn ipni_not_advertised(
+        &self,
+        peer_id: &str,
+        roots: &[String],
+    ) -> Result<Vec<String>, StoreError> {
+        self.ipni_roots(peer_id, roots, IpniRoots::NotAdvertised)
+            .await
+    }
+
+    async fn ipni_withdrawn(
+        &self,
+        peer_id: &str,
+        roots: &[String],
+    ) -> Result<Vec<String>, StoreError> {
+        self.ipni_roots(peer_id, roots, IpniRoots::Withdrawn).await
+    }
+
+    async fn publish_ipni(
         &self,
         peer_id: &str,
         publication: &IpniPublication,

@@ -1,9 +1,10 @@
 //! IPNS names and the records of names kept elsewhere (see [`crate::names`]).
 
-use super::rows::{now_ms, unique_violation, ModelRow};
-use super::write_queue::Line;
-use super::{Backend, SqlStore};
+use super::*;
 use crate::names::{ForeignRecord, KeptName, MAX_FOREIGN_RECORDS, MAX_NAMES};
+use crate::sql::rows::{now_ms, unique_violation, ModelRow};
+use crate::sql::write_queue::Line;
+use crate::sql::{Backend, SqlStore};
 use crate::StoreError;
 
 fn name_from(row: &impl ModelRow) -> KeptName {
@@ -28,9 +29,45 @@ fn sequence_column(sequence: u64) -> i64 {
 }
 
 impl<B: Backend> SqlStore<B> {
-    /// The count and the insert are one statement, so two requests cannot both take the last
-    /// place.
-    pub(super) async fn insert_name(&self, name: &KeptName) -> Result<KeptName, StoreError> {
+    /// A live name matching `condition` (on `$1`), within an account if one is given.
+    pub(super) async fn live_name(
+        &self,
+        condition: &str,
+        value: &str,
+        account_id: Option<i64>,
+    ) -> Result<Option<KeptName>, StoreError> {
+        let sql = format!(
+            "SELECT * FROM names WHERE {condition} AND deleted_at IS NULL
+               AND ($2 IS NULL OR account_id = $2)"
+        );
+        let row = B::query(&sql)
+            .bind(value)
+            .bind(account_id)
+            .fetch_optional(&mut self.conn().await?)
+            .await?;
+        Ok(row.map(|row| name_from(&row)))
+    }
+
+    pub(super) async fn foreign_record_of(
+        &self,
+        name: &str,
+    ) -> Result<Option<ForeignRecord>, StoreError> {
+        let row = B::query("SELECT * FROM ipns_records WHERE name = $1")
+            .bind(name)
+            .fetch_optional(&mut self.conn().await?)
+            .await?;
+        Ok(row.map(|row| ForeignRecord {
+            name: row.text("name"),
+            record: row.blob("record"),
+            sequence: row.int("sequence") as u64,
+            expires_at_ms: row.int("expires_at"),
+        }))
+    }
+}
+
+#[async_trait]
+impl<B: Backend> Names for SqlStore<B> {
+    async fn create_name(&self, name: &KeptName) -> Result<KeptName, StoreError> {
         let inserted = B::query(
             "INSERT INTO names (name, account_id, label, sealed_key, value, sequence, record,
                 expires_at, created_at, updated_at)
@@ -66,7 +103,7 @@ impl<B: Backend> SqlStore<B> {
         }
     }
 
-    pub(super) async fn names_of(&self, account_id: i64) -> Result<Vec<KeptName>, StoreError> {
+    async fn list_names(&self, account_id: i64) -> Result<Vec<KeptName>, StoreError> {
         let rows = B::query(
             "SELECT * FROM names WHERE account_id = $1 AND deleted_at IS NULL
               ORDER BY created_at, name",
@@ -77,26 +114,19 @@ impl<B: Backend> SqlStore<B> {
         Ok(rows.iter().map(name_from).collect())
     }
 
-    /// A live name matching `condition` (on `$1`), within an account if one is given.
-    pub(super) async fn live_name(
-        &self,
-        condition: &str,
-        value: &str,
-        account_id: Option<i64>,
-    ) -> Result<Option<KeptName>, StoreError> {
-        let sql = format!(
-            "SELECT * FROM names WHERE {condition} AND deleted_at IS NULL
-               AND ($2 IS NULL OR account_id = $2)"
-        );
-        let row = B::query(&sql)
-            .bind(value)
-            .bind(account_id)
-            .fetch_optional(&mut self.conn().await?)
-            .await?;
-        Ok(row.map(|row| name_from(&row)))
+    async fn kept_name(&self, name: &str) -> Result<Option<KeptName>, StoreError> {
+        self.live_name("name = $1", name, None).await
     }
 
-    pub(super) async fn store_name_record(
+    async fn kept_name_by_label(
+        &self,
+        account_id: i64,
+        label: &str,
+    ) -> Result<Option<KeptName>, StoreError> {
+        self.live_name("label = $1", label, Some(account_id)).await
+    }
+
+    async fn update_name(
         &self,
         name: &KeptName,
         previous_sequence: u64,
@@ -118,7 +148,7 @@ impl<B: Backend> SqlStore<B> {
         Ok(changed == 1)
     }
 
-    pub(super) async fn remove_name(
+    async fn delete_name(
         &self,
         account_id: i64,
         name: &str,
@@ -135,7 +165,7 @@ impl<B: Backend> SqlStore<B> {
         Ok(row.map(|row| name_from(&row)))
     }
 
-    pub(super) async fn names_expiring_before(
+    async fn names_expiring(
         &self,
         before_ms: i64,
         limit: u32,
@@ -151,10 +181,7 @@ impl<B: Backend> SqlStore<B> {
         Ok(rows.iter().map(name_from).collect())
     }
 
-    pub(super) async fn keep_foreign_record(
-        &self,
-        record: &ForeignRecord,
-    ) -> Result<bool, StoreError> {
+    async fn put_foreign_record(&self, record: &ForeignRecord) -> Result<bool, StoreError> {
         let changed = B::query(
             "INSERT INTO ipns_records (name, record, sequence, expires_at, received_at)
              SELECT $1, $2, $3, $4, $5
@@ -187,23 +214,11 @@ impl<B: Backend> SqlStore<B> {
         }
     }
 
-    pub(super) async fn foreign_record_of(
-        &self,
-        name: &str,
-    ) -> Result<Option<ForeignRecord>, StoreError> {
-        let row = B::query("SELECT * FROM ipns_records WHERE name = $1")
-            .bind(name)
-            .fetch_optional(&mut self.conn().await?)
-            .await?;
-        Ok(row.map(|row| ForeignRecord {
-            name: row.text("name"),
-            record: row.blob("record"),
-            sequence: row.int("sequence") as u64,
-            expires_at_ms: row.int("expires_at"),
-        }))
+    async fn foreign_record(&self, name: &str) -> Result<Option<ForeignRecord>, StoreError> {
+        self.foreign_record_of(name).await
     }
 
-    pub(super) async fn forget_foreign_before(&self, before_ms: i64) -> Result<u64, StoreError> {
+    async fn forget_foreign_records(&self, before_ms: i64) -> Result<u64, StoreError> {
         let changed = B::query("DELETE FROM ipns_records WHERE expires_at < $1")
             .bind(before_ms)
             .execute(&mut self.write_conn(Line::Requests).await?)
