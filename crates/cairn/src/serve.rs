@@ -98,6 +98,7 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         reprovide_interval: config.reprovide_interval,
         scrub_interval: config.scrub_interval,
         scrub_rate: config.scrub_rate,
+        webhook_allow_private: config.webhook_allow_private,
         ..ServiceConfig::default()
     };
     let mut server_config = ServerConfig {
@@ -110,7 +111,6 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         gateway_domain: config.gateway_domain.clone(),
         path_gateway_sandbox: config.path_gateway_sandbox,
         web_dir: config.web_dir.clone(),
-        webhook_allow_private: config.webhook_allow_private,
         ..ServerConfig::default()
     };
     server_config.rate_limits.upload.quota = config.uploads_per_minute;
@@ -250,13 +250,12 @@ pub async fn run(config: ServeConfig) -> Result<()> {
         service.node.as_ref().map(|node| node.bitswap().clone()),
         stop_rx.clone(),
     ));
-    tokio::spawn(cairn_service::webhooks::deliver_webhooks(
+    tokio::spawn(cairn_service::webhooks::deliver_webhooks(service.clone()));
+    tokio::spawn(cairn_service::tus::keep_sweeping_expired(
         service.clone(),
-        Arc::new(cairn_server::routes::events::event_body),
-        server_config.webhook_allow_private,
+        stop_rx.clone(),
     ));
     let state = AppState::new(service, server_config);
-    tokio::spawn(sweep_expired_uploads(state.clone(), stop_rx.clone()));
     tokio::spawn(cairn_service::names::republish(state.service.clone()));
     let header_timeout = state.config.header_timeout;
     let upload = listen::serve(
@@ -482,21 +481,6 @@ async fn sweep_orphans_hourly(service: Service, mut stop: tokio::sync::watch::Re
         );
         if let Err(e) = swept.await {
             tracing::warn!(error = %e, "sweeping leftovers failed");
-        }
-    }
-}
-
-/// Reclaim incomplete TUS uploads past their expiry, once a minute.
-async fn sweep_expired_uploads(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
-    loop {
-        match cairn_server::tus::sweep_expired(&state).await {
-            Ok(0) => {}
-            Ok(swept) => tracing::info!(swept, "expired TUS uploads reclaimed"),
-            Err(e) => tracing::warn!(error = %e, "sweeping expired TUS uploads failed"),
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
-            _ = stop.wait_for(|s| *s) => return,
         }
     }
 }

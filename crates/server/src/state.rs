@@ -72,9 +72,6 @@ pub struct ServerConfig {
     /// Read the page's files from this directory on every request instead of the copies
     /// built into the binary (for working on the page).
     pub web_dir: Option<std::path::PathBuf>,
-    /// Webhook endpoints may be loopback, private or link-local addresses
-    /// (`--webhook-allow-private`): for tests, and for receivers on the server's own network.
-    pub webhook_allow_private: bool,
 }
 
 impl Default for ServerConfig {
@@ -93,7 +90,6 @@ impl Default for ServerConfig {
             gateway_domain: Some("localhost".into()),
             path_gateway_sandbox: true,
             web_dir: None,
-            webhook_allow_private: false,
         }
     }
 }

@@ -428,7 +428,7 @@ async fn t11_an_expired_upload_answers_410_and_the_sweep_reclaims_it() {
     let asked = create(&server, &[("Upload-Length", "10")]).await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(
-        cairn_server::tus::sweep_expired(&server.state)
+        cairn_service::tus::sweep_expired(&server.state.service)
             .await
             .unwrap(),
         2,

@@ -47,6 +47,10 @@ pub struct ServiceConfig {
     pub scrub_interval: Duration,
     /// Bytes a second scrubbing may read, at most.
     pub scrub_rate: u64,
+    /// Webhook endpoints may be on private and loopback addresses (`--webhook-allow-private`;
+    /// tests and trusted networks): otherwise a webhook could reach what only this machine
+    /// can.
+    pub webhook_allow_private: bool,
 }
 
 impl Default for ServiceConfig {
@@ -64,6 +68,7 @@ impl Default for ServiceConfig {
             ipni_announce: Vec::new(),
             scrub_interval: Duration::ZERO,
             scrub_rate: DEFAULT_SCRUB_RATE,
+            webhook_allow_private: false,
         }
     }
 }

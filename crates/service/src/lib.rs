@@ -18,8 +18,10 @@
 //! - [`webhooks`]: webhook deliveries, signed and sent from the durable queue.
 //! - [`names`]: IPNS names kept for accounts: keys sealed, records signed, put to the DHT and
 //!   republished; names resolved.
+//! - [`records`]: the records clients read as JSON (uploads, operations, pins, event bodies).
 //! - [`scrub`]: every stored block read again at a bounded rate, checked, and repaired from
 //!   peers when damaged.
+//! - [`tus`]: a TUS upload's life after its bytes: settled, completed, expired, swept.
 //! - [`served`]: bytes served of each account's content, for its usage.
 //! - [`detect`]: what an upload is (a CAR, an archive to extract, or a file), decided once for
 //!   every way in.
@@ -40,9 +42,11 @@ mod outcome;
 pub mod pin;
 pub mod progress;
 pub mod provide;
+pub mod records;
 pub mod scrub;
 pub mod served;
 mod stop;
+pub mod tus;
 pub mod webhooks;
 pub mod worker;
 

@@ -18,8 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use cairn_store::events::{Attempt, ClaimedDelivery, DeliveryStatus, Event};
-use cairn_store::model::Operation;
+use cairn_store::events::{Attempt, ClaimedDelivery, DeliveryStatus};
 use cairn_store::{now_ms, random_name};
 use futures_util::future::BoxFuture;
 use futures_util::stream::FuturesUnordered;
@@ -28,11 +27,6 @@ use reqwest::Url;
 
 use crate::events::operations_of;
 use crate::{sleep_unless_stopped, Service};
-
-/// Turns an event and its upload or pin into the body sent (`{"type", "timestamp",
-/// "data"}`, `data` the record the API answers with), which the HTTP crate knows how to
-/// write.
-pub type RenderEvent = Arc<dyn Fn(&Event, &Operation) -> serde_json::Value + Send + Sync>;
 
 /// An endpoint has this long to answer.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -161,7 +155,8 @@ impl reqwest::dns::Resolve for PublicOnly {
 
 /// Send deliveries until the service stops: each event's first attempts as the event log
 /// brings them (one dispatcher at a time), and the retries that fall due (any node).
-pub async fn deliver_webhooks(service: Service, render: RenderEvent, allow_private: bool) {
+pub async fn deliver_webhooks(service: Service) {
+    let allow_private = service.config.webhook_allow_private;
     let client = match reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(ATTEMPT_TIMEOUT)
@@ -179,7 +174,6 @@ pub async fn deliver_webhooks(service: Service, render: RenderEvent, allow_priva
     let mut sender = Sender {
         service,
         client,
-        render,
         allow_private,
         worker: format!("webhooks-{}", random_name()),
         passed: Instant::now(),
@@ -209,7 +203,6 @@ pub async fn deliver_webhooks(service: Service, render: RenderEvent, allow_priva
 struct Sender {
     service: Service,
     client: reqwest::Client,
-    render: RenderEvent,
     allow_private: bool,
     /// Names this dispatcher in the leases it takes.
     worker: String,
@@ -310,9 +303,9 @@ impl Sender {
             .iter()
             .enumerate()
             .map(|(index, delivery)| {
-                let body = operations
-                    .get(&delivery.event.id)
-                    .map(|operation| (self.render)(&delivery.event, operation).to_string());
+                let body = operations.get(&delivery.event.id).map(|operation| {
+                    crate::records::event_body(&delivery.event, operation).to_string()
+                });
                 let (client, delivery) = (self.client.clone(), delivery.clone());
                 let allow_private = self.allow_private;
                 async move {

@@ -32,14 +32,12 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 
-use super::operations::{error_object, readable_operation, OperationRecord};
-use super::pins::pin_status;
-use super::rfc3339;
-use super::uploads::UploadRecord;
+use super::operations::readable_operation;
 use crate::auth::{need, Caller, StreamCaller};
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
+use cairn_service::records::{error_object, event_body, OperationRecord};
 
 /// Events a stream holds for a reader before the reader counts as too slow.
 const QUEUED: usize = 64;
@@ -50,27 +48,6 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 /// Events read from the log per query when a stream catches up.
 const PAGE: u32 = 200;
-
-/// An event's `data` in a webhook body and in `GET /api/events`: the upload's record (as
-/// `GET /api/uploads/{id}` answers) or the pin's (a Pinning Service API `PinStatus`).
-pub fn event_data(event: &Event, op: &Operation) -> Value {
-    let value = match event.kind {
-        EventType::PinPinned | EventType::PinFailed | EventType::PinRemoved => {
-            serde_json::to_value(pin_status(op.clone(), &[]))
-        }
-        _ => serde_json::to_value(UploadRecord::from(op.clone())),
-    };
-    value.unwrap_or(Value::Null)
-}
-
-/// The body a webhook is sent, and an account stream's event `data`.
-pub fn event_body(event: &Event, op: &Operation) -> Value {
-    json!({
-        "type": event.kind.as_str(),
-        "timestamp": rfc3339(event.created_at_ms),
-        "data": event_data(event, op),
-    })
-}
 
 fn stream(events: mpsc::Receiver<SseEvent>) -> Response {
     let events = futures_util::stream::unfold(events, |mut events| async move {

@@ -106,11 +106,7 @@ pub mod query {
     }
 }
 
-/// A timestamp (milliseconds since the epoch) as the API writes them: RFC 3339, UTC.
-pub fn rfc3339(ms: i64) -> String {
-    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_millis(time).to_string()
-}
+pub use cairn_service::records::rfc3339;
 
 /// An RFC 3339 time as clients send it (`Z` or an offset, with or without fractions of a
 /// second), in milliseconds since the epoch.

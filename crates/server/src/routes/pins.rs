@@ -15,13 +15,14 @@ use axum::{Json, Router};
 use cairn_p2p::Multiaddr;
 use cairn_store::model::{KeptFilter, NewPin, Operation, OperationRef, OperationStatus, StoredDag};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::{query, rfc3339};
+use super::query;
 use crate::auth::{need, Caller};
 use crate::error::{rewrite_error_body, ApiError};
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
+use cairn_service::records::{pin_status, PinStatus};
 use cairn_store::model::KeyValues;
 
 /// The spec's bounds.
@@ -42,37 +43,6 @@ pub fn routes() -> Router<AppState> {
         .layer(middleware::from_fn(spec_errors))
 }
 
-/// A `Pin` as the spec writes it.
-#[derive(Serialize)]
-struct PinJson {
-    cid: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    name: Option<String>,
-    origins: Vec<String>,
-    meta: Map<String, Value>,
-}
-
-/// A `PinStatus`.
-#[derive(Serialize)]
-pub struct PinStatus {
-    requestid: String,
-    status: &'static str,
-    created: String,
-    pin: PinJson,
-    delegates: Vec<String>,
-    info: Map<String, Value>,
-}
-
-/// The spec's names for an operation's statuses.
-fn spec_status(status: OperationStatus) -> &'static str {
-    match status {
-        OperationStatus::Pending => "queued",
-        OperationStatus::Processing => "pinning",
-        OperationStatus::Completed => "pinned",
-        OperationStatus::Failed => "failed",
-    }
-}
-
 fn operation_status(status: &str) -> Result<OperationStatus, ApiError> {
     Ok(match status {
         "queued" => OperationStatus::Pending,
@@ -85,29 +55,6 @@ fn operation_status(status: &str) -> Result<OperationStatus, ApiError> {
             )))
         }
     })
-}
-
-pub fn pin_status(op: Operation, delegates: &[String]) -> PinStatus {
-    let mut info = Map::new();
-    if let Some(error) = &op.error {
-        info.insert("reason".into(), Value::String(error.message.clone()));
-    }
-    let Value::Object(meta) = Value::from(&op.keyvalues) else {
-        unreachable!("key-values are a JSON object")
-    };
-    PinStatus {
-        requestid: op.upload_id,
-        status: spec_status(op.status),
-        created: rfc3339(op.created_at_ms),
-        pin: PinJson {
-            cid: op.cid.unwrap_or_default(),
-            name: Some(op.name).filter(|name| !name.is_empty()),
-            origins: op.origins,
-            meta,
-        },
-        delegates: delegates.to_vec(),
-        info,
-    }
 }
 
 /// This node's addresses with `/p2p/`: clients such as Kubo connect to them, so that the

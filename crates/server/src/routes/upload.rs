@@ -26,13 +26,13 @@ use tokio::sync::mpsc;
 use crate::auth::{need, Caller, Uploader};
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
-use crate::routes::operations::UploadResult;
 use crate::state::AppState;
 use cairn_service::detect::{
     ArchiveFormat, ContentKind, Detected, Detection, FirstLook, Refused, HEAD_BYTES,
 };
 use cairn_service::ingest::{self, CarFault};
 use cairn_service::metrics::UploadKind;
+use cairn_service::records::UploadResult;
 use cairn_store::blocks::StoredBlockReader;
 
 /// Chunks per piece handed to the importing thread. Pieces of whole chunks let the importer

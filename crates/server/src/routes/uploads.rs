@@ -14,33 +14,12 @@ use cairn_store::model::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::operations::{error_object, UploadResult};
 use super::query;
 use crate::auth::{need, Caller};
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
 use crate::state::AppState;
-
-/// An upload as listed: the upload result of the contract, plus whether its content is kept.
-#[derive(Serialize)]
-pub struct UploadRecord {
-    #[serde(flatten)]
-    result: UploadResult,
-    /// The content is stored and kept (the upload completed and is not deleted).
-    pinned: bool,
-    /// Why it failed, as the operation says (`null` unless it failed).
-    error: Option<serde_json::Value>,
-}
-
-impl From<Operation> for UploadRecord {
-    fn from(op: Operation) -> Self {
-        Self {
-            pinned: op.status == OperationStatus::Completed && op.deleted_at_ms.is_none(),
-            error: error_object(&op),
-            result: op.into(),
-        }
-    }
-}
+use cairn_service::records::UploadRecord;
 
 #[derive(Deserialize)]
 pub struct ListParams {

@@ -94,7 +94,7 @@ pub async fn create(
             known.join(", ")
         )));
     }
-    let url = check_url(&request.url, state.config.webhook_allow_private)
+    let url = check_url(&request.url, state.service.config.webhook_allow_private)
         .await
         .map_err(ApiError::BadRequest)?;
     let secret = new_secret();

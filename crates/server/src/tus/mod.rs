@@ -35,10 +35,10 @@ use crate::origin::RequestOrigin;
 use crate::rate_limit::Endpoint;
 use crate::routes::upload::with_link_keyvalues;
 use crate::state::AppState;
+use cairn_service::tus::{complete, offset_of, settle, settle_at};
 use cairn_store::model::KeyValues;
 use headers::{Checksum, OFFSET_OCTET_STREAM};
-use lifecycle::{check_live, complete, offset_of, settle, settle_at};
-pub use lifecycle::{expire, sweep_expired};
+use lifecycle::check_live;
 use receive::receive;
 
 const BASE_PATH: &str = "/api/upload/tus";
@@ -363,7 +363,7 @@ async fn begin(
             .insert("upload-offset", HeaderValue::from(offset));
     }
     if length.is_some_and(|l| l == offset) || matches!(concat, TusConcat::Final(_)) {
-        complete(&state, &tus, length.unwrap_or(0)).await?;
+        complete(&state.service, &tus, length.unwrap_or(0)).await?;
     } else {
         response
             .headers_mut()
@@ -450,8 +450,8 @@ async fn head_found(
     let upload = check_live(state, account, id, record).await?;
     // A stalled PATCH is asked to stop first, so the offset reported is settled.
     let _lock = state.tus_locks.acquire(id).await?;
-    let offset = offset_of(state, &upload).await?;
-    let upload = settle_at(state, upload, offset).await?;
+    let offset = offset_of(&state.service, &upload).await?;
+    let upload = settle_at(&state.service, upload, offset).await?;
     let mut response = StatusCode::OK.into_response();
     let headers = response.headers_mut();
     headers.insert("upload-offset", HeaderValue::from(offset));
@@ -527,7 +527,7 @@ async fn upload_status(
     let (account, record) = access.account_and_upload(&state, &id).await?;
     // Read beside a PATCH under way, not in its place: a page polling never pre-empts it.
     let upload = check_live(&state, &account, &id, record).await?;
-    let offset = offset_of(&state, &upload).await?;
+    let offset = offset_of(&state.service, &upload).await?;
     let operation = operation_of(&state, &account, &upload).await?;
     let body = serde_json::json!({
         "id": upload.id,
@@ -538,7 +538,7 @@ async fn upload_status(
         "status": operation.as_ref().map(|op| op.status.as_str()),
         "progressPercent": operation.as_ref().map(|op| op.progress_percent),
         "cid": operation.as_ref().and_then(|op| op.cid.clone()),
-        "error": operation.as_ref().and_then(crate::routes::operations::error_object),
+        "error": operation.as_ref().and_then(cairn_service::records::error_object),
     });
     let mut response = axum::Json(body).into_response();
     response
@@ -610,7 +610,7 @@ async fn patch(
     .await?;
     let new_offset = received.offset;
     if upload.length == Some(new_offset) {
-        complete(&state, &upload, new_offset).await?;
+        complete(&state.service, &upload, new_offset).await?;
     }
     received.into_result()?;
     let mut response = StatusCode::NO_CONTENT.into_response();
@@ -680,7 +680,11 @@ async fn delete_found(
     id: &str,
     record: Option<TusUpload>,
 ) -> Result<Response, ApiError> {
-    let upload = settle(state, check_live(state, account, id, record).await?).await?;
+    let upload = settle(
+        &state.service,
+        check_live(state, account, id, record).await?,
+    )
+    .await?;
     if upload.state == TusState::Complete {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
