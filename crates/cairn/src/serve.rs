@@ -1,4 +1,5 @@
-//! `cairn serve`: both hosts on their listeners, with the embedded store.
+//! `cairn serve`: both hosts on their listeners, over the embedded store or PostgreSQL and S3, with
+//! the background work and the IPFS node.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -314,8 +315,9 @@ async fn start_node(
         bootstrap: p2p.bootstrap.clone(),
         ..cairn_p2p::NodeConfig::default()
     };
-    let blocks: Arc<dyn cairn_p2p::Blockstore> =
-        Arc::new(cairn_p2p::StoredBlocks::new(store, packs));
+    let blocks: Arc<dyn cairn_p2p::Blockstore> = Arc::new(cairn_service::node_blocks::NodeBlocks(
+        cairn_store::blocks::StoredBlocks::new(store, packs),
+    ));
     // Port 4001 is every IPFS node's: beside one (IPFS Desktop, Kubo, another Cairn) the
     // zero-configuration start takes free ports instead.
     let node_config = match taken(&node_config.listen) {

@@ -5,7 +5,7 @@
 
 mod server;
 
-use cairn_test_support::hostile;
+use cairn_car::hostile;
 
 use std::path::Path;
 use std::process::{Command, Output};

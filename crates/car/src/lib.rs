@@ -30,6 +30,9 @@ pub mod cbor;
 /// the stable replay of their corpus (`tests/fuzz_corpus.rs`); only with the `fuzz` feature.
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
+/// Hostile DAGs, as an attacker would upload them, for tests; only with the `hostile` feature.
+#[cfg(feature = "hostile")]
+pub mod hostile;
 
 /// Limits for reading untrusted CARs.
 #[derive(Clone, Copy, Debug)]

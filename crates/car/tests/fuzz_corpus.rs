@@ -7,8 +7,8 @@
 //! as `unixfs_reader` seeds, in that target's framing.
 
 use cairn_car::fuzz as bodies;
+use cairn_car::hostile;
 use cairn_test_support::fuzz_corpus as corpus;
-use cairn_test_support::hostile;
 use cairn_unixfs::fuzz as unixfs_bodies;
 
 use cairn_car::{export_dfs, CarWriter};
@@ -17,7 +17,7 @@ use cairn_unixfs::{Cid, DirectoryBuilder, FileImporter, MemoryBlocks};
 
 /// A tree from our importer (small chunks, few links, a HAMT of 40 files), as a CAR.
 fn imported_car(cid_version: CidVersion, leaves: LeafKind) -> (Vec<u8>, u64) {
-    let profile = corpus::tiny_profile(cid_version, leaves);
+    let profile = cairn_unixfs::fuzz::tiny_profile(cid_version, leaves);
     let mut blocks = MemoryBlocks::default();
     let mut dir = DirectoryBuilder::new(&profile);
     let mut file = FileImporter::new(&profile, &mut blocks);

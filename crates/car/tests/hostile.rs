@@ -2,7 +2,7 @@
 //! block and the rule; a DAG that is valid but deep or self-repeating imports, and reading it
 //! ends within the budget, never by overflowing a stack.
 
-use cairn_test_support::hostile;
+use cairn_car::hostile;
 
 use cairn_car::{import_complete, CarLimits, CarReader, ImportError};
 use cairn_unixfs::read::{ReadError, ReadLimits, Reader, Repeats};

@@ -1,14 +1,13 @@
 //! What the node serves and where fetched blocks come from: a [`Blockstore`], asynchronous,
-//! whose blocks are verified against their CIDs. Cairn's store implements it
-//! ([`StoredBlocks`], the same reader the gateway uses); [`MemoryBlockstore`] holds blocks in
-//! memory.
+//! whose blocks are verified against their CIDs. Cairn's stored blocks are one
+//! (`cairn_service::node_blocks`, where this crate and the store meet); [`MemoryBlockstore`]
+//! holds blocks in memory.
 
 use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-pub use cairn_store::blocks::StoredBlocks;
 use cairn_unixfs::Cid;
 
 #[async_trait]
@@ -17,18 +16,6 @@ pub trait Blockstore: Send + Sync + 'static {
     async fn get(&self, cid: &Cid) -> io::Result<Option<Vec<u8>>>;
     /// Whether the block is held (cheaper than reading it).
     async fn has(&self, cid: &Cid) -> io::Result<bool>;
-}
-
-/// Cairn's stored blocks (`cairn_store::blocks`, the reader everything shares).
-#[async_trait]
-impl Blockstore for StoredBlocks {
-    async fn get(&self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
-        StoredBlocks::get(self, cid).await
-    }
-
-    async fn has(&self, cid: &Cid) -> io::Result<bool> {
-        StoredBlocks::has(self, cid).await
-    }
 }
 
 /// Blocks in memory: for tests, and for fetches that are not stored.

@@ -28,7 +28,7 @@ pub mod keyspace;
 pub mod node;
 mod protobuf;
 
-pub use blocks::{Blockstore, MemoryBlockstore, StoredBlocks};
+pub use blocks::{Blockstore, MemoryBlockstore};
 pub use libp2p::multiaddr::Protocol;
 pub use libp2p::{Multiaddr, PeerId};
 pub use node::{public_bootstrap, start, Dht, NodeConfig, NodeError, NodeHandle};

@@ -6,6 +6,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use cairn_service::names::NameError;
+use cairn_store::model::ErrorCode;
 use cairn_store::{Spent, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -95,50 +96,60 @@ pub struct RateLimitExceeded {
 
 impl ApiError {
     /// Status and stable code, decided here and nowhere else.
-    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+    pub fn status_and_code(&self) -> (StatusCode, ErrorCode) {
         match self {
-            Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            Self::InvalidToken => (StatusCode::UNAUTHORIZED, "invalid_token"),
-            Self::TokenExpired => (StatusCode::UNAUTHORIZED, "token_expired"),
-            Self::OriginNotAllowed(_) => (StatusCode::FORBIDDEN, "origin_not_allowed"),
-            Self::UsesExhausted(_) => (StatusCode::FORBIDDEN, "uses_exhausted"),
-            Self::InvalidLink => (StatusCode::UNAUTHORIZED, "invalid_link"),
-            Self::LinkExpired => (StatusCode::UNAUTHORIZED, "link_expired"),
-            Self::LinkUsed(_) => (StatusCode::FORBIDDEN, "link_used"),
-            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            Self::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
-            Self::NotAcceptable(_) => (StatusCode::NOT_ACCEPTABLE, "not_acceptable"),
+            Self::BadRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::BadRequest),
+            Self::Unauthorized => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
+            Self::InvalidToken => (StatusCode::UNAUTHORIZED, ErrorCode::InvalidToken),
+            Self::TokenExpired => (StatusCode::UNAUTHORIZED, ErrorCode::TokenExpired),
+            Self::OriginNotAllowed(_) => (StatusCode::FORBIDDEN, ErrorCode::OriginNotAllowed),
+            Self::UsesExhausted(_) => (StatusCode::FORBIDDEN, ErrorCode::UsesExhausted),
+            Self::InvalidLink => (StatusCode::UNAUTHORIZED, ErrorCode::InvalidLink),
+            Self::LinkExpired => (StatusCode::UNAUTHORIZED, ErrorCode::LinkExpired),
+            Self::LinkUsed(_) => (StatusCode::FORBIDDEN, ErrorCode::LinkUsed),
+            Self::NotFound(_) => (StatusCode::NOT_FOUND, ErrorCode::NotFound),
+            Self::MethodNotAllowed(_) => {
+                (StatusCode::METHOD_NOT_ALLOWED, ErrorCode::MethodNotAllowed)
+            }
+            Self::NotAcceptable(_) => (StatusCode::NOT_ACCEPTABLE, ErrorCode::NotAcceptable),
             // TUS: PATCH on a final concatenated upload (not in `docs/contract.md`'s table, which predates it).
-            Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
-            Self::Conflict(_) => (StatusCode::CONFLICT, "conflict"),
-            Self::Gone(_) => (StatusCode::GONE, "gone"),
-            Self::PreconditionFailed(_) => (StatusCode::PRECONDITION_FAILED, "precondition_failed"),
-            Self::UnsupportedMediaType(_) => {
-                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
-            }
-            Self::Locked(_) => (StatusCode::LOCKED, "locked"),
-            Self::ChecksumMismatch(_) => (checksum_mismatch_status(), "checksum_mismatch"),
-            Self::RangeNotSatisfiable(_) => {
-                (StatusCode::RANGE_NOT_SATISFIABLE, "range_not_satisfiable")
-            }
-            Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            Self::UriTooLong(_) => (StatusCode::URI_TOO_LONG, "uri_too_long"),
+            Self::Forbidden(_) => (StatusCode::FORBIDDEN, ErrorCode::Forbidden),
+            Self::Conflict(_) => (StatusCode::CONFLICT, ErrorCode::Conflict),
+            Self::Gone(_) => (StatusCode::GONE, ErrorCode::Gone),
+            Self::PreconditionFailed(_) => (
+                StatusCode::PRECONDITION_FAILED,
+                ErrorCode::PreconditionFailed,
+            ),
+            Self::UnsupportedMediaType(_) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                ErrorCode::UnsupportedMediaType,
+            ),
+            Self::Locked(_) => (StatusCode::LOCKED, ErrorCode::Locked),
+            Self::ChecksumMismatch(_) => (checksum_mismatch_status(), ErrorCode::ChecksumMismatch),
+            Self::RangeNotSatisfiable(_) => (
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                ErrorCode::RangeNotSatisfiable,
+            ),
+            Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge),
+            Self::UriTooLong(_) => (StatusCode::URI_TOO_LONG, ErrorCode::UriTooLong),
             Self::HeadersTooLarge(_) => (
                 StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-                "headers_too_large",
+                ErrorCode::HeadersTooLarge,
             ),
-            Self::InvalidArchive(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_archive"),
-            Self::QuotaExceeded(_) => (StatusCode::FORBIDDEN, "quota_exceeded"),
-            Self::InvalidDag(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_dag"),
-            Self::DagTooLarge(_) => (StatusCode::UNPROCESSABLE_ENTITY, "dag_too_large"),
-            Self::InsufficientStorage(_) => {
-                (StatusCode::INSUFFICIENT_STORAGE, "insufficient_storage")
+            Self::InvalidArchive(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::InvalidArchive)
             }
-            Self::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-            Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
-            Self::BadGateway(_) => (StatusCode::BAD_GATEWAY, "bad_gateway"),
+            Self::QuotaExceeded(_) => (StatusCode::FORBIDDEN, ErrorCode::QuotaExceeded),
+            Self::InvalidDag(_) => (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::InvalidDag),
+            Self::DagTooLarge(_) => (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::DagTooLarge),
+            Self::InsufficientStorage(_) => (
+                StatusCode::INSUFFICIENT_STORAGE,
+                ErrorCode::InsufficientStorage,
+            ),
+            Self::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal),
+            Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Unavailable),
+            Self::BadGateway(_) => (StatusCode::BAD_GATEWAY, ErrorCode::BadGateway),
         }
     }
 
@@ -265,7 +276,7 @@ impl IntoResponse for ApiError {
         if let Self::Internal(cause) = &self {
             tracing::error!(%cause, "internal error");
         }
-        let body = serde_json::json!({"error": code, "message": self.to_string()});
+        let body = serde_json::json!({"error": code.as_str(), "message": self.to_string()});
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();
         match self {

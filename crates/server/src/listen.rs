@@ -215,7 +215,8 @@ fn json_parse_error(buf: &[u8]) -> Option<Vec<u8>> {
     };
     let error = ApiError::for_status(status, message.to_owned());
     let (_, code) = error.status_and_code();
-    let body = serde_json::json!({"error": code, "message": error.to_string()}).to_string();
+    let body =
+        serde_json::json!({"error": code.as_str(), "message": error.to_string()}).to_string();
     let reason = status.canonical_reason().unwrap_or("");
     let mut out = format!(
         "HTTP/1.1 {} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\

@@ -5,8 +5,8 @@
 
 mod support;
 
+use cairn_car::hostile;
 use cairn_store::{Accounts, Uploads};
-use cairn_test_support::hostile;
 
 use std::time::{Duration, Instant};
 

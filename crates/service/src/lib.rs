@@ -12,6 +12,7 @@
 //! - [`provide`]: announcing stored roots to the DHT from the provide log, and reproviding.
 //! - [`ipni_publisher`]: publishing this node's IPNI advertisement chain (what each root's DAG holds,
 //!   and removals), and announcing it to indexers.
+//! - [`node_blocks`]: the node's blockstore is the store's blocks (where p2p and store meet).
 //! - [`nodes`]: the service's live IPFS nodes, announced to each other through the metadata
 //!   store, which delegated routing names as providers.
 //! - [`events`]: the event log followed for this node's streams.
@@ -37,6 +38,7 @@ pub mod ipni_publisher;
 pub mod metrics;
 pub mod names;
 mod names_key;
+pub mod node_blocks;
 pub mod nodes;
 mod outcome;
 pub mod pin;

@@ -11,8 +11,11 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use cairn_p2p::bitswap::fetch::{FetchError, Found};
-use cairn_p2p::{Blockstore, Multiaddr, PeerId, StoredBlocks};
-use cairn_store::model::{Operation, OperationError, StoredDag};
+use cairn_p2p::{Blockstore, Multiaddr, PeerId};
+use cairn_store::blocks::StoredBlocks;
+
+use crate::node_blocks::NodeBlocks;
+use cairn_store::model::{ErrorCode, Operation, OperationError, StoredDag};
 use cairn_store::packs::PackWriter;
 use cairn_unixfs::{BlockBytes, BlockSink, Cid};
 
@@ -41,22 +44,17 @@ pub(crate) async fn fetch(
     remaining_quota: Option<u64>,
     abandon: &AtomicBool,
 ) -> Outcome {
-    let refuse = |code: &str, message: String| {
-        Outcome::Refused(OperationError {
-            code: code.to_owned(),
-            message,
-        })
-    };
+    let refuse = |code, message: String| Outcome::Refused(OperationError::new(code, message));
     let Some(node) = service.node.clone() else {
         return refuse(
-            "unavailable",
+            ErrorCode::Unavailable,
             "this server runs without an IPFS node, so it cannot fetch content it does not \
              store"
                 .into(),
         );
     };
     let Some(root) = op.cid.as_deref().and_then(|cid| Cid::try_from(cid).ok()) else {
-        return refuse("bad_request", "the pin has no valid CID".into());
+        return refuse(ErrorCode::BadRequest, "the pin has no valid CID".into());
     };
     let mut origins: Vec<PeerId> = Vec::new();
     for origin in &op.origins {
@@ -78,10 +76,10 @@ pub(crate) async fn fetch(
     if let Some(remaining) = remaining_quota {
         limits.max_bytes = limits.max_bytes.min(remaining);
     }
-    let local: Arc<dyn Blockstore> = Arc::new(StoredBlocks::new(
+    let local: Arc<dyn Blockstore> = Arc::new(NodeBlocks(StoredBlocks::new(
         service.store.clone(),
         service.packs.clone(),
-    ));
+    )));
     let received = Arc::new(AtomicU64::new(0));
     let mut last_progress = Instant::now();
     let mut last_received = 0;
@@ -169,8 +167,12 @@ pub(crate) async fn fetch(
                     "the DAG is larger than the {limit} bytes left in the account's quota"
                 ))
             }
-            Err(e @ FetchError::TooLarge { .. }) => return refuse("dag_too_large", e.to_string()),
-            Err(e @ FetchError::Invalid { .. }) => return refuse("invalid_dag", e.to_string()),
+            Err(e @ FetchError::TooLarge { .. }) => {
+                return refuse(ErrorCode::DagTooLarge, e.to_string())
+            }
+            Err(e @ FetchError::Invalid { .. }) => {
+                return refuse(ErrorCode::InvalidDag, e.to_string())
+            }
             Err(FetchError::Io(e)) => return Outcome::Failed(e),
             // Nobody had it (yet): providers may connect, so try again until the timeout.
             Err(e @ (FetchError::NotFound { .. } | FetchError::NoPeers)) => {
@@ -181,7 +183,7 @@ pub(crate) async fn fetch(
                 }
                 if last_progress.elapsed() >= service.config.pin_timeout {
                     return refuse(
-                        "not_found",
+                        ErrorCode::NotFound,
                         format!(
                             "{e}; nothing arrived for {}",
                             humantime::format_duration(service.config.pin_timeout)

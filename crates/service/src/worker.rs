@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use cairn_archive::extract::SourceStats;
 use cairn_archive::{ArchiveError, Extractor, Limits};
-use cairn_store::model::{Operation, OperationError, OperationKind, StoredAs, StoredDag};
+use cairn_store::model::{
+    ErrorCode, Operation, OperationError, OperationKind, StoredAs, StoredDag,
+};
 use cairn_store::StoreError;
 use cairn_unixfs::Profile;
 use tokio::sync::watch;
@@ -97,10 +99,10 @@ async fn process(service: &Service, worker: &str, op: Operation, stop: &watch::R
         (OperationKind::Pin, _) => {
             crate::pin::fetch(service, worker, &op, remaining_quota, &abandon).await
         }
-        (_, Err(unknown)) => Outcome::Refused(OperationError {
-            code: "internal".to_owned(),
-            message: format!("{unknown}: this node cannot give the upload the CID it asked for"),
-        }),
+        (_, Err(unknown)) => Outcome::Refused(OperationError::new(
+            ErrorCode::Internal,
+            format!("{unknown}: this node cannot give the upload the CID it asked for"),
+        )),
         (_, Ok(profile)) => {
             let (service, worker, op, abandon) = (
                 service.clone(),
@@ -147,7 +149,11 @@ async fn process(service: &Service, worker: &str, op: Operation, stop: &watch::R
                     );
                     service
                         .store
-                        .fail_operation(op.id, worker, failure("quota_exceeded", message))
+                        .fail_operation(
+                            op.id,
+                            worker,
+                            OperationError::new(ErrorCode::QuotaExceeded, message),
+                        )
                         .await
                 }
                 other => other,
@@ -157,13 +163,21 @@ async fn process(service: &Service, worker: &str, op: Operation, stop: &watch::R
         Outcome::Invalid(message) => {
             service
                 .store
-                .fail_operation(op.id, worker, failure("invalid_archive", message))
+                .fail_operation(
+                    op.id,
+                    worker,
+                    OperationError::new(ErrorCode::InvalidArchive, message),
+                )
                 .await
         }
         Outcome::OverQuota(message) => {
             service
                 .store
-                .fail_operation(op.id, worker, failure("quota_exceeded", message))
+                .fail_operation(
+                    op.id,
+                    worker,
+                    OperationError::new(ErrorCode::QuotaExceeded, message),
+                )
                 .await
         }
         // A full disk is not the upload's fault: the claim runs out and a later one retries,
@@ -182,7 +196,11 @@ async fn process(service: &Service, worker: &str, op: Operation, stop: &watch::R
             let message = "the server failed to process the upload".to_owned();
             service
                 .store
-                .fail_operation(op.id, worker, failure("internal", message))
+                .fail_operation(
+                    op.id,
+                    worker,
+                    OperationError::new(ErrorCode::Internal, message),
+                )
                 .await
         }
         Outcome::Abandoned => {
@@ -207,13 +225,6 @@ async fn process(service: &Service, worker: &str, op: Operation, stop: &watch::R
         }
         // Lost the claim meanwhile: whoever holds it now finishes the operation.
         Err(e) => tracing::warn!(operation = op.id, error = %e, "could not record the result"),
-    }
-}
-
-fn failure(code: &str, message: String) -> OperationError {
-    OperationError {
-        code: code.to_owned(),
-        message,
     }
 }
 
@@ -398,12 +409,12 @@ fn link_refuses(
         .block_on(service.store.link(link_id))
         .ok()
         .flatten()?;
-    (!link.accepts_type(media_type)).then(|| OperationError {
-        code: "unsupported_media_type".to_owned(),
-        message: format!(
-            "this link takes {} uploads, and the bytes are {media_type}",
-            link.mime_types.join(", ")
-        ),
+    (!link.accepts_type(media_type)).then(|| {
+        let takes = link.mime_types.join(", ");
+        OperationError::new(
+            ErrorCode::UnsupportedMediaType,
+            format!("this link takes {takes} uploads, and the bytes are {media_type}"),
+        )
     })
 }
 

@@ -119,11 +119,98 @@ impl FromStr for OperationKind {
     }
 }
 
+/// Every error code the service answers with (`docs/contract.md`, "Errors"), in requests and
+/// in failed operations alike: named once, here. Which HTTP status each goes with is the HTTP
+/// crate's (`error.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCode {
+    BadRequest,
+    Unauthorized,
+    InvalidToken,
+    TokenExpired,
+    OriginNotAllowed,
+    UsesExhausted,
+    InvalidLink,
+    LinkExpired,
+    LinkUsed,
+    NotFound,
+    MethodNotAllowed,
+    NotAcceptable,
+    Forbidden,
+    Conflict,
+    Gone,
+    PreconditionFailed,
+    UnsupportedMediaType,
+    Locked,
+    ChecksumMismatch,
+    RangeNotSatisfiable,
+    PayloadTooLarge,
+    UriTooLong,
+    HeadersTooLarge,
+    InvalidArchive,
+    QuotaExceeded,
+    InvalidDag,
+    DagTooLarge,
+    InsufficientStorage,
+    RateLimited,
+    Internal,
+    Unavailable,
+    BadGateway,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BadRequest => "bad_request",
+            Self::Unauthorized => "unauthorized",
+            Self::InvalidToken => "invalid_token",
+            Self::TokenExpired => "token_expired",
+            Self::OriginNotAllowed => "origin_not_allowed",
+            Self::UsesExhausted => "uses_exhausted",
+            Self::InvalidLink => "invalid_link",
+            Self::LinkExpired => "link_expired",
+            Self::LinkUsed => "link_used",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::NotAcceptable => "not_acceptable",
+            Self::Forbidden => "forbidden",
+            Self::Conflict => "conflict",
+            Self::Gone => "gone",
+            Self::PreconditionFailed => "precondition_failed",
+            Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::Locked => "locked",
+            Self::ChecksumMismatch => "checksum_mismatch",
+            Self::RangeNotSatisfiable => "range_not_satisfiable",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::UriTooLong => "uri_too_long",
+            Self::HeadersTooLarge => "headers_too_large",
+            Self::InvalidArchive => "invalid_archive",
+            Self::QuotaExceeded => "quota_exceeded",
+            Self::InvalidDag => "invalid_dag",
+            Self::DagTooLarge => "dag_too_large",
+            Self::InsufficientStorage => "insufficient_storage",
+            Self::RateLimited => "rate_limited",
+            Self::Internal => "internal",
+            Self::Unavailable => "unavailable",
+            Self::BadGateway => "bad_gateway",
+        }
+    }
+}
+
 /// A failure as clients see it: a stable code and a human message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OperationError {
     pub code: String,
     pub message: String,
+}
+
+impl OperationError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code: code.as_str().to_owned(),
+            message: message.into(),
+        }
+    }
 }
 
 /// How an archive upload is stored (`archive_mode`): extracted into the directory of its

@@ -3,23 +3,6 @@
 
 use std::path::Path;
 
-use cairn_unixfs::profile::{CidVersion, DirSizeEstimate, LeafKind};
-use cairn_unixfs::Profile;
-
-/// Small chunks, few links and a low HAMT threshold: every node shape in a few KiB.
-pub fn tiny_profile(cid_version: CidVersion, leaves: LeafKind) -> Profile {
-    Profile {
-        name: "fuzz-seed",
-        cid_version,
-        leaves,
-        chunk_size: 32,
-        max_links: 4,
-        hamt_threshold: 200,
-        dir_size_estimate: DirSizeEstimate::BlockBytes,
-        hamt_fanout: 16,
-    }
-}
-
 /// Every input kept under `fuzz/regressions/<target>/`, in name order.
 pub fn regressions(target: &str) -> Vec<(String, Vec<u8>)> {
     // This crate sits at `crates/test-support`, beside `fuzz/`'s parent.

@@ -12,12 +12,14 @@
 //! - [`debian`]: installing a Debian package a test needs, when the tests run as root.
 //! - [`tls`]: a test certificate authority and a server certificate for `localhost`.
 //! - [`vectors`]: the deterministic inputs of `shared/vectors/` (its byte generators and
-//!   directory specs); [`hostile`]: hostile DAGs, built block by block, as an attacker would
-//!   upload them.
+//!   directory specs).
 //! - [`fuzz_corpus`]: the fuzz targets' kept regressions, replayed on stable, and seeds.
 //! - [`xorshift`]: the one small random generator tests share; [`noise`]: incompressible
 //!   deterministic bytes from it; [`disk`]: the disk's durable write speed,
 //!   what upload benches are measured against.
+//!
+//! It depends on none of Cairn's crates, so that each of them can test with it (hostile
+//! DAGs are `cairn_car::hostile`, tiny profiles `cairn_unixfs::fuzz::tiny_profile`).
 //!
 //! Everything installed or started here lives under [`target_tmp`], so `cargo clean` removes
 //! it, and nothing in it is shared with another checkout.
@@ -25,7 +27,6 @@
 pub mod debian;
 pub mod disk;
 pub mod fuzz_corpus;
-pub mod hostile;
 pub mod kubo;
 pub mod moto;
 pub mod netns;

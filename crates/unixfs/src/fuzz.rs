@@ -6,8 +6,9 @@
 use crate::block::{block_cid, DAG_PB, RAW};
 use crate::node::{hamt_prefix_width, Node};
 use crate::pb::{decode_node, UnixFsData};
+use crate::profile::{DirSizeEstimate, LeafKind};
 use crate::read::{ReadError, ReadLimits, Reader, Repeats};
-use crate::{BlockBytes, BlockSink, BlockSource, Cid, CidVersion, MemoryBlocks};
+use crate::{BlockBytes, BlockSink, BlockSource, Cid, CidVersion, MemoryBlocks, Profile};
 
 /// Tight enough that one input is a few milliseconds at most, whatever its DAG repeats.
 pub const READ_LIMITS: ReadLimits = ReadLimits {
@@ -186,4 +187,18 @@ fn read_range<S: BlockSource>(
         "read_range gave {delivered} bytes of {len} asked"
     );
     result.map(|()| delivered)
+}
+
+/// Small chunks, few links and a low HAMT threshold: every node shape in a few KiB.
+pub fn tiny_profile(cid_version: CidVersion, leaves: LeafKind) -> Profile {
+    Profile {
+        name: "fuzz-seed",
+        cid_version,
+        leaves,
+        chunk_size: 32,
+        max_links: 4,
+        hamt_threshold: 200,
+        dir_size_estimate: DirSizeEstimate::BlockBytes,
+        hamt_fanout: 16,
+    }
 }

@@ -37,8 +37,14 @@ fn seed_dag(profile: &Profile) -> (Cid, Vec<(Cid, Vec<u8>)>) {
 
 fn profiles() -> [(&'static str, Profile); 2] {
     [
-        ("v1", corpus::tiny_profile(CidVersion::V1, LeafKind::Raw)),
-        ("v0", corpus::tiny_profile(CidVersion::V0, LeafKind::DagPb)),
+        (
+            "v1",
+            cairn_unixfs::fuzz::tiny_profile(CidVersion::V1, LeafKind::Raw),
+        ),
+        (
+            "v0",
+            cairn_unixfs::fuzz::tiny_profile(CidVersion::V0, LeafKind::DagPb),
+        ),
     ]
 }
 

@@ -336,7 +336,10 @@ async fn spec_errors(request: Request, next: Next) -> Response {
             _ => {
                 let text = String::from_utf8_lossy(body).into_owned();
                 let error = ApiError::for_status(status, text);
-                (error.status_and_code().1.to_owned(), error.to_string())
+                (
+                    error.status_and_code().1.as_str().to_owned(),
+                    error.to_string(),
+                )
             }
         };
         let body = json!({"error": {"reason": reason.to_uppercase(), "details": details}});

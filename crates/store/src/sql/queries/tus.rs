@@ -109,11 +109,12 @@ impl<B: Backend> TusRecords for SqlStore<B> {
                 _ => "the upload was terminated before it was complete",
             };
             B::query(
-                "UPDATE operations SET status = 'failed', status_message = $1, error_code = 'gone',
-                    error_message = $2, updated_at = $3, completed_at = $4
-                  WHERE id = $5 AND status IN ('pending', 'processing')",
+                "UPDATE operations SET status = 'failed', status_message = $1, error_code = $2,
+                    error_message = $3, updated_at = $4, completed_at = $5
+                  WHERE id = $6 AND status IN ('pending', 'processing')",
             )
             .bind(message)
+            .bind(crate::model::ErrorCode::Gone.as_str())
             .bind(message)
             .bind(now)
             .bind(now)

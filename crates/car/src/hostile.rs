@@ -1,8 +1,8 @@
 //! Hostile DAGs, built block by block with our own encoder: what an attacker can upload as a
 //! CAR (every block hashes correctly, whatever it claims). Shared by the CAR importer's,
-//! the gateway's and `cairn get`'s tests.
+//! the gateway's and `cairn get`'s tests; only with the `hostile` feature (tests only).
 
-use cairn_car::CarWriter;
+use crate::CarWriter;
 use cairn_unixfs::block::{block_cid, DAG_PB, RAW};
 use cairn_unixfs::pb::{encode_node, link, DataType, UnixFsData};
 use cairn_unixfs::{BlockBytes, Cid, CidVersion};
