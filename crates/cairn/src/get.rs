@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use cairn_car::{CarLimits, CarReader};
 use cairn_p2p::{MemoryBlockstore, Multiaddr, NodeConfig};
 use cairn_unixfs::dir::validate_name;
-use cairn_unixfs::read::{Node, ReadLimits, Reader, Repeats};
+use cairn_unixfs::read::{Node, ReadError, ReadLimits, Reader, Repeats};
 use cairn_unixfs::{BlockBytes, BlockSink, BlockSource, Cid};
 use tokio::io::AsyncWriteExt;
 
@@ -155,11 +155,14 @@ async fn fetch_car(
         .await
         .context("fetching the CAR")?;
     if !response.status().is_success() {
-        let body: serde_json::Value = response.json().await.unwrap_or_default();
-        bail!(
-            "the gateway answered: {}",
-            body["message"].as_str().unwrap_or("an error")
-        );
+        // The gateway says why in plain text (or JSON, to a client that asks for it).
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        let message = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|body| body["message"].as_str().map(str::to_owned))
+            .unwrap_or(text);
+        bail!("the gateway answered {status}: {}", message.trim());
     }
     // A CAR without duplicates holds the content once plus its nodes: a bigger one is not
     // what was asked for, and must not fill the disk on the way in.
@@ -367,6 +370,7 @@ fn plan(root: &Cid, reader: &mut Reader<&mut SpillStore>, limits: &GetLimits) ->
                 }
             }
             Node::Symlink { .. } => {}
+            Node::Ipld { codec, .. } => return Err(not_unixfs(cid, *codec).into()),
             Node::Directory { .. } | Node::HamtShard { .. } => {
                 for entry in reader.list(&node)? {
                     if let Err(reason) = validate_name(&entry.name) {
@@ -381,6 +385,11 @@ fn plan(root: &Cid, reader: &mut Reader<&mut SpillStore>, limits: &GetLimits) ->
         }
     }
     Ok(Plan { bytes })
+}
+
+/// A block of another codec met where files are written: only UnixFS unpacks into files.
+fn not_unixfs(cid: Cid, codec: u64) -> ReadError {
+    ReadError::not_unixfs(&cid, codec, "files and directories")
 }
 
 /// Bytes an unprivileged user may still write on the filesystem holding `dir`.
@@ -405,6 +414,7 @@ fn unpack(cid: &Cid, at: &Path, reader: &mut Reader<&mut SpillStore>) -> Result<
             }
             Node::Symlink { target } => std::os::unix::fs::symlink(target, &at)
                 .with_context(|| format!("creating the link {}", at.display()))?,
+            Node::Ipld { codec, .. } => return Err(not_unixfs(cid, *codec).into()),
             Node::Directory { .. } | Node::HamtShard { .. } => {
                 fs::create_dir(&at).with_context(|| format!("creating {}", at.display()))?;
                 // `plan` checked every name.

@@ -132,6 +132,53 @@ async fn gc_frees_what_no_one_keeps_and_compacts_mostly_dead_packs() {
     assert_eq!(pack_bytes(&data), after_tree);
 }
 
+/// The gateway suite's own dag-cbor document: a dag-cbor root whose links reach UnixFS files.
+const DAG_CBOR_WITH_LINKS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../server/tests/conformance/trustless_gateway_car/dir-with-dag-cbor-with-links.car"
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dag_of_another_codec_is_counted_kept_and_collected_as_any() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let running = start(&data, &["--gc-interval", "0s"]);
+    let token = running.token.clone();
+    let car = std::fs::read(DAG_CBOR_WITH_LINKS).unwrap();
+    let (id, root) = stored_upload(&running, &token, "document.car", car.clone()).await;
+    let blocks = server::dag_cids(&running.upload, &root).await;
+    assert!(
+        blocks.iter().any(|cid| cid.codec() == 0x71),
+        "the DAG holds dag-cbor blocks: {blocks:?}"
+    );
+
+    // Counted: what the account stores is what the CAR's blocks hold.
+    let usage = server::get_json(&format!("{}/api/usage", running.account), &token).await;
+    let stored = usage["storedBytes"].as_u64().unwrap();
+    assert!(
+        stored > 0 && stored < car.len() as u64,
+        "{stored} of a {}-byte CAR: {usage}",
+        car.len()
+    );
+
+    // Kept while uploaded, every block read back whole; collected once deleted.
+    assert_eq!(gc(&data)["deadBlocks"], 0);
+    assert_eq!(server::dag_cids(&running.upload, &root).await, blocks);
+    delete(&running, &token, &id).await;
+    let report = gc(&data);
+    let distinct: std::collections::HashSet<_> = blocks.iter().collect();
+    assert_eq!(
+        report["deadBlocks"].as_u64(),
+        Some(distinct.len() as u64),
+        "{report}"
+    );
+    let gone = reqwest::get(format!("{}/ipfs/{root}?format=raw", running.upload))
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404);
+    assert_fsck_clean(&data);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_collects_on_its_own_every_gc_interval() {
     let dir = tempfile::tempdir().unwrap();

@@ -187,3 +187,23 @@ pub fn raw_block_linked_as_dag_pb() -> Dag {
     let root = b.directory(&[("f", as_pb)]);
     b.done(root)
 }
+
+/// Entry names that climb (`..`) but stay inside the root, as the gateway conformance suite's
+/// `path_gateway_tar/inside-root.car` has them: `foobar/directory/../file` is `foobar/file`.
+pub fn climbing_names_inside_root() -> Dag {
+    let mut b = Builder::new();
+    let file = b.raw(b"Hello, world!\n");
+    let directory = b.directory(&[("../file", file)]);
+    let foobar = b.directory(&[("directory", directory)]);
+    let root = b.directory(&[("foobar", foobar)]);
+    b.done(root)
+}
+
+/// An entry name that climbs out of the root, as the suite's `outside-root.car` has it.
+pub fn climbing_names_outside_root() -> Dag {
+    let mut b = Builder::new();
+    let climber = b.raw(b"foo");
+    let bar = b.raw(b"bar");
+    let root = b.directory(&[("../foo", climber), ("bar", bar)]);
+    b.done(root)
+}

@@ -4,10 +4,11 @@
 //!   importer can stream into it.
 //! - [`CarReader`]: reads a CAR from any `Read`, with limits on the header and block sizes
 //!   (CARs come from strangers), and verifies every block against its CID before returning it.
-//! - [`import_complete`]: imports a CAR as one complete, well-formed UnixFS DAG: a single
-//!   root, every block verified, every link present in the CAR or already stored, and every
-//!   node keeping the UnixFS rules (`cairn_unixfs::node`), so what is stored is what a reader
-//!   will serve.
+//! - [`import_complete`]: imports a CAR as one complete, well-formed DAG: a single root,
+//!   every block verified, every link present in the CAR or already stored, every UnixFS node
+//!   keeping the UnixFS rules (`cairn_unixfs::node`) and every block of another codec
+//!   well formed in its own (`cairn_unixfs::ipld`), so what is stored is what a reader will
+//!   serve.
 //! - [`export_dfs`]: writes a DAG from a [`BlockSource`] in depth-first pre-order, each block
 //!   once, which is the order the trustless gateway and `ipfs-car unpack` stream best.
 //!
@@ -19,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Display;
 use std::io::{self, Read, Write};
 
-use cairn_unixfs::block::{verify_block, BlockError, DAG_PB, RAW};
+use cairn_unixfs::block::{verify_block, BlockError, RAW};
 use cairn_unixfs::node::{ChildRule, Node, NodeError, NodeKind};
 use cairn_unixfs::read::{ReadError, ReadLimits, Reader, Repeats};
 use cairn_unixfs::{BlockBytes, BlockSink, BlockSource, Cid};
@@ -247,11 +248,7 @@ fn put_stored_dag(
 }
 
 fn codec_name(codec: u64) -> String {
-    match codec {
-        RAW => "raw".into(),
-        DAG_PB => "dag-pb".into(),
-        other => format!("codec {other:#x}"),
-    }
+    cairn_unixfs::ipld::codec_name(codec).map_or_else(|| format!("codec {codec:#x}"), str::to_owned)
 }
 
 /// The encoded CAR v1 header naming `roots`.
@@ -678,6 +675,81 @@ mod tests {
             import_complete(reader, &mut MemoryBlocks::default(), &mut NoBlocks),
             Err(ImportError::RootCount(2))
         ));
+    }
+
+    /// A dag-cbor map `{"a": 42(link), ...}` of `links`.
+    fn dag_cbor(links: &[Cid]) -> Vec<u8> {
+        let mut out = Vec::new();
+        cbor::head(&mut out, MAJOR_MAP, links.len() as u64);
+        for (i, link) in links.iter().enumerate() {
+            cbor::head(&mut out, MAJOR_TEXT, 1);
+            out.push(b'a' + i as u8);
+            cbor::cid(&mut out, link);
+        }
+        out
+    }
+
+    fn cid_with(codec: u64, hash: u64, block: &[u8]) -> Cid {
+        use sha2::Digest;
+        let digest = match hash {
+            cairn_unixfs::block::SHA2_512 => sha2::Sha512::digest(block).to_vec(),
+            cairn_unixfs::block::BLAKE3 => blake3::hash(block).as_bytes().to_vec(),
+            _ => sha2::Sha256::digest(block).to_vec(),
+        };
+        Cid::new_v1(codec, multihash::Multihash::wrap(hash, &digest).unwrap())
+    }
+
+    #[test]
+    fn a_dag_of_any_codec_and_hash_imports_whole_and_only_whole() {
+        use cairn_unixfs::block::{BLAKE3, SHA2_256, SHA2_512};
+        use cairn_unixfs::ipld::{DAG_CBOR, DAG_JSON, JSON};
+        // dag-cbor (sha2-512) -> dag-json (blake3) -> json; dag-cbor -> a UnixFS file.
+        let (file, mut file_blocks) = sample();
+        let plain = br#"{"plain": "json"}"#.to_vec();
+        let plain_cid = cid_with(JSON, SHA2_256, &plain);
+        let json = format!(r#"{{"next":{{"/":"{plain_cid}"}}}}"#).into_bytes();
+        let json_cid = cid_with(DAG_JSON, BLAKE3, &json);
+        let root_block = dag_cbor(&[json_cid, file]);
+        let root = cid_with(DAG_CBOR, SHA2_512, &root_block);
+        let mut writer = CarWriter::new(Vec::new(), &[root]).unwrap();
+        for (cid, block) in [(root, &root_block), (json_cid, &json), (plain_cid, &plain)] {
+            writer.write_block(&cid, BlockBytes::new(block)).unwrap();
+        }
+        export_dfs(&file, &mut file_blocks, &mut writer).unwrap();
+        let car = writer.into_inner();
+        let mut into = MemoryBlocks::default();
+        let reader = CarReader::new(&car[..], CarLimits::default()).unwrap();
+        assert_eq!(
+            import_complete(reader, &mut into, &mut NoBlocks).unwrap(),
+            root
+        );
+        assert_eq!(into.len(), 3 + file_blocks.len());
+
+        // Without the file's blocks, the dag-cbor block's link is missing.
+        let mut writer = CarWriter::new(Vec::new(), &[root]).unwrap();
+        for (cid, block) in [(root, &root_block), (json_cid, &json), (plain_cid, &plain)] {
+            writer.write_block(&cid, BlockBytes::new(block)).unwrap();
+        }
+        let car = writer.into_inner();
+        let reader = CarReader::new(&car[..], CarLimits::default()).unwrap();
+        match import_complete(reader, &mut MemoryBlocks::default(), &mut NoBlocks) {
+            Err(ImportError::Incomplete { missing, parent }) => {
+                assert_eq!((missing, parent), (file.to_string(), root.to_string()))
+            }
+            other => panic!("{other:?}"),
+        }
+
+        // A block that is not what its codec says is refused, even hashing right.
+        let broken = b"{not json".to_vec();
+        let broken_cid = cid_with(DAG_JSON, SHA2_256, &broken);
+        let mut writer = CarWriter::new(Vec::new(), &[broken_cid]).unwrap();
+        writer
+            .write_block(&broken_cid, BlockBytes::new(&broken))
+            .unwrap();
+        let car = writer.into_inner();
+        let reader = CarReader::new(&car[..], CarLimits::default()).unwrap();
+        let err = import_complete(reader, &mut MemoryBlocks::default(), &mut NoBlocks);
+        assert!(err.unwrap_err().to_string().contains("not valid dag-json"));
     }
 
     /// Records what it is handed: blocks sent, and stored blocks with their lengths.

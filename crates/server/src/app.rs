@@ -80,7 +80,7 @@ pub fn upload_app(state: AppState) -> Router {
             count_response,
         ));
     let routes = gateway::subdomain::with_content_origins(routes, &state);
-    with_cors(routes)
+    with_cors(routes, state.config.clone())
         .layer(middleware::from_fn(key_origins))
         .layer(middleware::from_fn(no_nul))
         .layer(middleware::from_fn(json_errors))
@@ -111,9 +111,9 @@ async fn key_origins(mut request: Request, next: Next) -> Response {
     response
 }
 
-/// The response headers a page must be allowed to read: TUS clients', and the gateway's
-/// (a range's bounds, the content path and the CIDs it led to).
-const EXPOSED: [&str; 18] = [
+/// The response headers a page must be allowed to read from the API: TUS clients' (the
+/// gateway's are `gateway::cors`).
+const EXPOSED: [&str; 15] = [
     "location",
     "upload-offset",
     "upload-length",
@@ -129,15 +129,13 @@ const EXPOSED: [&str; 18] = [
     "cairn-operation-id",
     "cairn-operation-status",
     "upload-cid",
-    "content-range",
-    "x-ipfs-path",
-    "x-ipfs-roots",
 ];
 
 /// CORS for browsers (tus-js-client, Uppy upload cross-origin), by tower-http's `CorsLayer`.
 /// The layer takes every OPTIONS for a preflight, but TUS has an OPTIONS of its own (one without
-/// `Access-Control-Request-Method`): that one goes around the layer, to the routes.
-fn with_cors(routes: Router) -> Router {
+/// `Access-Control-Request-Method`): that one goes around the layer, to the routes. Content
+/// (`/ipfs/`, `/ipns/`, content origins) has CORS of its own, `gateway::cors`, OPTIONS and all.
+fn with_cors(routes: Router, config: std::sync::Arc<crate::state::ServerConfig>) -> Router {
     let layer = CorsLayer::new()
         .allow_origin(AllowOrigin::any())
         .allow_methods([
@@ -157,6 +155,7 @@ fn with_cors(routes: Router) -> Router {
     let exposed = HeaderValue::from_str(&EXPOSED.join(", ")).expect("ASCII header names");
     Router::new().fallback_service(service_fn(move |request: Request| {
         let options = request.method() == Method::OPTIONS;
+        let content = gateway::cors::is_gateway_request(&config, &request);
         let asks_cors = request
             .headers()
             .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
@@ -168,7 +167,18 @@ fn with_cors(routes: Router) -> Router {
             cors.clone()
         };
         let exposed = exposed.clone();
+        let routes = routes.clone();
         async move {
+            if content {
+                if options {
+                    return Ok(gateway::cors::options());
+                }
+                let headers = request.headers().clone();
+                let response = routes.oneshot(request).await?;
+                let mut response = gateway::cors::error_body(&headers, response).await;
+                gateway::cors::apply(response.headers_mut());
+                return Ok(response);
+            }
             let mut response = service.oneshot(request).await?;
             if preflight {
                 // A preflight has no body: 204, as before the layer (which answers 200).
@@ -298,7 +308,11 @@ async fn json_errors(request: Request, next: Next) -> Response {
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+    let plain_on_purpose = response
+        .extensions()
+        .get::<gateway::cors::PlainTextError>()
+        .is_some();
+    if !(status.is_client_error() || status.is_server_error()) || is_json || plain_on_purpose {
         return response;
     }
     rewrite_error_body(response, |status, body| {

@@ -44,7 +44,7 @@ pub enum ApiError {
     Conflict(String),
     #[error("{0}")]
     Gone(String),
-    #[error("Tus-Resumable {0:?} is not supported; this server speaks TUS 1.0.0")]
+    #[error("{0}")]
     PreconditionFailed(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -79,6 +79,9 @@ pub enum ApiError {
     Internal(String),
     #[error("{0}")]
     Unavailable(String),
+    /// What the request asks for is well formed, but this server does not do it.
+    #[error("{0}")]
+    NotImplemented(String),
     /// What another party published cannot be followed (a name pointing where the gateway
     /// does not go).
     #[error("{0}")]
@@ -150,6 +153,7 @@ impl ApiError {
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal),
             Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Unavailable),
             Self::BadGateway(_) => (StatusCode::BAD_GATEWAY, ErrorCode::BadGateway),
+            Self::NotImplemented(_) => (StatusCode::NOT_IMPLEMENTED, ErrorCode::NotImplemented),
         }
     }
 

@@ -176,7 +176,7 @@ pub fn gateway_path(input: &[u8]) -> Result<Format, ApiError> {
     with_header(&mut headers, "accept", accept);
     with_header(&mut headers, "range", range);
     with_header(&mut headers, "host", host);
-    let _ = subdomain::is_browser_navigation(&headers);
+    let _ = subdomain::redirects(&crate::ServerConfig::default(), "localhost", &headers);
 
     match std::str::from_utf8(entity).map(|spec| gateway::entity_range(spec, size)) {
         Ok(Ok(range)) => assert!(range.start <= range.end && range.end <= size, "{range:?}"),
@@ -264,7 +264,12 @@ fn content_origin(config: &ServerConfig, headers: &HeaderMap, uri: &Uri) -> Opti
     *request.uri_mut() = uri.clone();
     *request.headers_mut() = headers.clone();
     match subdomain::to_gateway_request(config, &origin_domain(config), &mut request) {
-        Ok(()) => {}
+        Ok(None) => {}
+        // Answered at once: a name's origin in another codec, redirected.
+        Ok(Some(answer)) => {
+            assert!(answer.status().is_redirection(), "{answer:?}");
+            return None;
+        }
         Err(e) => {
             assert!(bad_request(&e), "{e:?}");
             return None;

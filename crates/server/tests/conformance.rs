@@ -6,52 +6,42 @@
 //! group's failures are listed together.
 //!
 //! The specs (ipfs/specs: `trustless-gateway.md`, `path-gateway.md`, `subdomain-gateway.md`,
-//! `ipns/ipns-record.md`) are the reference: where a case asks for more than their text, the
-//! spec wins, and the case says so ("spec over suite") and checks what the spec asks.
+//! `ipns/ipns-record.md`) are the reference where they speak. A case is checked as upstream
+//! checks it; where the spec text and the suite disagree, the case cites the spec line, says
+//! "Deviation", and is listed below. There is no other relaxation.
 //!
 //! Counts, by upstream case (a `Name:` in the suite's Go; a templated name counts once; a CAR
 //! case runs with `?format=car` and with `Accept`, as the suite's `StandardCARTestTransforms`
 //! does, and counts once). Of the suite's 215 cases:
 //!
-//! - Ported: 126, all passing. The subdomain cases that first failed have tests of their own:
-//!   `subdomain_gateway_redirects_programs_too` (9: the redirect from `example.com/ipfs/{cid}`
-//!   to `{cid}.ipfs.example.com` is a MUST for every client on the gateway's host),
-//!   `subdomain_gateway_refuses_cids_too_long_for_dns` (2: 400 for a CID longer than a DNS
-//!   label) and `subdomain_gateway_uri_router` (1: `/ipfs/?uri=`). One IPNS case first failed
-//!   and the gateway was fixed: `?filename=` with `?format=ipns-record` (the path gateway
-//!   spec's `filename` parameter).
-//!   By upstream file: trustless_gateway_raw 6 of 6; trustless_gateway_car 30 of 30;
+//! - Ported: 167, all passing. By upstream file: trustless_gateway_raw 6 of 6;
+//!   trustless_gateway_car 32 of 32 (the two DAG-CBOR cases in `path_gateway_dag_codecs`);
 //!   trustless_gateway_ipns 5 of 5; path_gateway_raw 6 of 6; path_gateway_unixfs 33 of 33
-//!   (`TestGatewayCacheWithIPNS`'s 5 in `gateway_cache_with_ipns`); path_gateway_dag 6 of 6;
-//!   path_gateway_ipns 9 of 9; path_gateway_cors 2 of 2; subdomain_gateway_ipfs 24 of 24;
-//!   subdomain_gateway_ipns 5 of 5 (`TestGatewaySubdomainAndIPNS`; its other 7 are DNSLink's).
+//!   (`TestGatewayCacheWithIPNS`'s 5 in `gateway_cache_with_ipns`); path_gateway_dag 39 of
+//!   39 (`TestCodecMismatchReturns406`'s non-UnixFS 3, `TestPlainCodec` 3, `TestPathing` 6,
+//!   `TestNativeDag` 17 and `TestGatewayJSONCborAndIPNS` 4 in `path_gateway_dag_codecs`);
+//!   path_gateway_ipns 9 of 9; path_gateway_cors 2 of 2; path_gateway_tar 6 of 6;
+//!   subdomain_gateway_ipfs 24 of 24 (with `subdomain_gateway_redirects_programs_too`,
+//!   `..._refuses_cids_too_long_for_dns` and `..._uri_router`); subdomain_gateway_ipns 5 of 5
+//!   (`TestGatewaySubdomainAndIPNS`; its other 7 are DNSLink's). Listings, CORS, error
+//!   texts, several ranges, peer-ID redirects and the dag-pb name origin are checked as
+//!   upstream checks them.
+//! - Deviations (3, all in `path_gateway_ipns`): a name whose only record is invalid (V1-only
+//!   signature, V1/V2 value mismatch, broken V2 signature). The suite asks for 5XX; Cairn's
+//!   router refuses such a record when it is published (`ipns-record.md`: a record that
+//!   fails verification MUST be ignored), so the gateway holds no record for the name and
+//!   answers `404`, which `path-gateway.md` gives for content "not available" from the
+//!   gateway; its `500` "can be used" when a name cannot be resolved. Either status is taken.
 //! - The fixture IPNS records are all still valid: the suite's records expire in 2123, the
 //!   one whose value has a path (`TestGatewayIPNSRecordWithSubpath`) on 2126-01-31; an
 //!   expired one would fail its test where it is loaded, saying so.
-//! - Spec over suite: 15 of the passing cases, each saying what it leaves out: the HTML of
-//!   listings (5: Kubo's breadcrumbs, `..` and absolute links; the spec leaves a listing's
-//!   HTML to the gateway), an error's wording (1: the spec asks for the status), a request
-//!   for several ranges (1: the spec lets a gateway answer it whole), CORS (2: the specs say
-//!   nothing of it), a name whose only record is invalid (3: the suite asks for 5XX; the spec
-//!   lets a gateway answer `404` for content it cannot serve, `500` "can be used"), a name
-//!   asked by its peer ID (2: the suite asks for Kubo's redirect to the base36 CID, which no
-//!   spec asks for; serving the name is taken too), a name's key hash as a dag-pb CID in an
-//!   origin (1: the suite asks for a redirect; a dag-pb CID is no IPNS name, and the spec's
-//!   answer to a host it cannot make a content path of is `400`). The too-long CID's wording
-//!   is checked the same way. `TestTrustlessRawRanges` draws its ranges at random upstream;
-//!   here they are fixed.
-//! - Not applicable, not ported: 89.
+//!   `TestTrustlessRawRanges` draws its ranges at random upstream; here they are fixed.
+//! - Not ported: 48.
 //!   - DNSLink (13: `dnslink_gateway*` (6), and `TestSubdomainGatewayDNSLinkInlining` (7) of
 //!     subdomain_gateway_ipns): Cairn resolves no DNS names.
-//!   - DAG-JSON, DAG-CBOR, JSON and CBOR blocks (35: `TestPlainCodec`, `TestPathing`,
-//!     `TestNativeDag`, the three non-UnixFS cases of `TestCodecMismatchReturns406`, the
-//!     DAG-CBOR cases of `TestTrustlessCarPathing` and `TestTrustlessCarDagScopeEntity`, and
-//!     `TestGatewayJSONCborAndIPNS` (4), whose names point at such blocks): Cairn stores
-//!     UnixFS DAGs only; a CAR holding another codec is refused.
 //!   - A block missing from the gateway (4: the `missing a block` cases of
 //!     `TestTrustlessCarEntityBytes` and `TestGatewayUnixFSFileRanges`): Cairn stores only
 //!     complete DAGs (`import_complete`), so it never holds one with a block missing.
-//!   - TAR (6, `path_gateway_tar`): an optional response type Cairn does not serve.
 //!   - `_redirects` (23, `redirects_file`): a SHOULD of the subdomain spec Cairn does not
 //!     implement (its DNSLink cases would not apply either).
 //!   - The gateway as an HTTP proxy (8, `subdomain_gateway_proxy`): Kubo's, in no spec.
@@ -75,7 +65,7 @@ const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance")
 
 /// A fixture CAR: its root and blocks, read with a CAR and dag-pb reader of its own (a few
 /// lines of varints and protobuf), so the expected CIDs do not come from the gateway's reader
-/// under test, and a block Cairn refuses (a sha2-512 one) can still be read.
+/// under test.
 struct Fixture {
     root: Cid,
     blocks: HashMap<Cid, Vec<u8>>,
@@ -99,21 +89,6 @@ impl Fixture {
             rest = &after[len..];
         }
         Self { root, blocks, car }
-    }
-
-    /// A CAR of `cid` and the blocks under it, to upload a part of a fixture.
-    fn car_of(&self, cid: &Cid) -> Vec<u8> {
-        let mut car = cairn_car::header(&[*cid]);
-        let mut seen = std::collections::HashSet::new();
-        for cid in std::iter::once(*cid).chain(self.descendants_of(cid)) {
-            if seen.insert(cid) {
-                let section = [cid.to_bytes(), self.block(&cid).to_vec()].concat();
-                let mut len = unsigned_varint::encode::usize_buffer();
-                car.extend_from_slice(unsigned_varint::encode::usize(section.len(), &mut len));
-                car.extend_from_slice(&section);
-            }
-        }
-        car
     }
 
     fn block(&self, cid: &Cid) -> &[u8] {
@@ -331,17 +306,6 @@ impl Gateway {
         fixture
     }
 
-    /// Upload the parts of a fixture at `paths`, each as a CAR of its own (for a fixture that
-    /// holds a block Cairn refuses).
-    async fn load_parts(&self, name: &str, paths: &[&[&str]]) -> Fixture {
-        let fixture = Fixture::open(name);
-        for path in paths {
-            let cid = fixture.cid(path);
-            self.upload(name, fixture.car_of(&cid), &cid).await;
-        }
-        fixture
-    }
-
     async fn upload(&self, name: &str, car: Vec<u8>, root: &Cid) {
         let (status, body) = self
             .server
@@ -390,9 +354,13 @@ impl Cases {
             case,
             answer.status.as_u16() == expected,
             format!(
-                "status {} instead of {expected}: {}",
+                "status {} instead of {expected}: {}{}",
                 answer.status,
-                answer.text()
+                answer.text(),
+                match answer.header("location") {
+                    "" => String::new(),
+                    to => format!(" (Location: {to})"),
+                }
             ),
         );
     }
@@ -1157,20 +1125,26 @@ async fn path_gateway_unixfs() {
     );
 
     // TestUnixFSDirectoryListing / "path gw: dir listing HTML response (TODO: cleanup
-    // Kubo-specifics)". Spec over suite: the spec leaves a listing's HTML to the gateway
-    // (Kubo's breadcrumbs, its `..` link and its CID links are not checked); the ETag is the
-    // spec's `DirIndex-` form, and the entry's link, relative, leads to the same URL.
+    // Kubo-specifics)"
     let case = "path gw: dir listing HTML response";
     let answer = gateway.get(&format!("/ipfs/{root}/ą/ę/"), &[]).await;
-    c.header_has(case, &answer, "etag", "\"DirIndex-");
-    c.body_has(case, &answer, "Index of");
-    c.body_has(
-        case,
-        &answer,
-        "<a href=\"file-%C5%BA%C5%82.txt\">file-źł.txt</a>",
-    );
     let file = listing.cid(&["ą", "ę", "file-źł.txt"]);
-    c.body_has(case, &answer, &file.to_string());
+    c.header_has(case, &answer, "etag", "\"DirIndex-");
+    for expected in [
+        "Index of".to_owned(),
+        format!(
+            "/ipfs/<a href=\"/ipfs/{root}\">{root}</a>/<a href=\"/ipfs/{root}/%C4%85\">ą</a>/\
+             <a href=\"/ipfs/{root}/%C4%85/%C4%99\">ę</a>"
+        ),
+        format!("<a href=\"/ipfs/{root}/%C4%85/%C4%99/..\">..</a>"),
+        format!("<a href=\"/ipfs/{root}/%C4%85/%C4%99/file-%C5%BA%C5%82.txt\">file-źł.txt</a>"),
+        format!(
+            "<a class=\"ipfs-hash\" translate=\"no\" href=\"/ipfs/{file}?filename=\
+             file-%25C5%25BA%25C5%2582.txt\">"
+        ),
+    ] {
+        c.body_has(case, &answer, &expected);
+    }
 
     // TestUnixFSDirectoryListing / "GET for /ipfs/cid/file UnixFS file that does not exist
     // returns 404"
@@ -1403,11 +1377,10 @@ async fn path_gateway_unixfs() {
     c.header(case, &answer, "content-range", "bytes 28-30/31");
     c.body(case, &answer, &ascii[28..31]);
     // TestGatewayUnixFSFileRanges / "GET for /ipfs/ file with multiple range request returns
-    // correct bytes". Spec over suite: the suite wants a 206 (the first range, or both); the
-    // spec lets a gateway not support several ranges ("MAY decide to not support more than
-    // one range"), and HTTP lets it answer such a request with the whole file.
+    // correct bytes": a 206, of the first range or of both.
     let case = "GET for /ipfs/ file with multiple range request returns correct bytes";
     let answer = gateway.get(&path, &[("Range", "bytes=6-16,0-4")]).await;
+    c.status(case, &answer, 206);
     c.check(case, several_ranges(&answer, &ascii), answer.status);
 
     // TestPathGatewayMiscellaneous / "GET for /ipfs/ file whose filename contains
@@ -1492,36 +1465,52 @@ async fn path_gateway_dag() {
     cases.finish();
 }
 
-/// path_gateway_cors_test.go. Spec over suite: the gateway specs say nothing of CORS; the
-/// suite's lists of methods, allowed and exposed headers are Kubo's. What is checked is what
-/// lets a page on another origin read content: `Access-Control-Allow-Origin: *`, on a GET
-/// and on a preflight that allows GET.
+/// path_gateway_cors_test.go. No spec speaks of CORS; the suite's lists are boxo's, and each
+/// value is checked (upstream's `Has` checks the last one only), with the case upstream sends
+/// it (no `Origin`, and an `OPTIONS` that is no preflight), and as a browser sends it.
 #[tokio::test]
 async fn path_gateway_cors() {
     let gateway = Gateway::start().await;
     let mut cases = Cases::default();
     let hello = "/ipfs/bafkqabtimvwgy3zk/";
     let origin = ("Origin", "https://example.org");
+    let preflight = ("Access-Control-Request-Method", "GET");
+    let cors = |cases: &mut Cases, case: &str, answer: &Answer| {
+        cases.header(case, answer, "access-control-allow-origin", "*");
+        for method in ["GET", "HEAD", "OPTIONS"] {
+            cases.header_has(case, answer, "access-control-allow-methods", method);
+        }
+        for name in ["Content-Type", "Range", "User-Agent", "X-Requested-With"] {
+            cases.header_has(case, answer, "access-control-allow-headers", name);
+        }
+        for name in [
+            "Content-Range",
+            "Content-Length",
+            "X-Ipfs-Path",
+            "X-Ipfs-Roots",
+            "X-Chunked-Output",
+            "X-Stream-Output",
+        ] {
+            cases.header_has(case, answer, "access-control-expose-headers", name);
+        }
+    };
 
     // TestCors / "GET Responses from Gateway should include CORS headers allowing JS from
     // other origins to read the data cross-origin."
     let case = "GET Responses from Gateway should include CORS headers";
-    let answer = gateway.get(hello, &[origin]).await;
-    cases.status(case, &answer, 200);
-    cases.header(case, &answer, "access-control-allow-origin", "*");
+    for headers in [&[][..], &[origin][..]] {
+        let answer = gateway.get(hello, headers).await;
+        cases.status(case, &answer, 200);
+        cors(&mut cases, case, &answer);
+    }
 
     // TestCors / "OPTIONS to Gateway succeeds"
     let case = "OPTIONS to Gateway succeeds";
-    let answer = gateway
-        .request(
-            Method::OPTIONS,
-            hello,
-            &[origin, ("Access-Control-Request-Method", "GET")],
-        )
-        .await;
-    cases.check(case, answer.status.is_success(), answer.status);
-    cases.header(case, &answer, "access-control-allow-origin", "*");
-    cases.header_has(case, &answer, "access-control-allow-methods", "GET");
+    for headers in [&[][..], &[origin, preflight][..]] {
+        let answer = gateway.request(Method::OPTIONS, hello, headers).await;
+        cases.check(case, answer.status.is_success(), answer.status);
+        cors(&mut cases, case, &answer);
+    }
     cases.finish();
 }
 
@@ -1536,13 +1525,9 @@ async fn subdomain_gateway() -> Gateway {
     .await
 }
 
-/// The subdomain fixture, but for its sha2-512 file (`hello-CIDv1_TOO_LONG`): Cairn stores
-/// sha2-256 blocks only, and refuses a CAR holding another.
+/// The subdomain fixture, whole: its `hello-CIDv1_TOO_LONG` is a sha2-512 block.
 async fn load_subdomain_fixture(gateway: &Gateway) -> Fixture {
-    let parts: [&[&str]; 3] = [&["testdirlisting"], &["hello-CIDv1"], &["hello-CIDv0"]];
-    gateway
-        .load_parts("subdomain_gateway/fixtures.car", &parts)
-        .await
+    gateway.load("subdomain_gateway/fixtures.car").await
 }
 
 /// subdomain_gateway_ipfs_test.go: what Cairn passes.
@@ -1572,18 +1557,28 @@ async fn subdomain_gateway_ipfs() {
     c.status(case, &answer, 301);
     c.header(case, &answer, "location", "/%C4%85/%C4%99/");
     // TestUnixFSDirectoryListingOnSubdomainGateway / "Regular dir listing HTML (TODO: cleanup
-    // Kubo-specifics)". Spec over suite, as for the path gateway's listing: the ETag and a
-    // link to the entry (relative, to the same URL) are checked; Kubo's breadcrumbs, `..`
-    // and CID links are not.
+    // Kubo-specifics)": links from the origin's root, the breadcrumb and CIDs on the path
+    // gateway of the parent domain.
     let case = "Regular dir listing HTML";
     let answer = gateway.get("/ą/ę/", &[("Host", &host)]).await;
+    let file = listing.cid(&["ą", "ę", "file-źł.txt"]);
+    let root = listing.root;
     c.header_has(case, &answer, "etag", "\"DirIndex-");
-    c.body_has(case, &answer, "Index of");
-    c.body_has(
-        case,
-        &answer,
-        "<a href=\"file-%C5%BA%C5%82.txt\">file-źł.txt</a>",
-    );
+    for expected in [
+        "Index of".to_owned(),
+        "<a href=\"/%C4%85/%C4%99/..\">..</a>".to_owned(),
+        format!(
+            "/ipfs/<a href=\"//example.com/ipfs/{root}\">{root}</a>/<a href=\"//example.com/\
+             ipfs/{root}/%C4%85\">ą</a>/<a href=\"//example.com/ipfs/{root}/%C4%85/%C4%99\">ę</a>"
+        ),
+        "<a href=\"/%C4%85/%C4%99/file-%C5%BA%C5%82.txt\">file-źł.txt</a>".to_owned(),
+        format!(
+            "<a class=\"ipfs-hash\" translate=\"no\" href=\"//example.com/ipfs/{file}?\
+             filename=file-%25C5%25BA%25C5%2582.txt\">"
+        ),
+    ] {
+        c.body_has(case, &answer, &expected);
+    }
 
     let cid_v1 = fixture.cid(&["hello-CIDv1"]);
     let dir = fixture.cid(&["testdirlisting"]);
@@ -1607,19 +1602,19 @@ async fn subdomain_gateway_ipfs() {
     c.status(case, &answer, 200);
     c.body_has(case, &answer, "I am a txt file");
     // TestGatewaySubdomains / "valid file and subdirectory paths in directory listing at
-    // {cid}.ipfs.example.com". Spec over suite: Kubo's links are absolute paths
-    // (`href="/hello"`); Cairn's are relative, to the same URL.
+    // {cid}.ipfs.example.com"
     let case = "valid file and subdirectory paths in directory listing at {cid}.ipfs.example.com";
     let answer = gateway.get("/", &[("Host", &on(&dir))]).await;
     c.status(case, &answer, 200);
-    c.body_has(case, &answer, "<a href=\"hello\">hello</a>");
-    c.body_has(case, &answer, "<a href=\"ipfs\">ipfs</a>");
+    c.body_has(case, &answer, "<a href=\"/hello\">hello</a>");
+    c.body_has(case, &answer, "<a href=\"/ipfs\">ipfs</a>");
     // TestGatewaySubdomains / "valid parent directory path in directory listing at
-    // {cid}.ipfs.example.com/sub/dir". Spec over suite: as above; no `..` link is checked.
+    // {cid}.ipfs.example.com/sub/dir"
     let case = "valid parent directory path in directory listing at {cid}.ipfs.example.com/sub/dir";
     let answer = gateway.get("/ipfs/ipns/", &[("Host", &on(&dir))]).await;
     c.status(case, &answer, 200);
-    c.body_has(case, &answer, "<a href=\"bar\">bar</a>");
+    c.body_has(case, &answer, "<a href=\"/ipfs/ipns/..\">..</a>");
+    c.body_has(case, &answer, "<a href=\"/ipfs/ipns/bar\">bar</a>");
     // TestGatewaySubdomains / "request for deep path resource at
     // {cid}.ipfs.example.com/sub/dir/file"
     let case = "request for deep path resource at {cid}.ipfs.example.com/sub/dir/file";
@@ -1627,21 +1622,27 @@ async fn subdomain_gateway_ipfs() {
     c.status(case, &answer, 200);
     c.body_has(case, &answer, "text-file-content");
     // TestGatewaySubdomains / "valid breadcrumb links in the header of directory listing at
-    // {cid}.ipfs.example.com/sub/dir (TODO: cleanup Kubo-specifics)". Spec over suite: the
-    // breadcrumbs are Kubo's; the listing is checked to be one.
+    // {cid}.ipfs.example.com/sub/dir (TODO: cleanup Kubo-specifics)"
     let case = "valid breadcrumb links in the header of directory listing";
     let answer = gateway.get("/ipfs/ipns/", &[("Host", &on(&dir))]).await;
     c.status(case, &answer, 200);
     c.body_has(case, &answer, "Index of");
+    c.body_has(
+        case,
+        &answer,
+        &format!(
+            "/ipfs/<a href=\"//example.com/ipfs/{dir}\">{dir}</a>/<a href=\"//example.com/\
+             ipfs/{dir}/ipfs\">ipfs</a>/<a href=\"//example.com/ipfs/{dir}/ipfs/ipns\">ipns</a>"
+        ),
+    );
     // TestGatewaySubdomains / "request for example.com/ipfs/{InvalidCID} produces useful
-    // error before redirect". Spec over suite: the spec asks for 400 (path gateway spec,
-    // "Handling traversal errors"), not Kubo's wording; the message names the CID as sent.
+    // error before redirect"
     let case = "request for example.com/ipfs/{InvalidCID} produces useful error before redirect";
     let answer = gateway
         .get("/ipfs/QmInvalidCID", &[("Host", "example.com")])
         .await;
     c.status(case, &answer, 400);
-    c.body_has(case, &answer, "QmInvalidCID");
+    c.body_has(case, &answer, "invalid path \"/ipfs/QmInvalidCID\"");
     // TestGatewaySubdomains / "request for fake.domain.com/ipfs/{CID} doesn't match the
     // example.com gateway"
     let case = "request for fake.domain.com/ipfs/{CID} doesn't match the example.com gateway";
@@ -1762,21 +1763,30 @@ async fn subdomain_gateway_refuses_cids_too_long_for_dns() {
     assert!(too_long.to_string().len() > 63);
 
     // TestGatewaySubdomains / "request for a too long CID at example.com/ipfs/{CIDv1} returns
-    // human readable error". Spec over suite on the wording: 400 with a message.
+    // human readable error"
     let case =
         "request for a too long CID at example.com/ipfs/{CIDv1} returns human readable error";
     let answer = gateway
         .get(&format!("/ipfs/{too_long}/"), &[("Host", "example.com")])
         .await;
     c.status(case, &answer, 400);
-    c.body_has(case, &answer, "DNS label");
+    c.body_has(
+        case,
+        &answer,
+        "CID incompatible with DNS label length limit of 63",
+    );
     // TestGatewaySubdomains / "request for a too long CID at {CIDv1}.ipfs.example.com returns
     // expected payload"
-    let case = "request for a too long CID at {CIDv1}.ipfs.example.com returns an error";
+    let case = "request for a too long CID at {CIDv1}.ipfs.example.com returns expected payload";
     let answer = gateway
         .get("/", &[("Host", &format!("{too_long}.ipfs.example.com"))])
         .await;
     c.status(case, &answer, 400);
+    c.body_has(
+        case,
+        &answer,
+        "CID incompatible with DNS label length limit of 63",
+    );
     std::mem::take(c).finish();
 }
 
@@ -1936,7 +1946,7 @@ async fn path_gateway_ipns() {
 
     // TestGatewayIPNSPath / "GET for /ipns/name with V1-only signature MUST fail with 5XX",
     // "... with valid V1+V2 signatures with V1-vs-V2 value mismatch MUST fail with 5XX" and
-    // "... with valid V1 and broken V2 signature MUST fail with 5XX". Spec over suite: the
+    // "... with valid V1 and broken V2 signature MUST fail with 5XX". Deviation: the
     // path gateway spec says `500` "can be used" for "IPNS keys that cannot be resolved",
     // and `404` is what a gateway MUST use when the content is not available from it; a name
     // whose only record is invalid has no content here. Either is taken; content is not.
@@ -1988,40 +1998,29 @@ async fn path_gateway_ipns() {
 
     // TestRedirectCanonicalIPNS / "GET for /ipns/{b58-multihash-of-ed25519-key} redirects to
     // /ipns/{cidv1-libp2p-key-base36}" and "GET for /ipns/{cidv0-like-b58-multihash-of-rsa-key}
-    // redirects to /ipns/{cidv1-libp2p-key-base36}". Spec over suite: no spec asks for this
-    // redirect (the IPNS spec says a name "should be represented" as a base36 CIDv1, and the
-    // path gateway spec takes any "cryptographic IPNS key hash"), so serving the name under
-    // its peer ID is taken as well as Kubo's 302 to `/ipns/{base36}{path}`. Upstream asks for
-    // names no record exists for (Kubo redirects before resolving); here the subdomain
-    // fixture's Ed25519 and RSA names are asked, so that serving them can be checked.
-    let hello = cache.raw(&["root2", "root3", "root4", "index.html"]);
-    for (case, file) in [
+    // redirects to /ipns/{cidv1-libp2p-key-base36}": upstream's names, for which no record
+    // exists (the redirect comes before resolving), and the rest of the path kept.
+    for (case, peer_id, canonical) in [
         (
             "GET for /ipns/{b58-multihash-of-ed25519-key} redirects to \
              /ipns/{cidv1-libp2p-key-base36}",
-            ED25519_RECORD,
+            "12D3KooWRBy97UB99e3J6hiPesre1MZeuNQvfan4gBziswrRJsNK",
+            "k51qzi5uqu5dlvj2baxnqndepeb86cbk3ng7n3i46uzyxzyqj2xjonzllnv0v8",
         ),
         (
             "GET for /ipns/{cidv0-like-b58-multihash-of-rsa-key} redirects to \
              /ipns/{cidv1-libp2p-key-base36}",
-            RSA_RECORD,
+            "QmcJM7PRfkSbcM5cf1QugM5R37TLRKyJGgBEhXjLTB8uA2",
+            "k2k4r8ol4m8kkcqz509c1rcjwunebj02gcnm5excpx842u736nja8ger",
         ),
     ] {
-        let record = gateway.load_record(file, true).await;
-        let answer = gateway.get(&format!("/ipns/{}", record.name), &[]).await;
-        let canonical = format!("/ipns/{}", record.cid_of(0x72));
-        let redirected =
-            [301, 302].contains(&answer.status.as_u16()) && answer.header("location") == canonical;
-        let served = answer.status == StatusCode::OK && answer.body == hello;
-        c.check(
+        let answer = gateway.get(&format!("/ipns/{peer_id}/root2/"), &[]).await;
+        c.status(case, &answer, 302);
+        c.header(
             case,
-            redirected || served,
-            format!(
-                "status {}, Location {:?}: {}",
-                answer.status,
-                answer.header("location"),
-                answer.text()
-            ),
+            &answer,
+            "location",
+            &format!("/ipns/{canonical}/root2/"),
         );
     }
 
@@ -2260,29 +2259,15 @@ async fn subdomain_gateway_ipns() {
         c.body(&case, &answer, &payload);
 
         // TestGatewaySubdomainAndIPNS / "request for {CIDv1-dag-pb}.ipns.{gateway} redirects
-        // to CID with libp2p-key multicodec". Spec over suite: an IPNS name is a CIDv1 with
-        // the libp2p-key codec (IPNS spec, "String Representation"), and the subdomain spec's
-        // host for a name is `{libp2p-key-mbase36}`; a dag-pb CID names no key, and "if it is
-        // impossible to construct a content path from Host", the spec's answer is `400`.
-        // Kubo's redirect to the libp2p-key origin is taken as well.
+        // to CID with libp2p-key multicodec"
         let case = format!(
             "{key}: request for {{CIDv1-dag-pb}}.ipns.{{gateway}} redirects to CID with \
              libp2p-key multicodec"
         );
         let host = format!("{}.ipns.example.com", record.cid_of(0x70));
         let answer = gateway.get("/", &[("Host", &host)]).await;
-        let redirected =
-            answer.status == StatusCode::MOVED_PERMANENTLY && answer.header("location") == origin;
-        c.check(
-            &case,
-            redirected || answer.status == StatusCode::BAD_REQUEST,
-            format!(
-                "status {}, Location {:?}: {}",
-                answer.status,
-                answer.header("location"),
-                answer.text()
-            ),
-        );
+        c.status(&case, &answer, 301);
+        c.header(&case, &answer, "location", &origin);
     }
 
     // TestGatewaySubdomainAndIPNS / "request for a ED25519 libp2p-key at example.com/ipns/{b58mh}
@@ -2299,4 +2284,605 @@ async fn subdomain_gateway_ipns() {
         &format!("http://{}.ipns.example.com/", ed25519.cid_of(0x72)),
     );
     std::mem::take(c).finish();
+}
+
+/// The entries of a tar body, by name: a file's bytes (`None` for a directory or symlink).
+fn tar_entries(body: &[u8]) -> Result<HashMap<String, Option<Vec<u8>>>, String> {
+    let mut archive = tar::Archive::new(body);
+    let mut entries = HashMap::new();
+    for entry in archive.entries().map_err(|e| e.to_string())? {
+        let mut entry = entry.map_err(|e| e.to_string())?;
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let content = match entry.header().entry_type() {
+            tar::EntryType::Regular => {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut entry, &mut bytes).map_err(|e| e.to_string())?;
+                Some(bytes)
+            }
+            _ => None,
+        };
+        entries.insert(name.trim_end_matches('/').to_owned(), content);
+    }
+    Ok(entries)
+}
+
+/// path_gateway_tar_test.go (`TestTar`): UnixFS as a tar, named from the CID down, with names
+/// that climb but stay inside the root kept, and one that leaves it refused. The suite's
+/// `inside-root.car` and `outside-root.car` are built here as they are made
+/// (`cairn_car::hostile`).
+#[tokio::test]
+async fn path_gateway_tar() {
+    let gateway = Gateway::start().await;
+    let mut c = Cases::default();
+    let fixture = gateway.load("dir_listing/fixtures.car").await;
+    let dir = fixture.root;
+    let file = fixture.cid(&["ą", "ę", "file-źł.txt"]);
+    let file_bytes = fixture.raw(&["ą", "ę", "file-źł.txt"]);
+    let tar_headers = |c: &mut Cases, case: &str, answer: &Answer, cid: &Cid| {
+        c.status(case, answer, 200);
+        c.header_has(case, answer, "content-disposition", "attachment;");
+        c.header_has(case, answer, "etag", &format!("W/\"{cid}.x-tar"));
+        c.header_has(case, answer, "content-type", "application/x-tar");
+    };
+
+    // TestTar / "GET TAR with format=tar and extract"
+    let case = "GET TAR with format=tar and extract";
+    let answer = gateway.get(&format!("/ipfs/{file}?format=tar"), &[]).await;
+    tar_headers(&mut c, case, &answer, &file);
+    let entries = tar_entries(&answer.body);
+    c.check(
+        case,
+        entries
+            .as_ref()
+            .is_ok_and(|e| e.get(&file.to_string()) == Some(&Some(file_bytes.clone()))),
+        format!("{entries:?}"),
+    );
+
+    // TestTar / "GET TAR with 'Accept: application/x-tar' and extract"
+    let case = "GET TAR with 'Accept: application/x-tar' and extract";
+    let answer = gateway
+        .get(&format!("/ipfs/{file}"), &[("Accept", "application/x-tar")])
+        .await;
+    tar_headers(&mut c, case, &answer, &file);
+    c.check(case, tar_entries(&answer.body).is_ok(), "not a tar");
+
+    // TestTar / "GET TAR has expected root directory"
+    let case = "GET TAR has expected root directory";
+    let answer = gateway.get(&format!("/ipfs/{dir}?format=tar"), &[]).await;
+    c.status(case, &answer, 200);
+    let entries = tar_entries(&answer.body);
+    let inner = format!("{dir}/ą/ę/file-źł.txt");
+    c.check(
+        case,
+        entries
+            .as_ref()
+            .is_ok_and(|e| e.get(&inner) == Some(&Some(file_bytes.clone()))),
+        format!("{entries:?}"),
+    );
+
+    // TestTar / "GET TAR with explicit ?filename= succeeds with modified Content-Disposition
+    // header"
+    let case = "GET TAR with explicit ?filename= succeeds with modified Content-Disposition";
+    let answer = gateway
+        .get(
+            &format!("/ipfs/{dir}?filename=testтест.tar&format=tar"),
+            &[],
+        )
+        .await;
+    c.status(case, &answer, 200);
+    c.header_has(
+        case,
+        &answer,
+        "content-disposition",
+        "attachment; filename=\"test____.tar\"; filename*=UTF-8''test%D1%82%D0%B5%D1%81%D1%82.tar",
+    );
+
+    // TestTar / "GET TAR with relative paths outside root fails": upstream's check is a
+    // status range (which v0.13.2 never evaluates); the IPIP's security section asks the
+    // stream to be cut. Either way no tar with the escaping entry may arrive whole.
+    let case = "GET TAR with relative paths outside root fails";
+    let outside = cairn_car::hostile::climbing_names_outside_root();
+    gateway.upload(case, outside.car(), &outside.root).await;
+    let url = format!("{}/ipfs/{}?format=tar", gateway.server.upload, outside.root);
+    let refused = match gateway.client.get(url).send().await {
+        // Cut before its headers (the root's links are read first).
+        Err(_) => true,
+        Ok(response) => !response.status().is_success() || response.bytes().await.is_err(),
+    };
+    c.check(case, refused, "the tar arrived whole");
+
+    // TestTar / "GET TAR with relative paths inside root works"
+    let case = "GET TAR with relative paths inside root works";
+    let inside = cairn_car::hostile::climbing_names_inside_root();
+    gateway.upload(case, inside.car(), &inside.root).await;
+    let answer = gateway
+        .get(&format!("/ipfs/{}?format=tar", inside.root), &[])
+        .await;
+    c.status(case, &answer, 200);
+    let entries = tar_entries(&answer.body);
+    let expected = format!("{}/foobar/file", inside.root);
+    c.check(
+        case,
+        entries
+            .as_ref()
+            .is_ok_and(|e| e.get(&expected) == Some(&Some(b"Hello, world!\n".to_vec()))),
+        format!("{entries:?}"),
+    );
+    c.finish();
+}
+
+/// `helpers.OnlyRandomRangeTests`: one range (206 with its bytes, or the whole body) and
+/// several (see [`several_ranges`]); upstream draws the ranges at random, here they are fixed.
+async fn range_cases(
+    cases: &mut Cases,
+    gateway: &Gateway,
+    case: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    whole: &[u8],
+) {
+    let with = |range: &'static str| [headers, &[("Range", range)]].concat();
+    let answer = gateway.get(path, &with("bytes=6-16")).await;
+    let partial = answer.status == StatusCode::PARTIAL_CONTENT
+        && answer.body == whole[6..17]
+        && answer.header("content-range") == format!("bytes 6-16/{}", whole.len());
+    let all = answer.status == StatusCode::OK && answer.body == whole;
+    let detail = format!("{}: {}", answer.status, answer.text());
+    cases.check(&format!("{case} - single range"), partial || all, detail);
+    let answer = gateway.get(path, &with("bytes=6-16,0-4")).await;
+    let detail = format!("{}: {}", answer.status, answer.text());
+    let ok = several_ranges(&answer, whole);
+    cases.check(&format!("{case} - multi range"), ok, detail);
+}
+
+/// The traversal fixtures' blocks, by CID, as the suite's README and an independent CBOR
+/// reader name them (the gateway's own reader is what is under test).
+const DAG_CBOR_TRAVERSAL: &str = "bafyreibs4utpgbn7uqegmd2goqz4bkyflre2ek2iwv743fhvylwi4zeeim";
+const DAG_JSON_TRAVERSAL: &str = "baguqeeram5ujjqrwheyaty3w5gdsmoz6vittchvhk723jjqxk7hakxkd47xq";
+/// `document/files/single` of `dir-with-dag-cbor-with-links.car`: a raw block, linked from
+/// the dag-cbor document.
+const DOCUMENT_FILES_SINGLE: &str = "bafkreifjjcie6lypi6ny7amxnfftagclbuxndqonfipmb64f2km2devei4";
+
+/// path_gateway_dag_test.go, the cases on blocks of other codecs than UnixFS's:
+/// `TestCodecMismatchReturns406` (its 3 non-UnixFS cases), `TestPlainCodec`, `TestPathing`,
+/// `TestNativeDag`, `TestGatewayJSONCborAndIPNS`; and the two DAG-CBOR cases of
+/// trustless_gateway_car_test.go (`TestTrustlessCarPathing`,
+/// `TestTrustlessCarDagScopeEntity`). The fixtures are loaded as any CAR is uploaded.
+#[tokio::test]
+async fn path_gateway_dag_codecs() {
+    let gateway = Gateway::start().await;
+    let mut c = Cases::default();
+    let cbor = gateway
+        .load("path_gateway_dag/dag-cbor-traversal.car")
+        .await;
+    let json = gateway
+        .load("path_gateway_dag/dag-json-traversal.car")
+        .await;
+    let (cbor_cid, json_cid) = (cbor.root, json.root);
+    assert_eq!(cbor_cid.to_string(), DAG_CBOR_TRAVERSAL);
+    assert_eq!(json_cid.to_string(), DAG_JSON_TRAVERSAL);
+
+    // TestCodecMismatchReturns406, the DAG-JSON and DAG-CBOR cases.
+    for (case, cid, query, accept) in [
+        (
+            "GET DAG-JSON block with format=dag-cbor returns 406 Not Acceptable",
+            json_cid,
+            "?format=dag-cbor",
+            None,
+        ),
+        (
+            "GET DAG-CBOR block with format=dag-json returns 406 Not Acceptable",
+            cbor_cid,
+            "?format=dag-json",
+            None,
+        ),
+        (
+            "GET DAG-CBOR block with Accept: application/vnd.ipld.dag-json returns 406 Not \
+             Acceptable",
+            cbor_cid,
+            "",
+            Some("application/vnd.ipld.dag-json"),
+        ),
+    ] {
+        let headers: Vec<_> = accept.map(|a| ("Accept", a)).into_iter().collect();
+        let answer = gateway.get(&format!("/ipfs/{cid}{query}"), &headers).await;
+        c.status(case, &answer, 406);
+    }
+
+    // TestPlainCodec: json (0x0200) and cbor (0x51) blocks, as they are.
+    for (name, format, disposition) in [
+        ("plain JSON codec", "json", "inline"),
+        ("plain CBOR codec", "cbor", "attachment"),
+    ] {
+        let plain = gateway
+            .load(&format!("path_gateway_dag/plain-{format}.car"))
+            .await;
+        let cid = plain.root;
+        let whole = plain.block(&cid).to_vec();
+        let media_type = format!("application/{format}");
+        let named = format!("{disposition}; filename=\"{cid}.{format}\"");
+        let accept = [("Accept", media_type.as_str())];
+        for (case, path, headers) in [
+            (
+                format!(
+                    "GET {name} without Accept or format= has expected \"{format}\" \
+                     Content-Type and body as-is"
+                ),
+                format!("/ipfs/{cid}"),
+                &[][..],
+            ),
+            (
+                format!(
+                    "GET {name} with ?format= has expected {format} Content-Type and body as-is"
+                ),
+                format!("/ipfs/{cid}?format={format}"),
+                &[][..],
+            ),
+            (
+                format!(
+                    "GET {name} with Accept has expected {format} Content-Type and body as-is, \
+                     with single range request"
+                ),
+                format!("/ipfs/{cid}"),
+                &accept[..],
+            ),
+        ] {
+            let answer = gateway.get(&path, headers).await;
+            c.status(&case, &answer, 200);
+            c.header(&case, &answer, "content-type", &media_type);
+            c.body(&case, &answer, &whole);
+            c.header_has(&case, &answer, "content-disposition", &named);
+            range_cases(&mut c, &gateway, &case, &path, headers, &whole).await;
+        }
+    }
+
+    // TestPathing
+    for (case, path, status) in [
+        (
+            "GET DAG-JSON traversal returns 501 if there is path remainder",
+            format!("/ipfs/{json_cid}/foo?format=dag-json"),
+            501,
+        ),
+        (
+            "GET DAG-JSON returns 404 on non-existing link",
+            format!("/ipfs/{json_cid}/foo/i-do-not-exist"),
+            404,
+        ),
+        (
+            "GET DAG-CBOR traversal returns 501 if there is path remainder",
+            format!("/ipfs/{cbor_cid}/foo?format=dag-cbor"),
+            501,
+        ),
+        (
+            "GET DAG-CBOR returns 404 on non-existing link",
+            format!("/ipfs/{cbor_cid}/foo/i-do-not-exist"),
+            404,
+        ),
+    ] {
+        let answer = gateway.get(&path, &[]).await;
+        c.status(case, &answer, status);
+    }
+    let case = "GET DAG-JSON traverses multiple links";
+    let answer = gateway
+        .get(
+            &format!("/ipfs/{json_cid}/foo/link/bar?format=dag-json"),
+            &[],
+        )
+        .await;
+    c.status(case, &answer, 200);
+    let body: Result<serde_json::Value, _> = serde_json::from_slice(&answer.body);
+    c.check(
+        case,
+        body.as_ref().ok() == Some(&serde_json::json!({"hello": "this is not a link"})),
+        answer.text(),
+    );
+    let case = "GET DAG-CBOR traverses multiple links";
+    let answer = gateway
+        .get(
+            &format!("/ipfs/{cbor_cid}/foo/link/bar?format=dag-cbor"),
+            &[],
+        )
+        .await;
+    c.status(case, &answer, 200);
+    let mut expected = vec![0xa1, 0x65];
+    expected.extend(b"hello");
+    expected.push(0x72);
+    expected.extend(b"this is not a link");
+    c.body(case, &answer, &expected);
+
+    // TestNativeDag
+    let missing = Cid::new_v1(
+        0x71,
+        cairn_unixfs::block::block_cid(
+            cairn_unixfs::CidVersion::V1,
+            0x55,
+            b"a block no one stored",
+        )
+        .hash()
+        .to_owned(),
+    );
+    for (name, format, disposition, fixture) in [
+        ("plain JSON codec", "json", "inline", &json),
+        ("plain CBOR codec", "cbor", "attachment", &cbor),
+    ] {
+        let cid = fixture.root;
+        let whole = fixture.block(&cid).to_vec();
+        let dag_type = format!("application/vnd.ipld.dag-{format}");
+        let plain_type = format!("application/{format}");
+        let ipfs = format!("/ipfs/{cid}");
+        let dag_accept = [("Accept", dag_type.as_str())];
+        let plain_accept = [("Accept", plain_type.as_str())];
+        for (case, path, headers, media_type) in [
+            (
+                format!("GET {name} from /ipfs without explicit format returns the same payload as the raw block"),
+                ipfs.clone(),
+                &[][..],
+                &dag_type,
+            ),
+            (
+                format!("GET {name} from /ipfs with format=dag-{format} returns the same payload as the raw block"),
+                format!("{ipfs}?format=dag-{format}"),
+                &[][..],
+                &dag_type,
+            ),
+            (
+                format!("GET {name} from /ipfs with application/vnd.ipld.dag-{format} returns the same payload as the raw block"),
+                ipfs.clone(),
+                &dag_accept[..],
+                &dag_type,
+            ),
+            (
+                format!("GET {name} with format={format} returns same payload as format=dag-{format} but with plain Content-Type"),
+                format!("{ipfs}?format={format}"),
+                &[][..],
+                &plain_type,
+            ),
+            (
+                format!("GET {name} with Accept: application/{format} returns same payload as application/vnd.ipld.dag-{format} but with plain Content-Type"),
+                ipfs.clone(),
+                &plain_accept[..],
+                &plain_type,
+            ),
+        ] {
+            let answer = gateway.get(&path, headers).await;
+            c.status(&case, &answer, 200);
+            c.body(&case, &answer, &whole);
+            c.header(&case, &answer, "content-type", media_type);
+        }
+
+        let case =
+            format!("GET response for application/vnd.ipld.dag-{format} has expected Content-Type");
+        let answer = gateway.get(&ipfs, &dag_accept).await;
+        c.header(&case, &answer, "content-type", &dag_type);
+        c.header(&case, &answer, "content-length", &whole.len().to_string());
+        c.header_has(
+            &case,
+            &answer,
+            "content-disposition",
+            &format!("{disposition}; filename=\"{cid}.{format}\""),
+        );
+
+        let case = format!("GET for application/vnd.ipld.dag-{format} with query filename includes Content-Disposition with custom filename");
+        let answer = gateway
+            .get(&format!("{ipfs}?filename=foobar.{format}"), &dag_accept)
+            .await;
+        c.header_has(
+            &case,
+            &answer,
+            "content-disposition",
+            &format!("{disposition}; filename=\"foobar.{format}\""),
+        );
+
+        let case = format!("GET for application/vnd.ipld.dag-{format} with ?download=true forces Content-Disposition: attachment");
+        let answer = gateway
+            .get(
+                &format!("{ipfs}?filename=foobar.{format}&download=true"),
+                &dag_accept,
+            )
+            .await;
+        c.header_has(
+            &case,
+            &answer,
+            "content-disposition",
+            &format!("attachment; filename=\"foobar.{format}\""),
+        );
+
+        let case = format!("Cache control HTTP headers ({format})");
+        let answer = gateway.get(&ipfs, &dag_accept).await;
+        c.header_has(&case, &answer, "etag", &format!("{cid}.dag-{format}"));
+        c.check(
+            &case,
+            !answer.header("x-ipfs-path").is_empty(),
+            "no X-Ipfs-Path",
+        );
+        c.check(
+            &case,
+            !answer.header("x-ipfs-roots").is_empty(),
+            "no X-Ipfs-Roots",
+        );
+        c.header_has(
+            &case,
+            &answer,
+            "cache-control",
+            "public, max-age=29030400, immutable",
+        );
+
+        let case = format!("HEAD {name} with no explicit format returns HTTP 200");
+        let answer = gateway.request(Method::HEAD, &ipfs, &[]).await;
+        c.status(&case, &answer, 200);
+        c.header_has(&case, &answer, "content-type", &dag_type);
+        c.check(
+            &case,
+            !answer.header("content-length").is_empty(),
+            "no Content-Length",
+        );
+
+        let case = format!("HEAD {name} with an explicit format returns HTTP 200");
+        let answer = gateway
+            .request(Method::HEAD, &format!("{ipfs}?format=dag-{format}"), &[])
+            .await;
+        c.status(&case, &answer, 200);
+        c.header_has(&case, &answer, "etag", &format!("{cid}.dag-{format}"));
+        c.header_has(&case, &answer, "content-type", &dag_type);
+        c.check(
+            &case,
+            !answer.header("content-length").is_empty(),
+            "no Content-Length",
+        );
+
+        let case = format!("HEAD {name} with only-if-cached for missing block returns HTTP 412 Precondition Failed");
+        let answer = gateway
+            .request(
+                Method::HEAD,
+                &format!("/ipfs/{missing}"),
+                &[("Cache-Control", "only-if-cached")],
+            )
+            .await;
+        c.status(&case, &answer, 412);
+
+        let case =
+            format!("GET {name} on /ipfs with Accept: text/html returns HTML (dag-index-html)");
+        let answer = gateway
+            .get(&format!("{ipfs}/"), &[("Accept", "text/html")])
+            .await;
+        dag_index_html(&mut c, &case, &answer);
+        let cache = answer.header("cache-control");
+        c.check(
+            &case,
+            cache.is_empty() || cache == "public, max-age=604800, stale-while-revalidate=2678400",
+            format!("Cache-Control: {cache:?}"),
+        );
+
+        for (case, headers) in [
+            (
+                format!("GET {name} on /ipfs with no explicit header"),
+                &[][..],
+            ),
+            (
+                format!("GET {name} on /ipfs with dag content headers"),
+                &dag_accept[..],
+            ),
+            (
+                format!("GET {name} on /ipfs with non-dag content headers"),
+                &plain_accept[..],
+            ),
+        ] {
+            range_cases(
+                &mut c,
+                &gateway,
+                &case,
+                &format!("{ipfs}/"),
+                headers,
+                &whole,
+            )
+            .await;
+        }
+    }
+    // TestNativeDag / "GET DAG-CBOR with Accept: text/html returns HTML preview"
+    let case = "GET DAG-CBOR with Accept: text/html returns HTML preview";
+    let answer = gateway
+        .get(&format!("/ipfs/{cbor_cid}/"), &[("Accept", "text/html")])
+        .await;
+    c.body_has(case, &answer, "</html>");
+
+    // TestGatewayJSONCborAndIPNS: names published for the two traversal roots.
+    let names = [
+        ("plain JSON codec", "json", &json, "path_gateway_dag/k51qzi5uqu5dhjghbwdvbo6mi40htrq6e2z4pwgp15pgv3ho1azvidttzh8yy2.ipns-record"),
+        ("plain CBOR codec", "cbor", &cbor, "path_gateway_dag/k51qzi5uqu5dghjous0agrwavl8vzl64xckoqzwqeqwudfr74kfd11zcyk3b7l.ipns-record"),
+    ];
+    for (name, format, fixture, record) in names {
+        let key = gateway.load_record(record, true).await.name;
+        let cid = fixture.root;
+        let case = format!(
+            "GET {name} from /ipns without explicit format returns the same payload as /ipfs"
+        );
+        let (by_cid, by_name) = (
+            gateway.get(&format!("/ipfs/{cid}"), &[]).await,
+            gateway.get(&format!("/ipns/{key}"), &[]).await,
+        );
+        c.check(
+            &case,
+            by_cid.status == 200 && by_cid.body == by_name.body,
+            format!("{} / {}: {}", by_cid.status, by_name.status, by_name.text()),
+        );
+        let case =
+            format!("GET {name} from /ipns with explicit format returns the same payload as /ipfs");
+        let query = format!("?format=dag-{format}");
+        let (by_cid, by_name) = (
+            gateway.get(&format!("/ipfs/{cid}{query}"), &[]).await,
+            gateway.get(&format!("/ipns/{key}{query}"), &[]).await,
+        );
+        c.check(
+            &case,
+            by_cid.status == 200 && by_cid.body == by_name.body,
+            format!("{} / {}: {}", by_cid.status, by_name.status, by_name.text()),
+        );
+        let case = format!("GET {name} from /ipns with explicit application/vnd.ipld.dag-{format} has expected headers");
+        let dag_type = format!("application/vnd.ipld.dag-{format}");
+        let answer = gateway
+            .get(&format!("/ipns/{key}"), &[("Accept", dag_type.as_str())])
+            .await;
+        c.header(&case, &answer, "content-type", &dag_type);
+        c.header(&case, &answer, "etag", &format!("\"{cid}.dag-{format}\""));
+        c.check(
+            &case,
+            !answer.header("x-ipfs-path").is_empty(),
+            "no X-Ipfs-Path",
+        );
+        c.check(
+            &case,
+            !answer.header("x-ipfs-roots").is_empty(),
+            "no X-Ipfs-Roots",
+        );
+        let case =
+            format!("GET {name} on /ipns with Accept: text/html returns HTML (dag-index-html)");
+        let answer = gateway
+            .get(&format!("/ipns/{key}/"), &[("Accept", "text/html")])
+            .await;
+        dag_index_html(&mut c, &case, &answer);
+        let cache = answer.header("cache-control");
+        c.check(
+            &case,
+            cache.is_empty() || cache.starts_with("public, max-age="),
+            format!("Cache-Control: {cache:?}"),
+        );
+    }
+
+    // TestTrustlessCarPathing / "GET default CAR response of UnixFS file on a path with
+    // DAG-CBOR as root CID", and TestTrustlessCarDagScopeEntity / "GET CAR with
+    // dag-scope=entity of DAG-CBOR with Links".
+    let dir = gateway
+        .load("trustless_gateway_car/dir-with-dag-cbor-with-links.car")
+        .await;
+    let document = dir.cid(&["document"]);
+    let document = Cid::new_v1(0x71, document.hash().to_owned());
+    let single: Cid = DOCUMENT_FILES_SINGLE.parse().unwrap();
+    car_case(
+        &mut c,
+        &gateway,
+        "GET default CAR response of UnixFS file on a path with DAG-CBOR as root CID",
+        &format!("/ipfs/{document}/files/single"),
+        "",
+        &[document, single],
+    )
+    .await;
+    car_case(
+        &mut c,
+        &gateway,
+        "GET CAR with dag-scope=entity of DAG-CBOR with Links",
+        &format!("/ipfs/{}/document", dir.root),
+        "dag-scope=entity",
+        &[dir.root, document],
+    )
+    .await;
+    c.finish();
+}
+
+/// `dag-index-html`: the gateway's page for a block of another codec.
+fn dag_index_html(c: &mut Cases, case: &str, answer: &Answer) {
+    c.status(case, answer, 200);
+    c.header_has(case, answer, "etag", "DagIndex-");
+    c.header_has(case, answer, "content-type", "text/html");
+    c.header(case, answer, "content-disposition", "");
+    c.body_has(case, answer, "</html>");
 }

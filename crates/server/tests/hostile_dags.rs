@@ -91,8 +91,15 @@ enum Outcome {
 }
 
 /// GET `path` and see what the client gets.
+/// Errors come as the contract's JSON (the client asks for it), so their codes can be read.
 async fn fetch(server: &TestServer, path: &str, headers: &[(&str, &str)]) -> Outcome {
     let mut request = server.client.get(format!("{}{path}", server.upload));
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("accept"))
+    {
+        request = request.header("Accept", "application/json");
+    }
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
@@ -301,7 +308,12 @@ async fn a_symlink_cycle_on_a_path_is_not_followed() {
     let (status, body) = upload_car(&server, &hostile::symlink_cycle()).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let root = body["cid"].as_str().unwrap();
-    let looped = get(&server, &format!("/ipfs/{root}/loop/loop/f"), &[]).await;
+    let looped = get(
+        &server,
+        &format!("/ipfs/{root}/loop/loop/f"),
+        &[("Accept", "application/json")],
+    )
+    .await;
     assert_eq!(looped.status(), StatusCode::NOT_FOUND);
     assert_error(&looped.json().await.unwrap(), "not_found");
     let link = get(&server, &format!("/ipfs/{root}/loop"), &[]).await;
@@ -341,7 +353,8 @@ async fn errors_answered_before_our_handlers_are_json_too() {
     assert_error(&body, "bad_request");
 
     // An extractor's rejection (a path that is not UTF-8 once decoded).
-    let response = get(&server, "/ipfs/bafkqaaa/%FF", &[]).await;
+    let accept_json = [("Accept", "application/json")];
+    let response = get(&server, "/ipfs/bafkqaaa/%FF", &accept_json).await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert_error(&response.json().await.unwrap(), "bad_request");
     assert_up(&server).await;

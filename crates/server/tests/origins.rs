@@ -38,6 +38,7 @@ async fn browsers_are_sent_to_the_content_origin_and_programs_are_not() {
     let navigation = client
         .get(format!("{}/ipfs/{root}/docs/a.txt?x=1", server.upload))
         .header("Accept", BROWSER_ACCEPT)
+        .header("Sec-Fetch-Mode", "navigate")
         .send()
         .await
         .unwrap();
@@ -46,6 +47,19 @@ async fn browsers_are_sent_to_the_content_origin_and_programs_are_not() {
         navigation.headers()["location"],
         format!("http://{root}.ipfs.localhost:{port}/docs/a.txt?x=1")
     );
+    // A program asking for HTML (the gateway suite, a crawler) is not navigating: it gets the
+    // page where it asked, sandboxed.
+    let program = client
+        .get(format!("{}/ipfs/{root}/", server.upload))
+        .header("Accept", BROWSER_ACCEPT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(program.status(), StatusCode::OK);
+    assert!(program.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .starts_with("sandbox "));
 
     // A CIDv0 has no lower-case form: it becomes its CIDv1.
     let empty_dir_v0 = "QmUNLLsPACCz1vLxQVkXqqLX5R1X345qqfHbsf67hvA3Nn";
@@ -70,6 +84,7 @@ async fn browsers_are_sent_to_the_content_origin_and_programs_are_not() {
     let car = client
         .get(format!("{}/ipfs/{root}?format=car", server.upload))
         .header("Accept", BROWSER_ACCEPT)
+        .header("Sec-Fetch-Mode", "navigate")
         .send()
         .await
         .unwrap();
@@ -134,18 +149,26 @@ async fn a_content_origin_serves_only_its_content() {
     let docs = at(origin.clone(), "/docs?x=1").await.unwrap();
     assert_eq!(docs.headers()["location"], "/docs/?x=1");
     // The service's API is not part of anyone's website.
+    // A browser is told why in plain text, as on any gateway.
     let api = at(origin.clone(), "/api/upload-limit").await.unwrap();
     assert_eq!(api.status(), StatusCode::NOT_FOUND);
-    assert_error(&api.json().await.unwrap(), "not_found");
+    assert_eq!(api.headers()["content-type"], "text/plain; charset=utf-8");
+    let text = api.text().await.unwrap();
+    assert!(text.contains("/api/upload-limit"), "{text}");
 
     let bad = at("not-a-cid.ipfs.localhost".into(), "/").await.unwrap();
     assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
-    let body: serde_json::Value = bad.json().await.unwrap();
-    assert_error(&body, "bad_request");
-    assert!(
-        body["message"].as_str().unwrap().contains("not a CID"),
-        "{body}"
-    );
+    let text = bad.text().await.unwrap();
+    assert!(text.contains("not a CID"), "{text}");
+    // A program that asks for JSON gets the contract's error object.
+    let asked = client
+        .get(format!("{}/", server.upload))
+        .header("Host", "not-a-cid.ipfs.localhost")
+        .header("Accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_error(&asked.json().await.unwrap(), "bad_request");
 }
 
 #[tokio::test]

@@ -156,6 +156,7 @@ pub enum ErrorCode {
     Internal,
     Unavailable,
     BadGateway,
+    NotImplemented,
 }
 
 impl ErrorCode {
@@ -193,6 +194,7 @@ impl ErrorCode {
             Self::Internal => "internal",
             Self::Unavailable => "unavailable",
             Self::BadGateway => "bad_gateway",
+            Self::NotImplemented => "not_implemented",
         }
     }
 }

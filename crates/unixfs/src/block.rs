@@ -8,7 +8,7 @@ use std::io;
 
 use cid::Cid;
 use multihash::Multihash;
-use sha2::{Digest, Sha256};
+use sha2::{Digest, Sha256, Sha512};
 
 use crate::profile::CidVersion;
 
@@ -20,6 +20,9 @@ pub const RAW: u64 = 0x55;
 pub const SHA2_256: u64 = 0x12;
 /// Multihash code of the identity "hash" (inline data), accepted when verifying.
 pub const IDENTITY: u64 = 0x00;
+/// Multihash codes of the other hashes blocks are verified with (the CARs of other tools).
+pub const SHA2_512: u64 = 0x13;
+pub const BLAKE3: u64 = 0x1e;
 
 /// A link to a finished sub-DAG, as a parent node records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,7 +54,10 @@ pub fn cid_from_digest(version: CidVersion, codec: u64, digest: &[u8]) -> Cid {
 pub enum BlockError {
     #[error("block {cid} does not hash to its CID")]
     HashMismatch { cid: Cid },
-    #[error("block {cid} uses multihash code {code:#x}; only sha2-256 and identity are accepted")]
+    #[error(
+        "block {cid} uses multihash code {code:#x}; the hashes verified here are sha2-256, \
+         sha2-512, blake3 (32 bytes) and identity"
+    )]
     UnsupportedHash { cid: Cid, code: u64 },
 }
 
@@ -60,6 +66,9 @@ pub fn verify_block(cid: &Cid, data: &[u8]) -> Result<(), BlockError> {
     let hash = cid.hash();
     let ok = match hash.code() {
         SHA2_256 => hash.digest() == Sha256::digest(data).as_slice(),
+        SHA2_512 => hash.digest() == Sha512::digest(data).as_slice(),
+        // blake3 digests may have any length; the 32 bytes everyone uses are the ones checked.
+        BLAKE3 if hash.digest().len() == 32 => hash.digest() == blake3::hash(data).as_bytes(),
         IDENTITY => hash.digest() == data,
         code => return Err(BlockError::UnsupportedHash { cid: *cid, code }),
     };

@@ -4,6 +4,7 @@
 //! Each body returns what it decoded or why not; a panic (or a broken assertion) is the bug.
 
 use crate::block::{block_cid, DAG_PB, RAW};
+use crate::ipld;
 use crate::node::{hamt_prefix_width, Node};
 use crate::pb::{decode_node, UnixFsData};
 use crate::profile::{DirSizeEstimate, LeafKind};
@@ -17,16 +18,26 @@ pub const READ_LIMITS: ReadLimits = ReadLimits {
     max_bytes: 1 << 20,
 };
 
-/// `unixfs_node`: the first byte picks the CID (bit 0: raw, else dag-pb; bit 1: CIDv0 for
-/// dag-pb), the rest is the block. Decodes it as protobuf, as UnixFS `Data`, and as a `Node`,
-/// then checks every link's rule against the node itself (any kind against any rule).
+/// `unixfs_node`: the first byte picks the CID (bit 2 set: another codec, dag-cbor, dag-json,
+/// cbor or json by bits 3 and 4; else bit 0: raw, else dag-pb; bit 1: CIDv0 for dag-pb), the
+/// rest is the block. Decodes it as protobuf, as UnixFS `Data`, and as a `Node`, then checks
+/// every link's rule against the node itself (any kind against any rule); a block of another
+/// codec is followed along a path too.
 pub fn unixfs_node(input: &[u8]) -> Result<usize, String> {
     let (&selector, block) = input.split_first().ok_or("empty input")?;
-    let (version, codec) = match selector & 3 {
+    let (version, codec) = match selector & 7 {
+        4..=7 => {
+            let codecs = [ipld::DAG_CBOR, ipld::DAG_JSON, ipld::CBOR, ipld::JSON];
+            (CidVersion::V1, codecs[usize::from(selector >> 3) & 3])
+        }
         1 | 3 => (CidVersion::V1, RAW),
         2 => (CidVersion::V0, DAG_PB),
         _ => (CidVersion::V1, DAG_PB),
     };
+    if selector & 4 != 0 {
+        let cid = block_cid(version, codec, block);
+        let _ = ipld::follow(&cid, block, &["a", "0", "b"]);
+    }
     if let Ok(pb) = decode_node(block) {
         if let Some(data) = &pb.data {
             let _ = UnixFsData::decode(data);

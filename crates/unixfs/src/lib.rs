@@ -10,6 +10,7 @@
 //! - [`pb`]: UnixFS `Data` and dag-pb node encodings.
 //! - [`block`]: blocks, CIDs, verification and sinks.
 //! - [`node`]: what a block is as UnixFS, and the rules a well-formed DAG keeps.
+//! - [`ipld`]: blocks of the other IPLD codecs (dag-cbor, dag-json, ...), by their links.
 //! - [`read`]: reading UnixFS back within a budget: paths (through HAMTs), listings, byte
 //!   ranges, depth-first walks; no recursion, every node checked.
 
@@ -21,6 +22,7 @@ pub mod file;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod hamt;
+pub mod ipld;
 pub mod node;
 pub mod pb;
 pub mod profile;

@@ -14,6 +14,7 @@ use cid::Cid;
 
 use crate::block::{DAG_PB, RAW};
 use crate::hamt::MURMUR3_X64_64;
+use crate::ipld;
 use crate::pb::{self, DataType, DecodeError, UnixFsData};
 
 /// A link out of a directory or HAMT shard.
@@ -46,13 +47,21 @@ pub enum Node {
     Symlink {
         target: String,
     },
+    /// A block of another IPLD codec (dag-cbor, dag-json, dag-jose, json, cbor), known as
+    /// far as its links: no UnixFS rule applies to it ([`crate::ipld`]).
+    Ipld {
+        codec: u64,
+        links: Vec<Cid>,
+    },
 }
 
-/// Why a block is not a well-formed UnixFS node, or does not fit where its parent put it.
+/// Why a block is not a well-formed node (UnixFS, or of another codec), or does not fit where
+/// its parent put it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NodeError {
-    #[error("block {cid} uses codec {codec:#x}; only dag-pb (0x70) and raw (0x55) are UnixFS")]
-    UnsupportedCodec { cid: Cid, codec: u64 },
+    /// A block of another codec: unknown, or not well formed in its codec.
+    #[error(transparent)]
+    Ipld(#[from] ipld::IpldError),
     #[error("block {cid}: {source}")]
     Decode { cid: Cid, source: DecodeError },
     #[error("block {cid} breaks a UnixFS rule: {reason}")]
@@ -68,7 +77,8 @@ impl Node {
     /// Decode a block and check that its own fields agree: a file's `filesize` equals its inline
     /// bytes plus its `blocksizes`, with one size per link; a HAMT shard uses murmur3 with a
     /// supported fanout, has as many links as its bitfield has bits set, and names every link
-    /// with a hex slot prefix; a symlink has a target.
+    /// with a hex slot prefix; a symlink has a target. A block of another codec is decoded as
+    /// far as its links, and must be well formed in its codec.
     pub fn decode(cid: &Cid, block: impl Into<Bytes>) -> Result<Self, NodeError> {
         let block = block.into();
         match cid.codec() {
@@ -78,8 +88,16 @@ impl Node {
                 children: Vec::new(),
             }),
             DAG_PB => decode_dag_pb(cid, block),
-            codec => Err(NodeError::UnsupportedCodec { cid: *cid, codec }),
+            codec => Ok(Node::Ipld {
+                codec,
+                links: ipld::links(cid, &block)?,
+            }),
         }
+    }
+
+    /// Whether the block is UnixFS's (dag-pb or raw), not another codec's.
+    pub fn is_unixfs(&self) -> bool {
+        !matches!(self, Node::Ipld { .. })
     }
 
     pub fn is_directory(&self) -> bool {
@@ -104,6 +122,7 @@ impl Node {
             }
             Node::Directory { links } => links.iter().map(|l| (l.cid, None)).collect(),
             Node::Symlink { .. } => Vec::new(),
+            Node::Ipld { links, .. } => links.iter().map(|cid| (*cid, None)).collect(),
         }
     }
 
@@ -114,6 +133,7 @@ impl Node {
             Node::Directory { .. } => NodeKind::Directory,
             Node::HamtShard { fanout, .. } => NodeKind::HamtShard { fanout: *fanout },
             Node::Symlink { .. } => NodeKind::Symlink,
+            Node::Ipld { .. } => NodeKind::Ipld,
         }
     }
 }
@@ -122,10 +142,16 @@ impl Node {
 /// block of a large import.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeKind {
-    File { size: u64 },
+    File {
+        size: u64,
+    },
     Directory,
-    HamtShard { fanout: u64 },
+    HamtShard {
+        fanout: u64,
+    },
     Symlink,
+    /// A block of another codec than UnixFS's.
+    Ipld,
 }
 
 impl NodeKind {
@@ -135,6 +161,7 @@ impl NodeKind {
             NodeKind::Directory => "a directory",
             NodeKind::HamtShard { .. } => "a HAMT shard",
             NodeKind::Symlink => "a symlink",
+            NodeKind::Ipld => "a block of another codec than UnixFS's",
         }
     }
 }
@@ -303,6 +330,24 @@ mod tests {
 
     fn pb_cid(block: &[u8]) -> Cid {
         block_cid(CidVersion::V1, DAG_PB, block)
+    }
+
+    #[test]
+    fn a_block_of_another_codec_is_a_node_of_its_links() {
+        let leaf = block_cid(CidVersion::V1, RAW, b"a");
+        // `[42(leaf)]` in dag-cbor: a list holding one link.
+        let mut tagged = vec![0x81, 0xd8, 42, 0x58, leaf.to_bytes().len() as u8 + 1, 0];
+        tagged.extend(leaf.to_bytes());
+        let cid = Cid::new_v1(ipld::DAG_CBOR, *leaf.hash());
+        let node = Node::decode(&cid, tagged).unwrap();
+        assert_eq!(node.links(), [(leaf, None)]);
+        assert!(!node.is_unixfs());
+        assert_eq!(node.kind(), NodeKind::Ipld);
+        let unknown = Cid::new_v1(0x300, *leaf.hash());
+        assert!(matches!(
+            Node::decode(&unknown, b"x".to_vec()),
+            Err(NodeError::Ipld(ipld::IpldError::UnsupportedCodec { .. }))
+        ));
     }
 
     fn raw_cid(block: &[u8]) -> Cid {

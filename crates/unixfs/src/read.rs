@@ -67,6 +67,20 @@ pub enum ReadError {
     NotFound { path: String },
     #[error("{path:?} is not a directory")]
     NotADirectory { path: String },
+    /// The path ends inside a block of another codec, at a value that is not a link.
+    #[error(
+        "{path:?} leads inside block {cid} to a value that is not a link; in a block of its \
+         codec only links are followed"
+    )]
+    InsideBlock { path: String, cid: Cid },
+    /// What only UnixFS has (a file's bytes, a directory's entries) was asked of a block of
+    /// another codec.
+    #[error("block {cid} is {codec}, not UnixFS: {asked} are UnixFS's only")]
+    NotUnixFs {
+        cid: String,
+        codec: &'static str,
+        asked: &'static str,
+    },
     /// The DAG breaks a UnixFS rule, or a block is not UnixFS at all. (Boxed: a CID and a
     /// message would make every `Result` of the reader large.)
     #[error(transparent)]
@@ -80,6 +94,15 @@ pub enum ReadError {
 }
 
 impl ReadError {
+    /// `asked` (what only UnixFS has, plural) of block `cid`, which is in `codec`.
+    pub fn not_unixfs(cid: &Cid, codec: u64, asked: &'static str) -> Self {
+        Self::NotUnixFs {
+            cid: cid.to_string(),
+            codec: crate::ipld::codec_name(codec).unwrap_or("another codec"),
+            asked,
+        }
+    }
+
     /// True when the content (not storage, nor the client) is at fault: a broken or hostile
     /// DAG, or one too large to read within the limits.
     pub fn is_dag_fault(&self) -> bool {
@@ -93,6 +116,12 @@ impl ReadError {
 impl From<NodeError> for ReadError {
     fn from(e: NodeError) -> Self {
         Self::Node(Box::new(e))
+    }
+}
+
+impl From<crate::ipld::IpldError> for ReadError {
+    fn from(e: crate::ipld::IpldError) -> Self {
+        NodeError::from(e).into()
     }
 }
 

@@ -10,13 +10,14 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use cairn_car::header as car_header;
+use cairn_unixfs::ipld;
 use cairn_unixfs::read::{Node, ReadError, Repeats, Resolved};
 use cairn_unixfs::Cid;
 
 use super::file::byte_range;
 use super::{
     accept, blocking, content_disposition, etag, streamed, Codec, GatewayParams, Request, Sender,
-    StoredReader, CODECS,
+    StoredReader,
 };
 use crate::error::ApiError;
 
@@ -28,18 +29,24 @@ pub(super) async fn raw(
     resolved: &Resolved,
     request: &Request,
 ) -> Result<Response, ApiError> {
-    block(reader, resolved.cid, RAW_TYPE, "raw", request).await
+    block(reader, resolved.cid, None, request).await
 }
 
 /// `?format=dag-json` and the like: the block as it is when its CID says it is in `codec`;
-/// `406` otherwise, since a gateway converts between codecs no more (IPIP-0524).
+/// `406` otherwise, since a gateway converts between codecs no more (IPIP-0524). A dag-json
+/// block may be asked for as plain JSON and a dag-cbor one as CBOR: the same bytes.
 pub(super) async fn block_in(
     reader: StoredReader,
     cid: Cid,
     codec: Codec,
     request: &Request,
 ) -> Result<Response, ApiError> {
-    if cid.codec() != codec.code {
+    let same_bytes = match codec.code {
+        ipld::JSON => ipld::DAG_JSON,
+        ipld::CBOR => ipld::DAG_CBOR,
+        code => code,
+    };
+    if ![codec.code, same_bytes].contains(&cid.codec()) {
         return Err(ApiError::NotAcceptable(format!(
             "{cid} is a {} block, not {}; blocks are not converted between codecs: ask for \
              format=raw or car",
@@ -47,15 +54,15 @@ pub(super) async fn block_in(
             codec.name
         )));
     }
-    block(reader, cid, codec.media_type, codec.name, request).await
+    block(reader, cid, Some(codec), request).await
 }
 
-/// One block as it is stored, as `media_type`, its ETag named by `format`.
+/// One block as it is stored: as `codec` (its media type, and the name it is saved under), or
+/// as a raw block.
 async fn block(
     reader: StoredReader,
     cid: Cid,
-    media_type: &'static str,
-    format: &str,
+    codec: Option<Codec>,
     request: &Request,
 ) -> Result<Response, ApiError> {
     let (_, block) = blocking(reader, move |reader| reader.block(&cid)).await?;
@@ -78,31 +85,35 @@ async fn block(
             response.headers_mut().insert(header::CONTENT_RANGE, value);
         }
     }
+    let (media_type, format, extension, disposition) = match codec {
+        Some(codec) => (
+            codec.media_type,
+            codec.name,
+            codec.extension,
+            codec.disposition,
+        ),
+        None => (RAW_TYPE, "raw", "bin", "attachment"),
+    };
+    let disposition = match request.query.download.as_deref() {
+        Some("true") => "attachment",
+        _ => disposition,
+    };
+    let name = (request.query.filename.clone()).unwrap_or_else(|| format!("{cid}.{extension}"));
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
     headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     headers.insert(header::ETAG, etag(format!("{cid}.{format}")));
-    if media_type == RAW_TYPE {
-        let name = (request.query.filename.clone()).unwrap_or_else(|| format!("{cid}.bin"));
-        headers.insert(
-            header::CONTENT_DISPOSITION,
-            content_disposition("attachment", &name),
-        );
-    }
+    headers.insert(
+        header::CONTENT_DISPOSITION,
+        content_disposition(disposition, &name),
+    );
     Ok(response)
 }
 
 /// A codec's name, for a message.
-fn codec_name(code: u64) -> String {
-    match code {
-        cairn_unixfs::block::DAG_PB => "dag-pb".to_owned(),
-        cairn_unixfs::block::RAW => "raw".to_owned(),
-        code => CODECS
-            .iter()
-            .find(|codec| codec.code == code)
-            .map_or_else(|| format!("codec {code:#x}"), |codec| codec.name.to_owned()),
-    }
+pub(super) fn codec_name(code: u64) -> String {
+    ipld::codec_name(code).map_or_else(|| format!("codec {code:#x}"), str::to_owned)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -84,6 +84,13 @@ impl Inline {
                     self.text, self.codec
                 )))
             }
+            Format::Tar => {
+                return Err(ApiError::NotAcceptable(format!(
+                    "{} is inline data, not a UnixFS DAG with a tar of its own: ask for \
+                     format=raw or car",
+                    self.text
+                )))
+            }
         };
         let range = file::byte_range(headers, body.len() as u64)?;
         let total = body.len();

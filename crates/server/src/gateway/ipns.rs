@@ -5,8 +5,8 @@
 //! for a client that verifies it.
 
 use axum::extract::{Path, State};
-use axum::http::header;
-use axum::response::Response;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use cairn_p2p::ipns::Name;
 use cairn_service::names as service_names;
 
@@ -36,6 +36,12 @@ pub async fn get(
     })?;
     let wants_record = query.format.as_deref() == Some("ipns-record")
         || super::accept(headers).contains(IPNS_RECORD);
+    let on_path_gateway = asked.content_origin.is_none();
+    if on_path_gateway && !wants_record {
+        if let Some(redirect) = canonical_redirect(&state, &asked, text, &name)? {
+            return Ok(redirect);
+        }
+    }
     // A record is the name's, not a path's (path gateway spec, `application/vnd.ipfs.ipns-record`).
     if wants_record && !param("path").is_empty() {
         return Err(ApiError::BadRequest(format!(
@@ -75,4 +81,52 @@ pub async fn get(
     ];
     let name_text = name.to_string();
     serve(&state, asked, &params, Some((&name_text, record.ttl))).await
+}
+
+/// Before the name is resolved (what the name is says where it goes): a browser, or a client
+/// of the gateway domain itself, goes to the name's origin (`301`, as for `/ipfs/`); any other
+/// request naming it in another form than its canonical one (a peer ID, `12D3Koo...` or
+/// `Qm...`) goes to `/ipns/{k51...}/rest` (`302`, as Kubo does: the subdomain spec's
+/// canonical form, "CIDv1 with libp2p-key multicodec ... Base36").
+fn canonical_redirect(
+    state: &AppState,
+    asked: &Asked,
+    text: &str,
+    name: &Name,
+) -> Result<Option<Response>, ApiError> {
+    let canonical = name.to_string();
+    let format = super::negotiate(&asked.query, &asked.headers)?;
+    if let Some(domain) = &state.config.gateway_domain {
+        if format == super::Format::Plain
+            && super::subdomain::redirects(&state.config, domain, &asked.headers)
+        {
+            let to = super::subdomain::Origin::Name(&canonical);
+            return super::subdomain::redirect(
+                &state.config,
+                domain,
+                &asked.headers,
+                to,
+                &asked.uri,
+            )
+            .map(Some);
+        }
+    }
+    if text == canonical {
+        return Ok(None);
+    }
+    let path = asked.uri.path();
+    let rest = path
+        .strip_prefix("/ipns/")
+        .and_then(|p| p.find('/').map(|slash| &p[slash..]))
+        .unwrap_or("");
+    let query = asked
+        .uri
+        .query()
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
+    let location = HeaderValue::from_str(&format!("/ipns/{canonical}{rest}{query}"))
+        .map_err(|_| ApiError::BadRequest("the request's path is not a URI path".into()))?;
+    Ok(Some(
+        (StatusCode::FOUND, [(header::LOCATION, location)]).into_response(),
+    ))
 }

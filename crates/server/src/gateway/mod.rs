@@ -4,10 +4,14 @@
 //! - [`resolve`]: the CID and path of a request, followed through directories and HAMTs.
 //! - [`car`]: trustless CAR responses (IPFS Trustless Gateway spec) with `dag-scope`,
 //!   `entity-bytes`, `car-version`/`car-order`/`car-dups`; raw blocks are here too.
+//! - `dag`: blocks of the other IPLD codecs (dag-cbor, dag-json, ...) as they are, or a page
+//!   for a browser; paths through them follow their links.
 //! - `inline`: identity CIDs of 65 to 128 bytes, which the CID type cannot hold.
 //! - [`file`]: plain files for browsers and curl, with `Range`, a content type from the name
 //!   or the bytes, `?filename=` and `?download=true`.
 //! - [`ipns`]: `/ipns/{name}`: the name resolved, then served as `/ipfs/` is, or its record.
+//! - [`cors`]: CORS for content: any page may read it, `Range` and all.
+//! - `tar`: `?format=tar`, UnixFS as a tar stream.
 //! - [`listing`]: directories: their `index.html`, or a listing (HTML, or JSON when asked).
 //! - [`subdomain`]: content as its own origin, `{cid}.ipfs.{domain}`, where browsers are
 //!   redirected; what the path gateway still serves them is sandboxed.
@@ -21,12 +25,15 @@
 //! addressing is public: no token is needed.
 
 mod car;
+pub mod cors;
+mod dag;
 mod file;
 mod inline;
 pub mod ipns;
 mod listing;
 mod resolve;
 pub mod subdomain;
+mod tar;
 
 // The request's parsers, for the fuzz targets (`fuzz/bodies/server.rs`).
 #[doc(hidden)]
@@ -45,6 +52,7 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use cairn_unixfs::ipld::{self, IpldError};
 use cairn_unixfs::node::NodeError;
 use cairn_unixfs::read::{Node, ReadError, Reader};
 use cairn_unixfs::Cid;
@@ -86,6 +94,8 @@ pub enum Format {
     Plain,
     Raw,
     Car,
+    /// A UnixFS file, directory or symlink as a tar (`tar`).
+    Tar,
     /// The block as it is, when it is in this codec (IPIP-0524: never converted).
     Codec(Codec),
 }
@@ -96,28 +106,40 @@ pub struct Codec {
     pub name: &'static str,
     pub media_type: &'static str,
     pub code: u64,
+    /// The file name's extension and disposition a block in it is saved under (JSON can be
+    /// shown, CBOR only saved: the path gateway spec, `Content-Disposition`).
+    pub extension: &'static str,
+    pub disposition: &'static str,
 }
 
 pub(super) const CODECS: [Codec; 4] = [
     Codec {
         name: "dag-json",
         media_type: "application/vnd.ipld.dag-json",
-        code: 0x0129,
+        code: ipld::DAG_JSON,
+        extension: "json",
+        disposition: "inline",
     },
     Codec {
         name: "dag-cbor",
         media_type: "application/vnd.ipld.dag-cbor",
-        code: 0x71,
+        code: ipld::DAG_CBOR,
+        extension: "cbor",
+        disposition: "attachment",
     },
     Codec {
         name: "json",
         media_type: "application/json",
-        code: 0x0200,
+        code: ipld::JSON,
+        extension: "json",
+        disposition: "inline",
     },
     Codec {
         name: "cbor",
         media_type: "application/cbor",
-        code: 0x51,
+        code: ipld::CBOR,
+        extension: "cbor",
+        disposition: "attachment",
     },
 ];
 
@@ -128,6 +150,7 @@ pub fn negotiate(params: &GatewayParams, headers: &HeaderMap) -> Result<Format, 
     match params.format.as_deref() {
         Some("raw") => return Ok(Format::Raw),
         Some("car") => return Ok(Format::Car),
+        Some("tar") => return Ok(Format::Tar),
         Some(name) => {
             return CODECS
                 .into_iter()
@@ -135,8 +158,8 @@ pub fn negotiate(params: &GatewayParams, headers: &HeaderMap) -> Result<Format, 
                 .map(Format::Codec)
                 .ok_or_else(|| {
                     ApiError::BadRequest(format!(
-                        "format must be raw, car, dag-json, dag-cbor, json or cbor, not {name:?}"
-                    ))
+                    "format must be raw, car, tar, dag-json, dag-cbor, json or cbor, not {name:?}"
+                ))
                 })
         }
         None => {}
@@ -150,6 +173,8 @@ pub fn negotiate(params: &GatewayParams, headers: &HeaderMap) -> Result<Format, 
         Format::Car
     } else if accept.contains("application/vnd.ipld.raw") {
         Format::Raw
+    } else if accept.contains("application/x-tar") {
+        Format::Tar
     } else if let Some(codec) = asked_codec {
         Format::Codec(codec)
     } else {
@@ -173,6 +198,11 @@ struct Request {
     headers: HeaderMap,
     /// The URI the client asked for (on a content origin, without `/ipfs/{cid}`).
     uri: Uri,
+    /// The content path as asked, `/ipfs/{cid}/...` or `/ipns/{name}/...`, percent-encoded.
+    content_path: String,
+    /// On a content origin, the gateway's own host and port (`localhost:8080`), where the
+    /// path gateway answers.
+    gateway_host: Option<String>,
     head_only: bool,
 }
 
@@ -283,6 +313,12 @@ async fn serve(
     // The content path as asked, before it is resolved (path gateway spec, `X-Ipfs-Path`);
     // on a content origin too, the route's URI is `/ipfs/{cid}/...`.
     let content_path = header_text(uri.path());
+    let gateway_host = match (&content_origin, &state.config.gateway_domain) {
+        (Some(_), Some(domain)) => crate::origin::RequestOrigin::of(&state.config, &headers)
+            .ok()
+            .map(|origin| format!("{domain}{}", origin.port_suffix())),
+        _ => None,
+    };
     let uri = content_origin.map_or(uri, |Extension(origin)| origin.uri);
     // A non-recursive gateway holds everything it can serve: what it lacks it cannot fetch,
     // so "only if cached" fails at once (path gateway spec, `412 Precondition Failed`).
@@ -301,20 +337,18 @@ async fn serve(
         query,
         headers,
         uri,
+        content_path: content_path.clone(),
+        gateway_host,
         head_only: method == Method::HEAD,
     };
     let blocks = StoredBlockReader::new(state.service.store.clone(), state.service.packs.clone());
     let reader = Reader::new(blocks, state.service.config.read_limits);
-    if let Format::Codec(codec) = format {
-        // A block in another codec than UnixFS's is no path's start: only the root is read.
-        if request.path.is_empty() && !(codec.name == "json" && is_unixfs(&request.root)) {
-            return car::block_in(reader, request.root, codec, &request).await;
-        }
-    }
     let (reader, resolved, roots) = resolve::resolve(reader, &request).await?;
     let mut response = match format {
+        // A block of another codec is served as it is, whatever the format.
+        _ if !resolved.node.is_unixfs() => dag::respond(reader, resolved, format, &request).await?,
         // A UnixFS file holding JSON is served as JSON (path gateway spec, `application/json`).
-        Format::Codec(codec) if codec.name == "json" && is_unixfs(&resolved.cid) => {
+        Format::Codec(codec) if codec.name == "json" => {
             let Node::File { size, .. } = resolved.node else {
                 return Err(ApiError::NotAcceptable(format!(
                     "{} is not a file: only a file holding JSON is served as JSON",
@@ -335,6 +369,7 @@ async fn serve(
         Format::Codec(codec) => car::block_in(reader, resolved.cid, codec, &request).await?,
         Format::Raw => car::raw(reader, &resolved, &request).await?,
         Format::Car => car::car(reader, resolved, &request)?,
+        Format::Tar => tar::tar(reader, resolved, &request)?,
         Format::Plain => match &resolved.node {
             Node::File { size, .. } => {
                 let name =
@@ -348,7 +383,10 @@ async fn serve(
                     .insert(header::ETAG, etag(resolved.cid.to_string()));
                 response
             }
-            _ => listing::directory(reader, resolved, &request).await?,
+            Node::Directory { .. } | Node::HamtShard { .. } => {
+                listing::directory(reader, resolved, &request).await?
+            }
+            Node::Ipld { .. } => unreachable!("answered above"),
         },
     };
     let out = response.headers_mut();
@@ -406,11 +444,6 @@ async fn serve(
         return Ok(not_modified);
     }
     Ok(response)
-}
-
-/// Whether `cid` is in one of UnixFS's codecs (dag-pb, raw).
-fn is_unixfs(cid: &Cid) -> bool {
-    [cairn_unixfs::block::DAG_PB, cairn_unixfs::block::RAW].contains(&cid.codec())
 }
 
 /// Whether `If-None-Match` names `etag` (or is `*`): a list, compared weakly, as RFC 9110
@@ -530,8 +563,14 @@ fn read_error(e: ReadError) -> ApiError {
         ReadError::NotADirectory { path } => {
             ApiError::NotFound(format!("{path:?} is not a directory"))
         }
+        e @ ReadError::InsideBlock { .. } => ApiError::NotImplemented(format!(
+            "{e}: ask for the block the path's last link leads to"
+        )),
+        e @ ReadError::NotUnixFs { .. } => ApiError::NotAcceptable(e.to_string()),
         ReadError::Node(e) => match *e {
-            NodeError::UnsupportedCodec { .. } => ApiError::BadRequest(e.to_string()),
+            NodeError::Ipld(IpldError::UnsupportedCodec { .. }) => {
+                ApiError::BadRequest(e.to_string())
+            }
             _ => ApiError::InvalidDag(e.to_string()),
         },
         e @ (ReadError::TooDeep { .. } | ReadError::OverBudget { .. }) => {

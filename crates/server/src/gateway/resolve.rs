@@ -1,5 +1,6 @@
 //! The CID and path a request names, and where the path leads.
 
+use cairn_unixfs::ipld::{self, Followed};
 use cairn_unixfs::read::{ReadError, Resolved};
 use cairn_unixfs::Cid;
 
@@ -31,7 +32,10 @@ pub fn parse(
                 "{cid_text:?} is an identity CID of {len} bytes; this gateway reads identity CIDs \
              of up to 64 bytes"
             )),
-            None => ApiError::BadRequest(format!("{cid_text:?} is not a CID: {e}")),
+            // Worded as other gateways word it, for tools that match it.
+            None => ApiError::BadRequest(format!(
+                "invalid path \"/ipfs/{cid_text}\": {cid_text:?} is not a CID: {e}"
+            )),
         })?;
     Ok((root, path_names(params, max_depth)?))
 }
@@ -59,29 +63,64 @@ pub(super) fn path_names(
 
 /// Follow the request's path from its root; with the CID each name leads to, root first
 /// (its logical roots, for `X-Ipfs-Roots`: a HAMT's shards on the way are not among them).
+/// Through UnixFS a name is a directory's entry; through a block of another codec, names
+/// are keys and indexes inside it until a link is met (a name inside the block leads to the
+/// block itself).
 pub(super) async fn resolve(
     reader: StoredReader,
     request: &Request,
 ) -> Result<(StoredReader, Resolved, Vec<Cid>), ApiError> {
     let (root, path) = (request.root, request.path.clone());
     let (reader, (resolved, roots)) = blocking(reader, move |reader| {
-        // One name at a time, so what each name leads to is known; each step reads its
-        // directory's block again (from the reader's recent blocks, within the budget).
+        // One step at a time, so what each name leads to is known; each step reads its
+        // block again (from the reader's recent blocks, within the budget).
         let mut resolved = reader.resolve(&root, &[])?;
         let mut roots = vec![root];
-        for (depth, name) in path.iter().enumerate() {
+        let mut depth = 0;
+        while depth < path.len() {
+            if !resolved.node.is_unixfs() {
+                let block = reader.block(&resolved.cid)?;
+                let names: Vec<&str> = path[depth..].iter().map(String::as_str).collect();
+                let (link, names) = match ipld::follow(&resolved.cid, &block, &names)? {
+                    Followed::Link { cid, names } => (cid, names),
+                    Followed::Inside => {
+                        return Err(ReadError::InsideBlock {
+                            path: path.join("/"),
+                            cid: resolved.cid,
+                        })
+                    }
+                    Followed::Missing { at } => {
+                        return Err(ReadError::NotFound {
+                            path: path[..=depth + at].join("/"),
+                        })
+                    }
+                };
+                roots.extend(std::iter::repeat_n(resolved.cid, names - 1));
+                roots.push(link);
+                resolved.node = reader.node(&link)?.1;
+                resolved.cid = link;
+                resolved.path_blocks.push(link);
+                depth += names;
+                continue;
+            }
             let step = reader
-                .resolve(&resolved.cid, &[name.as_str()])
+                .resolve(&resolved.cid, &[path[depth].as_str()])
                 .map_err(|e| whole_path(e, &path[..=depth]))?;
             resolved
                 .path_blocks
                 .extend_from_slice(&step.path_blocks[1..]);
             (resolved.cid, resolved.node) = (step.cid, step.node);
             roots.push(step.cid);
+            depth += 1;
         }
         Ok((resolved, roots))
     })
-    .await?;
+    .await
+    // The whole path asked, so a browser's reader sees where the name is missing from.
+    .map_err(|e| match e {
+        ApiError::NotFound(why) => ApiError::NotFound(format!("{}: {why}", request.content_path)),
+        e => e,
+    })?;
     Ok((reader, resolved, roots))
 }
 

@@ -42,30 +42,33 @@ pub fn with_content_origins(routes: Router, state: &AppState) -> Router {
         let rewritten = to_gateway_request(&config, &domain, &mut request);
         async move {
             match rewritten {
-                Ok(()) => routes.oneshot(request).await,
-                Err(e) => Ok::<_, Infallible>(e.into_response()),
+                Ok(None) => routes.oneshot(request).await,
+                Ok(Some(answer)) => Ok::<_, Infallible>(answer),
+                Err(e) => Ok(e.into_response()),
             }
         }
     }))
 }
 
 /// Rewrite `request` to `/ipfs/{cid}{path}` when its host is a content origin
-/// (`{cid}.ipfs.{domain}`), or to `/ipns/{name}{path}` when it is a name's.
+/// (`{cid}.ipfs.{domain}`), or to `/ipns/{name}{path}` when it is a name's; or answer it at
+/// once (`Some`): a name's origin written with another codec than libp2p-key
+/// (`{dag-pb CID}.ipns.{domain}`) is redirected to its canonical one.
 pub fn to_gateway_request(
     config: &ServerConfig,
     domain: &str,
     request: &mut Request,
-) -> Result<(), ApiError> {
+) -> Result<Option<Response>, ApiError> {
     let Ok(origin) = RequestOrigin::of(config, request.headers()) else {
         // Not a host name at all: not a content origin; the routes judge the request.
-        return Ok(());
+        return Ok(None);
     };
     let hostname = origin.hostname();
     let Some((label, namespace)) = ["ipfs", "ipns"].into_iter().find_map(|namespace| {
         let label = hostname.strip_suffix(&format!(".{namespace}.{domain}"))?;
         Some((label, namespace))
     }) else {
-        return Ok(());
+        return Ok(None);
     };
     if label.len() > MAX_LABEL {
         return Err(too_long_for_a_label(label));
@@ -81,7 +84,32 @@ pub fn to_gateway_request(
         })?;
         cid.to_string()
     } else {
-        let name: Name = label.parse().map_err(ApiError::BadRequest)?;
+        let name = match label.parse::<Name>() {
+            Ok(name) => name,
+            Err(why) => {
+                let Some(name) = key_in_another_codec(label) else {
+                    return Err(ApiError::BadRequest(why));
+                };
+                // The subdomain spec's "CIDv1 with libp2p-key multicodec", by Kubo's `301`.
+                let path_and_query = request.uri().path_and_query().map_or("/", |p| p.as_str());
+                let location = format!(
+                    "{}://{name}.ipns.{domain}{}{}",
+                    origin.scheme,
+                    origin.port_suffix(),
+                    ascii(path_and_query)
+                );
+                let location = HeaderValue::from_str(&location).map_err(|_| {
+                    ApiError::BadRequest("the request's path is not a URI path".into())
+                })?;
+                return Ok(Some(
+                    (
+                        StatusCode::MOVED_PERMANENTLY,
+                        [(header::LOCATION, location)],
+                    )
+                        .into_response(),
+                ));
+            }
+        };
         name.to_string()
     };
     let original = request.uri().clone();
@@ -93,16 +121,14 @@ pub fn to_gateway_request(
     request
         .extensions_mut()
         .insert(ContentOrigin { uri: original });
-    Ok(())
+    Ok(None)
 }
 
-/// A browser opening a page, rather than a program fetching bytes: its navigation says so,
-/// or it accepts HTML. curl, `cairn get` and trustless clients stay on the path gateway.
-pub fn is_browser_navigation(headers: &HeaderMap) -> bool {
-    let navigates = headers
-        .get("sec-fetch-mode")
-        .is_some_and(|mode| mode == "navigate");
-    navigates || super::accept(headers).contains("text/html")
+/// The name whose key hash `label` holds under another codec (a dag-pb CIDv1 of it, say).
+fn key_in_another_codec(label: &str) -> Option<Name> {
+    let cid = Cid::try_from(label).ok()?;
+    let as_key = Cid::new_v1(0x72, *cid.hash());
+    as_key.to_string().parse().ok()
 }
 
 /// What a content origin serves: one CID's content, or one IPNS name's.
@@ -176,16 +202,26 @@ pub fn dns_label(cid: &Cid) -> Result<String, ApiError> {
 
 fn too_long_for_a_label(label: &str) -> ApiError {
     ApiError::BadRequest(format!(
-        "{label} is {} characters long, more than a DNS label holds ({MAX_LABEL}): it cannot \
-         have an origin of its own; read it from the path gateway with ?format=raw or \
-         ?format=car",
+        "CID incompatible with DNS label length limit of {MAX_LABEL}: {label} is {} \
+         characters long, so it cannot have an origin of its own; read it from the path \
+         gateway with ?format=raw or ?format=car",
         label.len()
     ))
 }
 
+/// A browser opening a page (`Sec-Fetch-Mode: navigate`, which every browser sends when it
+/// navigates), rather than a program fetching bytes, or HTML: curl, `cairn get`, trustless
+/// clients and a program asking for `text/html` stay on the path gateway.
+pub fn is_browser_navigation(headers: &HeaderMap) -> bool {
+    headers
+        .get("sec-fetch-mode")
+        .is_some_and(|mode| mode == "navigate")
+}
+
 /// Whether a path gateway request for plain content goes to its content origin: a browser's
-/// always (its isolation is the point), and any client's sent to the gateway domain itself,
-/// which the subdomain spec says MUST redirect ("Migrating from Path to Subdomain Gateway").
+/// navigation always (a website works whole only on its own origin; the path gateway
+/// sandboxes it), and any client's sent to the gateway domain itself, which the subdomain spec
+/// says MUST redirect ("Migrating from Path to Subdomain Gateway").
 pub fn redirects(config: &ServerConfig, domain: &str, headers: &HeaderMap) -> bool {
     is_browser_navigation(headers)
         || RequestOrigin::of(config, headers)

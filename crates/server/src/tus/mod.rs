@@ -75,9 +75,11 @@ async fn tus_resumable(request: Request, next: Next) -> Response {
     let mut response = match version.as_deref() {
         _ if matches!(*request.method(), Method::OPTIONS | Method::GET) => next.run(request).await,
         Some(headers::TUS_VERSION) => next.run(request).await,
-        other => {
-            ApiError::PreconditionFailed(other.unwrap_or("(missing)").to_owned()).into_response()
-        }
+        other => ApiError::PreconditionFailed(format!(
+            "Tus-Resumable {:?} is not supported; this server speaks TUS 1.0.0",
+            other.unwrap_or("(missing)")
+        ))
+        .into_response(),
     };
     response.headers_mut().insert(
         "tus-resumable",
