@@ -10,7 +10,6 @@ use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use crate::origin::RequestOrigin;
 use crate::state::ServerConfig;
 
 const ALLOW_METHODS: &str = "GET, HEAD, OPTIONS";
@@ -25,19 +24,7 @@ pub fn is_gateway_request(config: &ServerConfig, request: &Request) -> bool {
     let on_path = ["/ipfs", "/ipns"]
         .iter()
         .any(|ns| path == *ns || path.starts_with(&format!("{ns}/")));
-    on_path || is_content_origin(config, request.headers())
-}
-
-fn is_content_origin(config: &ServerConfig, headers: &HeaderMap) -> bool {
-    let (Some(domain), Ok(origin)) = (&config.gateway_domain, RequestOrigin::of(config, headers))
-    else {
-        return false;
-    };
-    let hostname = origin.hostname();
-    let domain = domain.to_ascii_lowercase();
-    [".ipfs.", ".ipns."]
-        .iter()
-        .any(|ns| hostname.ends_with(&format!("{ns}{domain}")))
+    on_path || super::subdomain::is_content_origin(config, request.headers())
 }
 
 /// The answer to an `OPTIONS` on the gateway: what it allows, and nothing else.
@@ -68,10 +55,7 @@ pub struct PlainTextError;
 /// match), unless the client accepts JSON: then the contract's `{"error", "message"}`.
 pub async fn error_body(request_headers: &HeaderMap, response: Response) -> Response {
     let status = response.status();
-    let accepts_json = request_headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|accept| accept.contains("application/json"));
+    let accepts_json = super::accept(request_headers).contains("application/json");
     if !(status.is_client_error() || status.is_server_error()) || accepts_json {
         return response;
     }

@@ -49,15 +49,14 @@ pub(super) async fn respond(
         Format::Plain => {
             // Its own codec's media type; a dag-json block as plain JSON to a client that asks
             // for JSON (the same bytes). dag-jose has no media type of its own: a raw block.
-            let json = CODECS.into_iter().find(|c| c.code == ipld::JSON);
-            let own = CODECS.into_iter().find(|c| c.code == codec);
             let wants_json = accept(&request.headers).contains("application/json");
-            match (own, json) {
-                (Some(_), Some(json)) if wants_json && codec == ipld::DAG_JSON => {
-                    car::block_in(reader, resolved.cid, json, request).await
-                }
-                (Some(own), _) => car::block_in(reader, resolved.cid, own, request).await,
-                (None, _) => car::raw(reader, &resolved, request).await,
+            let shown_as = match codec {
+                ipld::DAG_JSON if wants_json => ipld::JSON,
+                codec => codec,
+            };
+            match CODECS.into_iter().find(|c| c.code == shown_as) {
+                Some(as_codec) => car::block_in(reader, resolved.cid, as_codec, request).await,
+                None => car::raw(reader, &resolved, request).await,
             }
         }
     }
@@ -70,6 +69,12 @@ fn page(request: &Request, cid: &Cid, node: &Node, block: &[u8]) -> Response {
         unreachable!("only blocks of other codecs come here");
     };
     let gateway = (request.gateway_host.as_ref()).map_or(String::new(), |host| format!("//{host}"));
+    let text = if [ipld::DAG_JSON, ipld::JSON].contains(codec) {
+        let shown = &block[..block.len().min(MAX_SHOWN_BYTES)];
+        format!("<pre>{}</pre>\n", escape(&String::from_utf8_lossy(shown)))
+    } else {
+        String::new()
+    };
     let codec = codec_name(*codec);
     let mut rows = String::new();
     for link in links {
@@ -77,13 +82,6 @@ fn page(request: &Request, cid: &Cid, node: &Node, block: &[u8]) -> Response {
             "<li><a class=\"ipfs-hash\" translate=\"no\" href=\"{gateway}/ipfs/{link}\">{link}</a></li>\n"
         ));
     }
-    let text = match node {
-        Node::Ipld { codec, .. } if [ipld::DAG_JSON, ipld::JSON].contains(codec) => {
-            let shown = &block[..block.len().min(MAX_SHOWN_BYTES)];
-            format!("<pre>{}</pre>\n", escape(&String::from_utf8_lossy(shown)))
-        }
-        _ => String::new(),
-    };
     let html = format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{cid} ({codec})</title>\
          </head>\n<body><h1>{codec} block <span translate=\"no\">{cid}</span></h1>\n\

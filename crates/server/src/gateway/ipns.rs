@@ -114,11 +114,7 @@ fn canonical_redirect(
     if text == canonical {
         return Ok(None);
     }
-    let path = asked.uri.path();
-    let rest = path
-        .strip_prefix("/ipns/")
-        .and_then(|p| p.find('/').map(|slash| &p[slash..]))
-        .unwrap_or("");
+    let rest = super::after_root(asked.uri.path(), "ipns").unwrap_or("");
     let query = asked
         .uri
         .query()

@@ -245,6 +245,13 @@ pub async fn uri_router(
         .into_response())
 }
 
+/// What follows `/{namespace}/{root}` in `path`, from its slash, as sent (still
+/// percent-encoded); `None` when nothing does.
+fn after_root<'a>(path: &'a str, namespace: &str) -> Option<&'a str> {
+    let below = path.strip_prefix(&format!("/{namespace}/"))?;
+    below.find('/').map(|slash| &below[slash..])
+}
+
 /// A gateway request as it came, before its content path is resolved.
 pub struct Asked {
     method: Method,

@@ -64,10 +64,7 @@ pub fn to_gateway_request(
         return Ok(None);
     };
     let hostname = origin.hostname();
-    let Some((label, namespace)) = ["ipfs", "ipns"].into_iter().find_map(|namespace| {
-        let label = hostname.strip_suffix(&format!(".{namespace}.{domain}"))?;
-        Some((label, namespace))
-    }) else {
+    let Some((label, namespace)) = origin_label(&hostname, domain) else {
         return Ok(None);
     };
     if label.len() > MAX_LABEL {
@@ -91,23 +88,9 @@ pub fn to_gateway_request(
                     return Err(ApiError::BadRequest(why));
                 };
                 // The subdomain spec's "CIDv1 with libp2p-key multicodec", by Kubo's `301`.
-                let path_and_query = request.uri().path_and_query().map_or("/", |p| p.as_str());
-                let location = format!(
-                    "{}://{name}.ipns.{domain}{}{}",
-                    origin.scheme,
-                    origin.port_suffix(),
-                    ascii(path_and_query)
-                );
-                let location = HeaderValue::from_str(&location).map_err(|_| {
-                    ApiError::BadRequest("the request's path is not a URI path".into())
-                })?;
-                return Ok(Some(
-                    (
-                        StatusCode::MOVED_PERMANENTLY,
-                        [(header::LOCATION, location)],
-                    )
-                        .into_response(),
-                ));
+                let (canonical, uri) = (name.to_string(), request.uri());
+                let to = (canonical.as_str(), "ipns");
+                return moved_to(&origin, to, domain, uri.path(), uri.query()).map(Some);
             }
         };
         name.to_string()
@@ -151,18 +134,25 @@ pub fn redirect(
         Origin::Content(root) => (dns_label(root)?, "ipfs"),
         Origin::Name(name) => (name.to_owned(), "ipns"),
     };
-    // The path after `/{namespace}/{label}`, as sent (still percent-encoded).
-    let rest = uri
-        .path()
-        .strip_prefix(&format!("/{namespace}/"))
-        .and_then(|p| p.find('/').map(|slash| &p[slash..]))
-        .unwrap_or("/");
-    let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+    let rest = super::after_root(uri.path(), namespace).unwrap_or("/");
+    moved_to(&origin, (&label, namespace), domain, rest, uri.query())
+}
+
+/// `301` to `{scheme}://{label}.{namespace}.{domain}{:port}{path}?{query}`, the request's
+/// scheme and port kept.
+fn moved_to(
+    origin: &RequestOrigin,
+    (label, namespace): (&str, &str),
+    domain: &str,
+    path: &str,
+    query: Option<&str>,
+) -> Result<Response, ApiError> {
+    let query = query.map(|q| format!("?{q}")).unwrap_or_default();
     let location = format!(
         "{}://{label}.{namespace}.{domain}{}{}{}",
         origin.scheme,
         origin.port_suffix(),
-        ascii(rest),
+        ascii(path),
         ascii(&query)
     );
     let location = HeaderValue::from_str(&location)
@@ -172,6 +162,24 @@ pub fn redirect(
         [(header::LOCATION, location)],
     )
         .into_response())
+}
+
+/// The label and namespace of `hostname` when it is a content origin of `domain`
+/// (`{label}.ipfs.{domain}`, `{label}.ipns.{domain}`); the label may still be malformed.
+fn origin_label<'a>(hostname: &'a str, domain: &str) -> Option<(&'a str, &'static str)> {
+    ["ipfs", "ipns"].into_iter().find_map(|namespace| {
+        let label = hostname.strip_suffix(&format!(".{namespace}.{domain}"))?;
+        Some((label, namespace))
+    })
+}
+
+/// Whether the request's host is a content origin of the gateway domain.
+pub fn is_content_origin(config: &ServerConfig, headers: &HeaderMap) -> bool {
+    let (Some(domain), Ok(origin)) = (&config.gateway_domain, RequestOrigin::of(config, headers))
+    else {
+        return false;
+    };
+    origin_label(&origin.hostname(), &domain.to_ascii_lowercase()).is_some()
 }
 
 /// `text` with every non-ASCII byte percent-encoded: a request's path may carry raw UTF-8
