@@ -126,7 +126,7 @@ enum Scope {
 /// `?format=car`: the path's blocks, then the target's by scope. Blocks always go in DFS
 /// order, which also satisfies `order=unk`; `dups=y` repeats a block wherever the walk meets
 /// it again (each repeat charged to the request's budget).
-pub(super) fn car(
+pub(super) async fn car(
     reader: StoredReader,
     resolved: Resolved,
     request: &Request,
@@ -163,6 +163,7 @@ pub(super) fn car(
         streamed(reader, move |reader, tx| {
             write_car(reader, root, resolved, scope, entity_bytes, duplicates, tx)
         })
+        .await?
         .into_response()
     };
     let car_type = if duplicates {

@@ -30,7 +30,7 @@ pub(super) async fn respond(
     };
     match format {
         Format::Raw => car::raw(reader, &resolved, request).await,
-        Format::Car => car::car(reader, resolved, request),
+        Format::Car => car::car(reader, resolved, request).await,
         Format::Codec(asked) => car::block_in(reader, resolved.cid, asked, request).await,
         Format::Tar => Err(ApiError::NotAcceptable(format!(
             "{} is a {} block, not UnixFS: a tar holds UnixFS files and directories only; \

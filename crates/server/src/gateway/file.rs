@@ -47,6 +47,7 @@ pub(super) async fn file(
                 tx.send(bytes)
             })
         })
+        .await?
         .into_response()
     };
     if let Some(range) = &range {

@@ -375,8 +375,8 @@ async fn serve(
         }
         Format::Codec(codec) => car::block_in(reader, resolved.cid, codec, &request).await?,
         Format::Raw => car::raw(reader, &resolved, &request).await?,
-        Format::Car => car::car(reader, resolved, &request)?,
-        Format::Tar => tar::tar(reader, resolved, &request)?,
+        Format::Car => car::car(reader, resolved, &request).await?,
+        Format::Tar => tar::tar(reader, resolved, &request).await?,
         Format::Plain => match &resolved.node {
             Node::File { size, .. } => {
                 let name =
@@ -602,29 +602,42 @@ async fn blocking<T: Send + 'static>(
     .map_err(read_error)
 }
 
-/// A body fed by a blocking producer through a bounded channel. A failure mid-body ends the
-/// stream with an error, which makes the server cut the connection: the client sees the
-/// body incomplete (a short `Content-Length`, or a chunked body without its last chunk).
-fn streamed(
+/// A body fed by a blocking producer through a bounded channel. A failure before the first
+/// bytes is the response's own error (its status, and a message saying why); a failure
+/// mid-body ends the stream with an error, which makes the server cut the connection: the
+/// client sees the body incomplete (a short `Content-Length`, or a chunked body without its
+/// last chunk).
+async fn streamed(
     mut reader: StoredReader,
     produce: impl FnOnce(&mut StoredReader, &Sender) -> Result<(), ReadError> + Send + 'static,
-) -> Body {
-    let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(8);
+) -> Result<Body, ApiError> {
+    let (tx, mut rx) = mpsc::channel::<Result<Bytes, ReadError>>(8);
     tokio::task::spawn_blocking(move || {
         let sender = Sender(tx);
         if let Err(e) = produce(&mut reader, &sender) {
-            tracing::warn!(error = %e, "gateway response cut short");
-            let _ = sender.0.blocking_send(Err(io::Error::other(e.to_string())));
+            let _ = sender.0.blocking_send(Err(e));
         }
     });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
+    let first = match rx.recv().await {
+        None => return Ok(Body::empty()),
+        Some(Err(e)) => return Err(read_error(e)),
+        Some(Ok(bytes)) => bytes,
+    };
+    let rest = futures_util::stream::unfold(rx, |mut rx| async move {
+        let item = rx.recv().await?.map_err(|e| {
+            tracing::warn!(error = %e, "gateway response cut short");
+            io::Error::other(e.to_string())
+        });
+        Some((item, rx))
     });
-    Body::from_stream(stream)
+    let first = futures_util::stream::once(async move { Ok::<_, io::Error>(first) });
+    Ok(Body::from_stream(futures_util::StreamExt::chain(
+        first, rest,
+    )))
 }
 
 /// Where a streamed body's bytes go.
-struct Sender(mpsc::Sender<io::Result<Bytes>>);
+struct Sender(mpsc::Sender<Result<Bytes, ReadError>>);
 
 impl Sender {
     fn send(&self, bytes: Bytes) -> io::Result<()> {

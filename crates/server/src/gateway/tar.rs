@@ -4,8 +4,9 @@
 //!
 //! The top entry is named by the CID the path resolved to; a directory's entries follow it
 //! depth-first, each named by its path below it, cleaned as `path.Join` cleans (`a/../b` is
-//! `b`). A name that would leave the top entry (a link named `..`) cuts the stream, as the
-//! IPIP's security section asks: a client never gets a tar that unpacks outside its target.
+//! `b`). A name that would leave the top entry (a link named `..`) is refused, as the IPIP's
+//! security section asks: `422` when it comes before the first 64 KiB are sent, else the
+//! stream is cut; a client never gets a tar that unpacks outside its target.
 //! Output is deterministic: every entry has mtime 0, owner 0, mode 0644 (files) or 0755
 //! (directories), since UnixFS 1.0 keeps none of them; names and sizes too long for ustar go
 //! in pax records.
@@ -14,6 +15,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
+use cairn_unixfs::node::NodeError;
 use cairn_unixfs::read::{Node, ReadError, Resolved};
 use cairn_unixfs::Cid;
 
@@ -54,7 +56,7 @@ impl Kind {
 }
 
 /// The tar of what `resolved` is.
-pub(super) fn tar(
+pub(super) async fn tar(
     reader: StoredReader,
     resolved: Resolved,
     request: &Request,
@@ -71,7 +73,8 @@ pub(super) fn tar(
         // The end of an archive: two zero blocks.
         out.put(&[0; 2 * BLOCK])?;
         out.flush().map_err(ReadError::Io)
-    });
+    })
+    .await?;
     let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -154,7 +157,8 @@ fn write_tree(
                 header(out, &format!("{name}/"), Kind::Directory, 0, "")?;
                 let entries = reader.list(&node)?;
                 for entry in entries.into_iter().rev() {
-                    let path = within(&top, &format!("{name}/{}", entry.name))?;
+                    let path = within(&top, &format!("{name}/{}", entry.name))
+                        .ok_or_else(|| outside_root(&cid, &entry.name, &top))?;
                     stack.push((path, entry.cid, None, depth + 1));
                 }
             }
@@ -164,7 +168,7 @@ fn write_tree(
 }
 
 /// `path` cleaned as Go's `path.Clean` cleans it, if it is still `top` or under it.
-fn within(top: &str, path: &str) -> Result<String, ReadError> {
+fn within(top: &str, path: &str) -> Option<String> {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {
@@ -177,13 +181,20 @@ fn within(top: &str, path: &str) -> Result<String, ReadError> {
     }
     let cleaned = parts.join("/");
     let inside = cleaned == top || cleaned.starts_with(&format!("{top}/"));
-    if !inside || cleaned.contains('\0') {
-        return Err(ReadError::Io(std::io::Error::other(format!(
-            "{path:?} is outside the tar's root {top}: relative UnixFS paths outside the root \
-             are not allowed (ask for format=car instead)"
-        ))));
+    (inside && !cleaned.contains('\0')).then_some(cleaned)
+}
+
+/// The directory `cid` names an entry that would unpack outside the tar's root: the DAG's
+/// fault (the IPIP's security section), said before any byte is sent when it comes early.
+fn outside_root(cid: &Cid, name: &str, top: &str) -> ReadError {
+    NodeError::Invalid {
+        cid: *cid,
+        reason: format!(
+            "its entry {name:?} is outside the tar's root {top}: relative UnixFS paths outside \
+             the root are not allowed (ask for format=car instead)"
+        ),
     }
-    Ok(cleaned)
+    .into()
 }
 
 /// A ustar header for one entry, after a pax record when its name, link or size needs one.
@@ -270,9 +281,9 @@ mod tests {
             within("bafy", "bafy/foobar/directory/../file").unwrap(),
             "bafy/foobar/file"
         );
-        assert!(within("bafy", "bafy/../foo").is_err());
-        assert!(within("bafy", "bafy/a/../../x").is_err());
-        assert!(within("bafy", "bafy/a\0b").is_err());
+        assert!(within("bafy", "bafy/../foo").is_none());
+        assert!(within("bafy", "bafy/a/../../x").is_none());
+        assert!(within("bafy", "bafy/a\0b").is_none());
     }
 
     #[test]
