@@ -1,6 +1,7 @@
 //! Load and soak test for a running Cairn: many concurrent clients in a realistic mix, then a
 //! check that every upload the server acknowledged is there.
 //!
+//! - `small_posts.rs`: only small uploads, to Cairn or Kubo (`scripts/bench-small-uploads`).
 //! - `client.rs`: one simulated user's loop (small POSTs, TUS uploads in chunks, tar archives,
 //!   gateway reads with `Range`, listings, polling) and what it keeps of each acknowledged
 //!   upload (a seed, never the bytes).
@@ -27,6 +28,7 @@ mod content;
 mod events;
 mod report;
 mod request;
+pub mod small_posts;
 mod tally;
 mod verify;
 

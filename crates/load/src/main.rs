@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use cairn_load::small_posts::{self, Target};
 use clap::Parser;
 
 /// Load a running Cairn with concurrent clients in a realistic mix, then check that every
@@ -65,6 +66,23 @@ struct Args {
     /// With --idle-subscribers: how long to wait after opening streams before reading VmRSS.
     #[arg(long, default_value_t = 5)]
     idle_seconds: u64,
+    /// Instead of the load: only small uploads (2 KiB to 400 KiB, fresh bytes each), to Cairn
+    /// (`--url`, tokens) or to Kubo's RPC API (`--kubo-url`), for --seconds (issue 52;
+    /// `scripts/bench-small-uploads` alternates the two). Exits 1 on any error.
+    #[arg(long, value_enum, value_name = "TARGET")]
+    small_posts: Option<SmallPosts>,
+    /// With --small-posts kubo: Kubo's RPC API.
+    #[arg(long, default_value = "http://127.0.0.1:5001")]
+    kubo_url: String,
+    /// With --small-posts: print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SmallPosts {
+    Cairn,
+    Kubo,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -98,12 +116,35 @@ fn run(args: Args) -> Result<bool> {
                 .map(str::to_owned),
         );
     }
+    anyhow::ensure!(args.clients > 0, "--clients must be at least 1");
+    let needs_tokens = !matches!(args.small_posts, Some(SmallPosts::Kubo));
     anyhow::ensure!(
-        !tokens.is_empty(),
+        !needs_tokens || !tokens.is_empty(),
         "no API token: pass --token, set CAIRN_TOKEN, or give --tokens-file"
     );
-    anyhow::ensure!(args.clients > 0, "--clients must be at least 1");
     let runtime = tokio::runtime::Runtime::new().context("starting the runtime")?;
+    if let Some(small_posts) = args.small_posts {
+        let target = match small_posts {
+            SmallPosts::Cairn => Target::Cairn {
+                url: args.url,
+                tokens,
+            },
+            SmallPosts::Kubo => Target::KuboRpc { url: args.kubo_url },
+        };
+        let mut config = small_posts::Config::new(target);
+        config.clients = args.clients;
+        config.duration = Duration::from_secs(args.seconds);
+        config.request_timeout = Duration::from_secs(args.timeout_seconds);
+        config.server_pid = args.pid;
+        config.progress = !args.json;
+        let report = runtime.block_on(small_posts::run(config));
+        if args.json {
+            println!("{}", report.json());
+        } else {
+            println!("{report}");
+        }
+        return Ok(report.errors == 0);
+    }
     if let Some(n) = args.idle_subscribers {
         let pid = args
             .pid

@@ -162,17 +162,16 @@ pub async fn exchange(
     }
 }
 
-/// The contract's error body: its code and message (`-` and the raw text when not JSON).
+/// The contract's error body: its code and message (`-` and the raw text when not JSON, or
+/// when the JSON has no `message`, as Kubo's `{"Message", "Code", "Type"}` has not).
 fn error_body(body: &[u8]) -> (String, String) {
+    let raw = || String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
     match serde_json::from_slice::<serde_json::Value>(body) {
         Ok(json) => (
             json["error"].as_str().unwrap_or("-").to_owned(),
-            json["message"].as_str().unwrap_or_default().to_owned(),
+            json["message"].as_str().map_or_else(raw, str::to_owned),
         ),
-        Err(_) => (
-            "-".to_owned(),
-            String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned(),
-        ),
+        Err(_) => ("-".to_owned(), raw()),
     }
 }
 

@@ -16,6 +16,22 @@ pub trait Blockstore: Send + Sync + 'static {
     async fn get(&self, cid: &Cid) -> io::Result<Option<Vec<u8>>>;
     /// Whether the block is held (cheaper than reading it).
     async fn has(&self, cid: &Cid) -> io::Result<bool>;
+    /// The blocks of `cids`, in order, while the bytes taken are under `max_bytes` (the first
+    /// is always taken): one entry per CID taken, `None` where it is not held. A store that
+    /// can look many up at once does (one Bitswap answer asks for hundreds).
+    async fn get_many(&self, cids: &[Cid], max_bytes: u64) -> io::Result<Vec<Option<Vec<u8>>>> {
+        let mut taken = Vec::new();
+        let mut bytes = 0;
+        for cid in cids {
+            if !taken.is_empty() && bytes >= max_bytes {
+                break;
+            }
+            let block = self.get(cid).await?;
+            bytes += block.as_ref().map_or(0, |b| b.len() as u64);
+            taken.push(block);
+        }
+        Ok(taken)
+    }
 }
 
 /// Blocks in memory: for tests, and for fetches that are not stored.

@@ -39,9 +39,12 @@ pub fn import_file(
     }
 }
 
-/// The threads a file's leaves are hashed on.
+/// The threads a file's leaves are hashed on. Asked once: `available_parallelism` opens and
+/// reads four cgroup files on Linux every time, and every upload asks.
 pub fn hashing_threads() -> std::num::NonZeroUsize {
-    std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN)
+    static THREADS: std::sync::OnceLock<std::num::NonZeroUsize> = std::sync::OnceLock::new();
+    *THREADS
+        .get_or_init(|| std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN))
 }
 
 /// Why a CAR could not be imported.

@@ -21,4 +21,8 @@ impl Blockstore for NodeBlocks {
     async fn has(&self, cid: &Cid) -> io::Result<bool> {
         self.0.has(cid).await
     }
+
+    async fn get_many(&self, cids: &[Cid], max_bytes: u64) -> io::Result<Vec<Option<Vec<u8>>>> {
+        self.0.get_many(cids, max_bytes).await
+    }
 }

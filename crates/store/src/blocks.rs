@@ -43,28 +43,56 @@ impl StoredBlocks {
     /// The block, verified against its CID; `None` when it is not held. The pack is read on
     /// a blocking thread.
     pub async fn get(&self, cid: &Cid) -> io::Result<Option<Vec<u8>>> {
-        let location = self
+        Ok(self.get_many(&[*cid], 0).await?.pop().flatten())
+    }
+
+    /// The blocks of `cids`, in order, as far as `max_bytes` goes: one index query for all of
+    /// them and one blocking task that reads them, where [`get`](Self::get) costs a query and a
+    /// task per block (peers fetching a DAG over Bitswap ask for hundreds at a time). Blocks
+    /// are taken while the bytes taken are under `max_bytes` (so the one that passes it is
+    /// taken, and always the first); one entry per CID taken, `None` for a block not held
+    /// (costing nothing), and none for the CIDs after.
+    pub async fn get_many(&self, cids: &[Cid], max_bytes: u64) -> io::Result<Vec<Option<Vec<u8>>>> {
+        let multihashes: Vec<Vec<u8>> = cids.iter().map(|cid| cid.hash().to_bytes()).collect();
+        let mut found: HashMap<Vec<u8>, BlockLocation> = self
             .store
-            .block_location(&cid.hash().to_bytes())
+            .block_locations(&multihashes)
             .await
-            .map_err(io::Error::other)?;
-        let Some(location) = location else {
-            return Ok(None);
-        };
-        let (packs, store, cid) = (self.packs.clone(), self.store.clone(), *cid);
+            .map_err(io::Error::other)?
+            .into_iter()
+            .collect();
+        let mut taken = Vec::new();
+        let mut bytes = 0;
+        for (cid, multihash) in cids.iter().zip(&multihashes) {
+            if !taken.is_empty() && bytes >= max_bytes {
+                break;
+            }
+            let location = found.remove(multihash);
+            bytes += location.as_ref().map_or(0, |l| l.length);
+            taken.push((*cid, location));
+        }
+        let (packs, store) = (self.packs.clone(), self.store.clone());
         let verified = self.verified.clone();
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let relocate = || {
-                runtime
-                    .block_on(store.block_location(&cid.hash().to_bytes()))
-                    .map_err(io::Error::other)
-            };
-            let Some(block) = packs.read_relocating(&location, relocate)? else {
-                return Ok(None);
-            };
-            verified.verify(&cid, &block)?;
-            Ok(Some(block))
+            taken
+                .into_iter()
+                .map(|(cid, location)| {
+                    let Some(location) = location else {
+                        return Ok(None);
+                    };
+                    let relocate = || {
+                        runtime
+                            .block_on(store.block_location(&cid.hash().to_bytes()))
+                            .map_err(io::Error::other)
+                    };
+                    let Some(block) = packs.read_relocating(&location, relocate)? else {
+                        return Ok(None);
+                    };
+                    verified.verify(&cid, &block)?;
+                    Ok(Some(block))
+                })
+                .collect()
         })
         .await
         .map_err(io::Error::other)?

@@ -170,27 +170,7 @@ async fn a_stored_block_is_never_served_once_it_rots_even_just_after_it_was_serv
         .await
         .unwrap();
     let content = b"one block that many peers ask for at once";
-    let (dag, packed) = suite::pack_content(store.as_ref(), &packs, content).await;
-    let upload = NewUpload {
-        upload_id: "rots".into(),
-        account_id: account.id,
-        kind: OperationKind::Upload,
-        name: "rots.bin".into(),
-        size: content.len() as u64,
-        mime_type: "application/octet-stream".into(),
-        archive_mode: None,
-        profile: Profile::default().name.to_owned(),
-        keyvalues: KeyValues::default(),
-        key_id: None,
-        link_id: None,
-        file_name: None,
-        content: None,
-    };
-    store
-        .commit_completed_upload(upload, packed, &dag)
-        .await
-        .unwrap();
-    let cid: Cid = dag.cid.parse().unwrap();
+    let cid = store_upload(&store, &packs, account.id, "rots", content).await;
     let blocks = StoredBlocks::new(store.clone(), packs);
     for read in ["first", "again"] {
         let block = blocks.get(&cid).await.unwrap();
@@ -208,6 +188,87 @@ async fn a_stored_block_is_never_served_once_it_rots_even_just_after_it_was_serv
     }
     let refused = blocks.get(&cid).await;
     assert!(refused.is_err(), "served after it rotted: {refused:?}");
+}
+
+/// `content`, uploaded whole as `id`: its root's CID.
+async fn store_upload(
+    store: &SqliteStore,
+    packs: &Packs,
+    account_id: i64,
+    id: &str,
+    content: &[u8],
+) -> Cid {
+    let (dag, packed) = suite::pack_content(store, packs, content).await;
+    let upload = NewUpload {
+        upload_id: id.into(),
+        account_id,
+        kind: OperationKind::Upload,
+        name: format!("{id}.bin"),
+        size: content.len() as u64,
+        mime_type: "application/octet-stream".into(),
+        archive_mode: None,
+        profile: Profile::default().name.to_owned(),
+        keyvalues: KeyValues::default(),
+        key_id: None,
+        link_id: None,
+        file_name: None,
+        content: None,
+    };
+    store
+        .commit_completed_upload(upload, packed, &dag)
+        .await
+        .unwrap();
+    dag.cid.parse().unwrap()
+}
+
+#[tokio::test]
+async fn many_blocks_are_read_at_once_in_order_as_far_as_the_bytes_allow_and_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        SqliteStore::open(&dir.path().join("cairn.db"))
+            .await
+            .unwrap(),
+    );
+    let packs = Packs::open(dir.path().join("packs")).unwrap();
+    let account = store
+        .create_account("peer", Default::default())
+        .await
+        .unwrap();
+    // Three blocks of 1,000 bytes (one block each), and one that was never stored.
+    let contents: Vec<Vec<u8>> = (1..=3u8).map(|i| vec![i; 1000]).collect();
+    let mut cids = Vec::new();
+    for (i, content) in contents.iter().enumerate() {
+        cids.push(store_upload(&store, &packs, account.id, &format!("b{i}"), content).await);
+    }
+    let missing: Cid = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
+        .parse()
+        .unwrap();
+    let blocks = StoredBlocks::new(store.clone(), packs);
+    let asked = [cids[0], missing, cids[1], cids[2]];
+
+    // 1,500 bytes: the first block, the missing one (nothing), and the block that passes the
+    // limit; not the last.
+    let read = blocks.get_many(&asked, 1500).await.unwrap();
+    let expected = [Some(contents[0].clone()), None, Some(contents[1].clone())];
+    assert_eq!(read, expected);
+    // No limit to speak of: the first alone, always.
+    let read = blocks.get_many(&asked, 0).await.unwrap();
+    assert_eq!(read, [Some(contents[0].clone())]);
+    let read = blocks.get_many(&asked, u64::MAX).await.unwrap();
+    assert_eq!(read.len(), 4);
+    assert_eq!(read[3].as_deref(), Some(&contents[2][..]));
+
+    // A block that rots is refused, read alone or with others.
+    for entry in std::fs::read_dir(dir.path().join("packs")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        if let Some(at) = bytes.windows(1000).position(|w| w == contents[1]) {
+            bytes[at + 5] ^= 0x01;
+            std::fs::write(&path, bytes).unwrap();
+        }
+    }
+    assert!(blocks.get_many(&asked, u64::MAX).await.is_err());
+    assert!(blocks.get_many(&asked[..2], u64::MAX).await.is_ok());
 }
 
 #[tokio::test]

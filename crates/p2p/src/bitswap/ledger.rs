@@ -69,6 +69,19 @@ impl Wants {
         self.entries.len() <= limit
     }
 
+    /// The next `most` wants, in order.
+    fn take(&mut self, most: usize) -> VecDeque<WantEntry> {
+        std::iter::from_fn(|| self.next()).take(most).collect()
+    }
+
+    /// Wants taken and not answered, first in line again.
+    fn put_back(&mut self, taken: VecDeque<WantEntry>) {
+        for want in taken.into_iter().rev() {
+            self.order.push_front(want.cid);
+            self.entries.insert(want.cid, want);
+        }
+    }
+
     fn next(&mut self) -> Option<WantEntry> {
         while let Some(cid) = self.order.pop_front() {
             if let Some(entry) = self.entries.remove(&cid) {
@@ -116,32 +129,40 @@ async fn run(bitswap: Bitswap, peer: PeerId, mut updates: mpsc::Receiver<Update>
         let mut bytes = 0;
         let mut answered = 0;
         while bytes < limits.max_answer_bytes && answered < WANTS_PER_ANSWER {
-            let Some(want) = wants.next() else {
+            let batch = wants.take(WANTS_PER_ANSWER - answered);
+            if batch.is_empty() {
                 break;
-            };
-            answered += 1;
-            match answer_one(&bitswap, &want).await {
-                Ok(Some(Found::Block(data))) => {
-                    bytes += data.len();
-                    answer.blocks.push((want.cid, data));
-                }
-                Ok(Some(Found::Have)) => answer.presences.push((want.cid, Presence::Have)),
-                Ok(None) => {
-                    if !bitswap.count_miss(peer) {
-                        return bitswap.cut_off(
-                            peer,
-                            &format!(
-                                "more than {} wants a minute for blocks not here",
-                                limits.max_misses_per_minute
-                            ),
-                        );
-                    }
-                    if want.send_dont_have && version == Version::V120 {
-                        answer.presences.push((want.cid, Presence::DontHave));
-                    }
-                }
+            }
+            let room = (limits.max_answer_bytes - bytes) as u64;
+            let found = match answer_wants(&bitswap, batch, room, &mut wants).await {
+                Ok(found) => found,
                 Err(e) => {
-                    tracing::warn!(%peer, cid = %want.cid, error = %e, "reading a block failed")
+                    tracing::warn!(%peer, error = %e, "reading blocks failed");
+                    continue;
+                }
+            };
+            for (want, found) in found {
+                answered += 1;
+                match found {
+                    Some(Found::Block(data)) => {
+                        bytes += data.len();
+                        answer.blocks.push((want.cid, data));
+                    }
+                    Some(Found::Have) => answer.presences.push((want.cid, Presence::Have)),
+                    None => {
+                        if !bitswap.count_miss(peer) {
+                            return bitswap.cut_off(
+                                peer,
+                                &format!(
+                                    "more than {} wants a minute for blocks not here",
+                                    limits.max_misses_per_minute
+                                ),
+                            );
+                        }
+                        if want.send_dont_have && version == Version::V120 {
+                            answer.presences.push((want.cid, Presence::DontHave));
+                        }
+                    }
                 }
             }
         }
@@ -181,8 +202,15 @@ enum Found {
     Have,
 }
 
-/// What the blockstore has for one want; `None` when it has nothing.
-async fn answer_one(bitswap: &Bitswap, want: &WantEntry) -> std::io::Result<Option<Found>> {
+/// What the blockstore has for `batch`'s wants, in order: its want-blocks read together, as
+/// far as `max_bytes` goes, and a lookup for each want-have. The wants past the bytes are given
+/// back to `wants`, first in line for the next answer. `None` where it has nothing.
+async fn answer_wants(
+    bitswap: &Bitswap,
+    mut batch: VecDeque<WantEntry>,
+    max_bytes: u64,
+    wants: &mut Wants,
+) -> std::io::Result<Vec<(WantEntry, Option<Found>)>> {
     let _permit = bitswap
         .inner
         .reads
@@ -190,8 +218,31 @@ async fn answer_one(bitswap: &Bitswap, want: &WantEntry) -> std::io::Result<Opti
         .await
         .map_err(std::io::Error::other)?;
     let blocks = &bitswap.inner.blocks;
-    Ok(match want.want_type {
-        WantType::Block => blocks.get(&want.cid).await?.map(Found::Block),
-        WantType::Have => blocks.has(&want.cid).await?.then_some(Found::Have),
-    })
+    let wanted: Vec<Cid> = (batch.iter())
+        .filter(|want| want.want_type == WantType::Block)
+        .map(|want| want.cid)
+        .collect();
+    let mut read = match wanted.is_empty() {
+        true => Vec::new(),
+        false => blocks.get_many(&wanted, max_bytes).await?,
+    }
+    .into_iter();
+    let mut found = Vec::with_capacity(batch.len());
+    while let Some(want) = batch.pop_front() {
+        match want.want_type {
+            WantType::Block => match read.next() {
+                Some(block) => found.push((want, block.map(Found::Block))),
+                None => {
+                    batch.push_front(want);
+                    break;
+                }
+            },
+            WantType::Have => {
+                let has = blocks.has(&want.cid).await?;
+                found.push((want, has.then_some(Found::Have)));
+            }
+        }
+    }
+    wants.put_back(batch);
+    Ok(found)
 }

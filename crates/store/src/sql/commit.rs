@@ -100,6 +100,20 @@ impl<B: Backend> SqlStore<B> {
         operation_from(&row)
     }
 
+    /// A completed upload, inside the caller's transaction: its pack's blocks indexed, its
+    /// root kept (which the quota may refuse) and its operation inserted completed (one
+    /// statement fewer than inserting it pending and completing it).
+    pub(super) async fn commit_upload_in(
+        tx: &mut WriteTx<B>,
+        upload: &NewUpload,
+        packed: &Packed,
+        dag: &StoredDag,
+    ) -> Result<Operation, StoreError> {
+        Self::store_packed(tx, packed).await?;
+        Self::keep_root(tx, upload.account_id, dag).await?;
+        Self::insert_operation(tx, upload, Starts::Completed(dag)).await
+    }
+
     /// One more upload begun by the upload's link, or else its key.
     async fn count_use(tx: &mut WriteTx<B>, upload: &NewUpload) -> Result<(), StoreError> {
         let counted = match (&upload.link_id, upload.key_id) {

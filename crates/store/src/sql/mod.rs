@@ -9,7 +9,8 @@
 //!   `commit.rs`, `kept.rs`, `access.rs` (keys, links, key-values), `names.rs` (IPNS names) and
 //!   `ipni_chain.rs` hold the larger parts of them.
 //! - `writer.rs`: where writes go, and the connection a write holds (`write_queue.rs`: whose turn
-//!   it is on SQLite; `group_commit.rs`: how SQLite's commits become durable in groups).
+//!   it is on SQLite; `group_commit.rs`: how SQLite's commits become durable in groups;
+//!   `upload_batch.rs`: how SQLite commits many completed uploads in one transaction).
 //! - `rows.rs`: rows into the model, the clock, unique violations.
 //! - `schema.rs`: the numbered migrations, written once with the column types that differ.
 //! - [`snapshot`]: a consistent copy of the embedded database while it is in use, and what
@@ -33,13 +34,17 @@ pub mod rows;
 mod schema;
 pub mod snapshot;
 pub mod sqlite;
+mod upload_batch;
 mod write_queue;
 mod writer;
+
+use std::sync::Arc;
 
 use sqlx::pool::PoolConnection;
 use sqlx::Pool;
 
 pub use backend::{Backend, Statement};
+use upload_batch::UploadBatches;
 use write_queue::Line;
 use writer::Writer;
 pub use writer::{WriteConn, WriteTx};
@@ -54,6 +59,9 @@ pub struct SqlStore<B: Backend> {
     /// newcomers overtake: under load a worker's claim waited over a second. PostgreSQL: the
     /// same pool, as it locks rows.
     writer: Writer<B>,
+    /// SQLite: completed uploads committed many to a transaction (`upload_batch.rs`).
+    /// PostgreSQL commits each in its own, side by side, and groups their log flushes itself.
+    upload_batches: Option<Arc<UploadBatches<B>>>,
 }
 
 impl<B: Backend> SqlStore<B> {

@@ -62,6 +62,7 @@ impl PostgresStore {
         migrate(&pool).await?;
         Ok(Self {
             writer: Writer::Pool(pool.clone()),
+            upload_batches: None,
             pool,
         })
     }

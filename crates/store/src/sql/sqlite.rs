@@ -21,6 +21,7 @@ use super::dialect::Dialect;
 use super::group_commit::GroupSync;
 use super::rows::ModelRow;
 use super::schema;
+use super::upload_batch::UploadBatches;
 use super::write_queue::Line;
 use super::writer::{Sole, Writer};
 use super::{Backend, SqlStore};
@@ -85,9 +86,11 @@ impl SqliteStore {
             .pragma("wal_autocheckpoint", WRITER_CHECKPOINT_PAGES.to_string())
             .connect()
             .await?;
+        let writer = Writer::Sole(Arc::new(Sole::new(writer, Arc::new(GroupSync::new(path)))));
         let store = Self {
             pool,
-            writer: Writer::Sole(Arc::new(Sole::new(writer, Arc::new(GroupSync::new(path))))),
+            upload_batches: Some(Arc::new(UploadBatches::new(writer.clone()))),
+            writer,
         };
         store.migrate().await?;
         Ok(store)

@@ -167,8 +167,18 @@ impl<B: Backend> DerefMut for Held<B> {
     }
 }
 
+impl<B: Backend> Clone for Writer<B> {
+    fn clone(&self) -> Self {
+        match self {
+            Writer::Pool(pool) => Writer::Pool(pool.clone()),
+            Writer::Sole(sole) => Writer::Sole(sole.clone()),
+        }
+    }
+}
+
 impl<B: Backend> Writer<B> {
-    async fn hold(&self, line: Line) -> Result<Held<B>, sqlx::Error> {
+    /// The connection, once it is `line`'s turn; [`WriteTx::begin`] begins a transaction on it.
+    pub(super) async fn hold(&self, line: Line) -> Result<Held<B>, sqlx::Error> {
         match self {
             Writer::Pool(pool) => Ok(Held::Pooled(pool.acquire().await?)),
             Writer::Sole(sole) => Ok(Held::Sole(sole.hold(line).await?)),
@@ -184,22 +194,7 @@ impl<B: Backend> Writer<B> {
 
     /// A transaction that writes.
     pub(super) async fn begin(&self, line: Line) -> Result<WriteTx<B>, sqlx::Error> {
-        // Open from before its `BEGIN` is sent: dropped from here on, by an error or a
-        // cancelled request, it is rolled back.
-        let mut tx = WriteTx {
-            held: self.hold(line).await?,
-            open: true,
-        };
-        let begin = B::DIALECT.begin_write();
-        match &mut tx.held {
-            Held::Pooled(conn) => B::TransactionManager::begin(conn, Some(begin.into())).await?,
-            // A plain statement: sqlx's transaction bookkeeping costs round trips, and this
-            // connection is never shared, so `open` is all the bookkeeping it needs.
-            Held::Sole(sole) => {
-                B::query(begin).execute_bare(sole).await?;
-            }
-        }
-        Ok(tx)
+        WriteTx::begin(self.hold(line).await?).await
     }
 
     pub(super) async fn close(&self) {
@@ -225,6 +220,23 @@ pub struct WriteTx<B: Backend> {
 }
 
 impl<B: Backend> WriteTx<B> {
+    /// A transaction on the connection `held`.
+    pub(super) async fn begin(held: Held<B>) -> Result<Self, sqlx::Error> {
+        // Open from before its `BEGIN` is sent: dropped from here on, by an error or a
+        // cancelled request, it is rolled back.
+        let mut tx = WriteTx { held, open: true };
+        let begin = B::DIALECT.begin_write();
+        match &mut tx.held {
+            Held::Pooled(conn) => B::TransactionManager::begin(conn, Some(begin.into())).await?,
+            // A plain statement: sqlx's transaction bookkeeping costs round trips, and this
+            // connection is never shared, so `open` is all the bookkeeping it needs.
+            Held::Sole(sole) => {
+                B::query(begin).execute_bare(sole).await?;
+            }
+        }
+        Ok(tx)
+    }
+
     /// Commits, and returns once the commit is on stable storage.
     pub async fn commit(mut self) -> Result<(), sqlx::Error> {
         match &mut self.held {

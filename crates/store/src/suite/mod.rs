@@ -119,6 +119,7 @@ pub async fn run(store: &dyn MetadataStore, packs: &Packs) {
     accounts_and_tokens(store).await;
     uploads_dedup_and_quota(store, packs).await;
     deletes_and_commits_of_one_account_at_once_all_succeed(store, packs).await;
+    commits_at_once_that_break_a_limit_fail_alone(store, packs).await;
     a_page_and_its_count_agree_while_uploads_complete_and_go(store).await;
     operations_are_private_and_listed_newest_first(store, packs).await;
     the_queue_hands_each_operation_to_one_worker_and_recovers_expired_claims(store, packs).await;

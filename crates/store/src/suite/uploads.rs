@@ -150,6 +150,114 @@ pub(super) async fn deletes_and_commits_of_one_account_at_once_all_succeed(
     assert_eq!(stored.stored_bytes, expected);
 }
 
+/// Commits at once of many uploads (which SQLite commits in one transaction) where some break
+/// a limit: exactly those fail, each with its own error, and leave nothing behind; the others
+/// are recorded and counted as if each had been alone.
+pub(super) async fn commits_at_once_that_break_a_limit_fail_alone(
+    store: &dyn MetadataStore,
+    packs: &Packs,
+) {
+    const EACH: usize = 8;
+    let free = store
+        .create_account("at-once-free", AccountLimits::default())
+        .await
+        .unwrap();
+    let capped = store
+        .create_account(
+            "at-once-capped",
+            AccountLimits {
+                upload_limit: 1 << 20,
+                quota: Some(3 * 600 + 599),
+            },
+        )
+        .await
+        .unwrap();
+    let keyed = store
+        .create_account("at-once-keyed", AccountLimits::default())
+        .await
+        .unwrap();
+    let token = tokens::generate();
+    let key = NewKey {
+        max_uses: Some(3),
+        ..NewKey::all(keyed.id)
+    };
+    let key = store
+        .create_key(&key, &token.hash, &token.prefix)
+        .await
+        .unwrap();
+    // Each upload of its own content (so each costs its account), packed before the commits.
+    let mut ready = Vec::new();
+    for (account, who) in [(&free, "free"), (&capped, "capped"), (&keyed, "keyed")] {
+        for i in 0..EACH {
+            let content: Vec<u8> = (0..600u32)
+                .map(|b| (b as u8) ^ (i as u8) ^ who.as_bytes()[0])
+                .collect();
+            let (dag, packed) = pack_content(store, packs, &content).await;
+            assert_eq!(dag.size, 600, "one raw block each");
+            let new = NewUpload {
+                key_id: (who == "keyed").then_some(key.id),
+                ..upload(&format!("at-once-{who}-{i}"), account.id)
+            };
+            ready.push((new, packed, dag));
+        }
+    }
+    let outcomes =
+        futures_util::future::join_all(ready.into_iter().map(|(new, packed, dag)| async move {
+            let id = new.upload_id.clone();
+            (id, store.commit_completed_upload(new, packed, &dag).await)
+        }))
+        .await;
+
+    let mut by_account = std::collections::BTreeMap::<&str, (usize, Vec<String>)>::new();
+    for (id, outcome) in &outcomes {
+        let who = id.split('-').nth(2).unwrap();
+        let entry = by_account.entry(who).or_default();
+        match outcome {
+            Ok(op) => {
+                assert_eq!(op.status, OperationStatus::Completed, "{id}");
+                entry.0 += 1;
+            }
+            Err(e) => entry.1.push(format!("{e:?}")),
+        }
+    }
+    assert_eq!(by_account["free"], (EACH, vec![]));
+    let (capped_ok, capped_errors) = &by_account["capped"];
+    assert_eq!(*capped_ok, 3, "three fit the quota: {capped_errors:?}");
+    assert!(
+        capped_errors.iter().all(|e| e.starts_with("QuotaExceeded")),
+        "{capped_errors:?}"
+    );
+    let (keyed_ok, keyed_errors) = &by_account["keyed"];
+    assert_eq!(*keyed_ok, 3, "the key's three uses: {keyed_errors:?}");
+    assert!(
+        keyed_errors.iter().all(|e| e == "Spent(Key)"),
+        "{keyed_errors:?}"
+    );
+    // What failed left nothing: no operation, no bytes counted, no use of the key.
+    for (id, outcome) in &outcomes {
+        let account = match id.split('-').nth(2).unwrap() {
+            "free" => free.id,
+            "capped" => capped.id,
+            _ => keyed.id,
+        };
+        let found = store
+            .operation(account, &OperationRef::UploadId(id.clone()))
+            .await
+            .unwrap();
+        assert_eq!(found.is_some(), outcome.is_ok(), "{id}");
+    }
+    for (name, uploads) in [
+        ("at-once-free", EACH),
+        ("at-once-capped", 3),
+        ("at-once-keyed", 3),
+    ] {
+        let account = store.account_by_name(name).await.unwrap().unwrap();
+        assert_eq!(account.stored_bytes, 600 * uploads as u64, "{name}");
+    }
+    let keys = store.list_keys(keyed.id).await.unwrap();
+    assert_eq!(keys.iter().find(|k| k.id == key.id).unwrap().uses, 3);
+}
+
 pub(super) async fn uploads_dedup_and_quota(store: &dyn MetadataStore, packs: &Packs) {
     let bob = store
         .create_account(

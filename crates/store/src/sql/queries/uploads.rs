@@ -54,11 +54,11 @@ impl<B: Backend> Uploads for SqlStore<B> {
         packed: Packed,
         dag: &StoredDag,
     ) -> Result<Operation, StoreError> {
+        if let Some(batches) = &self.upload_batches {
+            return batches.commit(upload, packed, dag).await;
+        }
         let mut tx = self.write(Line::Requests).await?;
-        Self::store_packed(&mut tx, &packed).await?;
-        Self::keep_root(&mut tx, upload.account_id, dag).await?;
-        // Inserted completed: one statement fewer while holding SQLite's writer.
-        let operation = Self::insert_operation(&mut tx, &upload, Starts::Completed(dag)).await?;
+        let operation = Self::commit_upload_in(&mut tx, &upload, &packed, dag).await?;
         tx.commit().await?;
         Ok(operation)
     }
