@@ -32,7 +32,6 @@ pub mod small_posts;
 mod tally;
 mod verify;
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -104,15 +103,7 @@ pub async fn run(config: Config) -> Report {
         account_url: config.account_url.trim_end_matches('/').to_owned(),
         tokens: config.tokens.clone(),
     });
-    let http = |config: &Config| {
-        reqwest::Client::builder()
-            .timeout(config.request_timeout)
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            // Only a TLS backend or the system's resolver configuration can fail to load, and
-            // this crate has neither.
-            .unwrap_or_default()
-    };
+    let http = |config: &Config| request::http_client(config.request_timeout);
     // Set up before the clock starts: every stream open before the first upload, so each
     // upload's event has a reader.
     let watch = match config.events {
@@ -147,23 +138,9 @@ pub async fn run(config: Config) -> Report {
         );
         clients.spawn(client.run(deadline));
     }
-    let ticker = config.progress.then(|| {
-        let progress = progress.clone();
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(Duration::from_secs(10));
-            every.tick().await;
-            loop {
-                every.tick().await;
-                eprintln!(
-                    "{:>4.0} s: {} requests, {} errors, {} rate limited",
-                    started.elapsed().as_secs_f64(),
-                    progress.requests.load(Ordering::Relaxed),
-                    progress.errors.load(Ordering::Relaxed),
-                    progress.rate_limited.load(Ordering::Relaxed),
-                );
-            }
-        })
-    });
+    let ticker = config
+        .progress
+        .then(|| progress.print_every_10s(started, String::new()));
 
     let mut tally = Tally::default();
     let mut uploads = Vec::new();

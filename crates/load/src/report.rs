@@ -216,7 +216,7 @@ impl Report {
 
 const SHOWN: usize = 8;
 
-fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 

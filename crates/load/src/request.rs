@@ -20,6 +20,43 @@ pub struct Progress {
     pub rate_limited: AtomicU64,
 }
 
+impl Progress {
+    /// Prints the counters to stderr every 10 s from `started`, each line led by `label`,
+    /// until the task is aborted.
+    pub fn print_every_10s(
+        self: &Arc<Self>,
+        started: Instant,
+        label: String,
+    ) -> tokio::task::JoinHandle<()> {
+        let progress = self.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(10));
+            every.tick().await;
+            loop {
+                every.tick().await;
+                eprintln!(
+                    "{label}{:>4.0} s: {} requests, {} errors, {} rate limited",
+                    started.elapsed().as_secs_f64(),
+                    progress.requests.load(Ordering::Relaxed),
+                    progress.errors.load(Ordering::Relaxed),
+                    progress.rate_limited.load(Ordering::Relaxed),
+                );
+            }
+        })
+    }
+}
+
+/// A client as every simulated user has its own: requests time out after `timeout`.
+pub fn http_client(timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        // Only a TLS backend or the system's resolver configuration can fail to load, and
+        // this crate has neither.
+        .unwrap_or_default()
+}
+
 /// What every request of a phase shares: when the run started (for the time of an error), the
 /// moment after which no `Retry-After` wait begins, and the progress counters.
 #[derive(Clone, Debug)]

@@ -3,7 +3,6 @@
 //! (2 KiB to 400 KiB, log-uniform, bytes no upload has had, made before the clock starts), one
 //! multipart POST, its CID looked for in the answer. Nothing is read back.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,8 +11,8 @@ use reqwest::multipart::{Form, Part};
 use tokio::task::JoinSet;
 
 use crate::content::{file_bytes, Rng, Seeds};
-use crate::report::{memory, KindStats};
-use crate::request::{exchange, Phase, Progress};
+use crate::report::{memory, ms, KindStats};
+use crate::request::{exchange, http_client, Phase, Progress};
 use crate::tally::{ErrorSample, Kind, Tally};
 
 /// The smallest and largest (exclusive) upload, as the realistic mix's small POSTs.
@@ -107,15 +106,12 @@ pub struct Report {
     pub accounts: usize,
     /// From the start until the last client finished its last upload.
     pub ran: Duration,
-    /// Uploads answered with a CID; latencies of those.
+    /// Uploads answered with a CID: their latencies, the bytes sent (`mb_per_second`) and
+    /// the `429`s waited out as `Retry-After` said (not errors).
     pub uploads: KindStats,
-    /// Bytes of the uploads answered with a CID.
-    pub bytes: u64,
     pub errors: u64,
     /// Each distinct error (status, code), earliest first.
     pub error_samples: Vec<ErrorSample>,
-    /// `429`s waited out as `Retry-After` said (not errors).
-    pub rate_limited: u64,
     /// The server's `VmHWM` after the run, in bytes.
     pub server_peak_rss: Option<u64>,
 }
@@ -135,14 +131,8 @@ pub async fn run(config: Config) -> Report {
     let seeds = Arc::new(Seeds::new());
     let mut clients = JoinSet::new();
     for index in 0..config.clients {
-        let http = reqwest::Client::builder()
-            .timeout(config.request_timeout)
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            // As in `crate::run`: nothing this crate builds with can fail to load.
-            .unwrap_or_default();
         let client = Uploader {
-            http,
+            http: http_client(config.request_timeout),
             target: target.clone(),
             index,
             rng: Rng::new(seeds.next()),
@@ -152,24 +142,9 @@ pub async fn run(config: Config) -> Report {
         };
         clients.spawn(client.run(deadline));
     }
-    let ticker = config.progress.then(|| {
-        let progress = progress.clone();
-        let name = target.name();
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(Duration::from_secs(10));
-            every.tick().await;
-            loop {
-                every.tick().await;
-                eprintln!(
-                    "{name} {:>4.0} s: {} requests, {} errors, {} rate limited",
-                    started.elapsed().as_secs_f64(),
-                    progress.requests.load(Ordering::Relaxed),
-                    progress.errors.load(Ordering::Relaxed),
-                    progress.rate_limited.load(Ordering::Relaxed),
-                );
-            }
-        })
-    });
+    let ticker = config
+        .progress
+        .then(|| progress.print_every_10s(started, format!("{} ", target.name())));
     let mut tally = Tally::default();
     while let Some(joined) = clients.join_next().await {
         match joined {
@@ -182,7 +157,6 @@ pub async fn run(config: Config) -> Report {
         ticker.abort();
     }
     let counted = tally.kinds.remove(&Kind::Post).unwrap_or_default();
-    let bytes = counted.bytes;
     let uploads = KindStats::new(Kind::Post, counted, ran);
     let mut error_samples: Vec<ErrorSample> = tally.errors.values().cloned().collect();
     error_samples.sort_by(|a, b| a.first_at.total_cmp(&b.first_at));
@@ -198,9 +172,7 @@ pub async fn run(config: Config) -> Report {
         clients: config.clients,
         accounts,
         ran,
-        rate_limited: uploads.rate_limited,
         uploads,
-        bytes,
         errors: tally.error_count(),
         error_samples,
         server_peak_rss: config.server_pid.and_then(|pid| memory(pid, "VmHWM")),
@@ -273,10 +245,6 @@ impl Uploader {
     }
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
 impl Report {
     /// The figures as one JSON object (for `scripts/bench-small-uploads`).
     pub fn json(&self) -> serde_json::Value {
@@ -301,13 +269,13 @@ impl Report {
             "seconds": self.ran.as_secs_f64(),
             "uploads": self.uploads.count,
             "uploads_per_s": self.uploads.per_second,
-            "mb_per_s": self.bytes as f64 / 1e6 / self.ran.as_secs_f64().max(1e-3),
+            "mb_per_s": self.uploads.mb_per_second,
             "p50_ms": ms(self.uploads.p50),
             "p99_ms": ms(self.uploads.p99),
             "max_ms": ms(self.uploads.max),
             "errors": self.errors,
             "error_samples": samples,
-            "rate_limited": self.rate_limited,
+            "rate_limited": self.uploads.rate_limited,
             "server_peak_rss": self.server_peak_rss,
         })
     }
@@ -331,11 +299,11 @@ impl std::fmt::Display for Report {
              waited out",
             u.count,
             u.per_second,
-            self.bytes as f64 / 1e6 / self.ran.as_secs_f64().max(1e-3),
+            u.mb_per_second,
             ms(u.p50),
             ms(u.p99),
             ms(u.max),
-            self.rate_limited
+            u.rate_limited
         )?;
         if let Some(peak) = self.server_peak_rss {
             writeln!(

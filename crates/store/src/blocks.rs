@@ -47,12 +47,15 @@ impl StoredBlocks {
     }
 
     /// The blocks of `cids`, in order, as far as `max_bytes` goes: one index query for all of
-    /// them and one blocking task that reads them, where [`get`](Self::get) costs a query and a
-    /// task per block (peers fetching a DAG over Bitswap ask for hundreds at a time). Blocks
+    /// them and one blocking task that reads them, where a call per block costs a query and a
+    /// task each (peers fetching a DAG over Bitswap ask for hundreds at a time). Blocks
     /// are taken while the bytes taken are under `max_bytes` (so the one that passes it is
     /// taken, and always the first); one entry per CID taken, `None` for a block not held
     /// (costing nothing), and none for the CIDs after.
     pub async fn get_many(&self, cids: &[Cid], max_bytes: u64) -> io::Result<Vec<Option<Vec<u8>>>> {
+        if cids.is_empty() {
+            return Ok(Vec::new());
+        }
         let multihashes: Vec<Vec<u8>> = cids.iter().map(|cid| cid.hash().to_bytes()).collect();
         let mut found: HashMap<Vec<u8>, BlockLocation> = self
             .store

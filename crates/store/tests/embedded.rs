@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_store::blocks::StoredBlocks;
-use cairn_store::model::{BlockLocation, KeyValues, NewUpload, OperationKind};
+use cairn_store::model::{Account, BlockLocation, KeyValues, NewUpload, OperationKind};
 use cairn_store::packs::Packs;
 use cairn_store::sqlite::SqliteStore;
 use cairn_store::suite;
@@ -159,16 +159,7 @@ async fn a_database_of_the_previous_release_opens_and_works() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stored_block_is_never_served_once_it_rots_even_just_after_it_was_served() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        SqliteStore::open(&dir.path().join("cairn.db"))
-            .await
-            .unwrap(),
-    );
-    let packs = Packs::open(dir.path().join("packs")).unwrap();
-    let account = store
-        .create_account("reader", Default::default())
-        .await
-        .unwrap();
+    let (store, packs, account) = store_with_account(&dir, "reader").await;
     let content = b"one block that many peers ask for at once";
     let cid = store_upload(&store, &packs, account.id, "rots", content).await;
     let blocks = StoredBlocks::new(store.clone(), packs);
@@ -177,7 +168,31 @@ async fn a_stored_block_is_never_served_once_it_rots_even_just_after_it_was_serv
         assert_eq!(block.as_deref(), Some(&content[..]), "{read}");
     }
 
-    // One bit of the block flips in its pack.
+    rot(&dir, content);
+    let refused = blocks.get(&cid).await;
+    assert!(refused.is_err(), "served after it rotted: {refused:?}");
+}
+
+/// A fresh embedded store and packs in `dir`, with an account `name`.
+async fn store_with_account(
+    dir: &tempfile::TempDir,
+    name: &str,
+) -> (Arc<SqliteStore>, Packs, Account) {
+    let store = Arc::new(
+        SqliteStore::open(&dir.path().join("cairn.db"))
+            .await
+            .unwrap(),
+    );
+    let packs = Packs::open(dir.path().join("packs")).unwrap();
+    let account = store
+        .create_account(name, Default::default())
+        .await
+        .unwrap();
+    (store, packs, account)
+}
+
+/// One bit of the block holding `content` flips in its pack.
+fn rot(dir: &tempfile::TempDir, content: &[u8]) {
     for entry in std::fs::read_dir(dir.path().join("packs")).unwrap() {
         let path = entry.unwrap().path();
         let mut bytes = std::fs::read(&path).unwrap();
@@ -186,8 +201,6 @@ async fn a_stored_block_is_never_served_once_it_rots_even_just_after_it_was_serv
             std::fs::write(&path, bytes).unwrap();
         }
     }
-    let refused = blocks.get(&cid).await;
-    assert!(refused.is_err(), "served after it rotted: {refused:?}");
 }
 
 /// `content`, uploaded whole as `id`: its root's CID.
@@ -224,16 +237,7 @@ async fn store_upload(
 #[tokio::test]
 async fn many_blocks_are_read_at_once_in_order_as_far_as_the_bytes_allow_and_verified() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        SqliteStore::open(&dir.path().join("cairn.db"))
-            .await
-            .unwrap(),
-    );
-    let packs = Packs::open(dir.path().join("packs")).unwrap();
-    let account = store
-        .create_account("peer", Default::default())
-        .await
-        .unwrap();
+    let (store, packs, account) = store_with_account(&dir, "peer").await;
     // Three blocks of 1,000 bytes (one block each), and one that was never stored.
     let contents: Vec<Vec<u8>> = (1..=3u8).map(|i| vec![i; 1000]).collect();
     let mut cids = Vec::new();
@@ -255,18 +259,12 @@ async fn many_blocks_are_read_at_once_in_order_as_far_as_the_bytes_allow_and_ver
     let read = blocks.get_many(&asked, 0).await.unwrap();
     assert_eq!(read, [Some(contents[0].clone())]);
     let read = blocks.get_many(&asked, u64::MAX).await.unwrap();
+    assert!(blocks.get_many(&[], 0).await.unwrap().is_empty());
     assert_eq!(read.len(), 4);
     assert_eq!(read[3].as_deref(), Some(&contents[2][..]));
 
     // A block that rots is refused, read alone or with others.
-    for entry in std::fs::read_dir(dir.path().join("packs")).unwrap() {
-        let path = entry.unwrap().path();
-        let mut bytes = std::fs::read(&path).unwrap();
-        if let Some(at) = bytes.windows(1000).position(|w| w == contents[1]) {
-            bytes[at + 5] ^= 0x01;
-            std::fs::write(&path, bytes).unwrap();
-        }
-    }
+    rot(&dir, &contents[1]);
     assert!(blocks.get_many(&asked, u64::MAX).await.is_err());
     assert!(blocks.get_many(&asked[..2], u64::MAX).await.is_ok());
 }

@@ -222,11 +222,7 @@ async fn answer_wants(
         .filter(|want| want.want_type == WantType::Block)
         .map(|want| want.cid)
         .collect();
-    let mut read = match wanted.is_empty() {
-        true => Vec::new(),
-        false => blocks.get_many(&wanted, max_bytes).await?,
-    }
-    .into_iter();
+    let mut read = blocks.get_many(&wanted, max_bytes).await?.into_iter();
     let mut found = Vec::with_capacity(batch.len());
     while let Some(want) = batch.pop_front() {
         match want.want_type {

@@ -198,19 +198,20 @@ pub(super) async fn commits_at_once_that_break_a_limit_fail_alone(
                 key_id: (who == "keyed").then_some(key.id),
                 ..upload(&format!("at-once-{who}-{i}"), account.id)
             };
-            ready.push((new, packed, dag));
+            ready.push((who, new, packed, dag));
         }
     }
-    let outcomes =
-        futures_util::future::join_all(ready.into_iter().map(|(new, packed, dag)| async move {
-            let id = new.upload_id.clone();
-            (id, store.commit_completed_upload(new, packed, &dag).await)
-        }))
-        .await;
+    let outcomes = futures_util::future::join_all(ready.into_iter().map(
+        |(who, new, packed, dag)| async move {
+            let (id, account) = (new.upload_id.clone(), new.account_id);
+            let outcome = store.commit_completed_upload(new, packed, &dag).await;
+            (who, account, id, outcome)
+        },
+    ))
+    .await;
 
     let mut by_account = std::collections::BTreeMap::<&str, (usize, Vec<String>)>::new();
-    for (id, outcome) in &outcomes {
-        let who = id.split('-').nth(2).unwrap();
+    for (who, _, id, outcome) in &outcomes {
         let entry = by_account.entry(who).or_default();
         match outcome {
             Ok(op) => {
@@ -234,14 +235,9 @@ pub(super) async fn commits_at_once_that_break_a_limit_fail_alone(
         "{keyed_errors:?}"
     );
     // What failed left nothing: no operation, no bytes counted, no use of the key.
-    for (id, outcome) in &outcomes {
-        let account = match id.split('-').nth(2).unwrap() {
-            "free" => free.id,
-            "capped" => capped.id,
-            _ => keyed.id,
-        };
+    for (_, account, id, outcome) in &outcomes {
         let found = store
-            .operation(account, &OperationRef::UploadId(id.clone()))
+            .operation(*account, &OperationRef::UploadId(id.clone()))
             .await
             .unwrap();
         assert_eq!(found.is_some(), outcome.is_ok(), "{id}");
