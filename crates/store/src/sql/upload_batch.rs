@@ -18,9 +18,9 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 use super::backend::Backend;
+use super::commit;
 use super::write_queue::Line;
 use super::writer::{WriteTx, Writer};
-use super::SqlStore;
 use crate::model::{NewUpload, Operation, Packed, StoredDag};
 use crate::StoreError;
 
@@ -133,8 +133,7 @@ async fn commit_batch<B: Backend>(
     for ready in batch {
         B::query("SAVEPOINT upload").execute(&mut tx).await?;
         let outcome =
-            SqlStore::<B>::commit_upload_in(&mut tx, &ready.upload, &ready.packed, &ready.dag)
-                .await;
+            commit::commit_upload_in(&mut tx, &ready.upload, &ready.packed, &ready.dag).await;
         if outcome.is_err() {
             B::query("ROLLBACK TO upload").execute(&mut tx).await?;
         }

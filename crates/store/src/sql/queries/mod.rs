@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::backend::Backend;
-use super::commit::Starts;
+use super::commit::{self, Starts};
 use super::dialect::parameters;
 use super::rows::{
     account_from, node_from, now_ms, operation_from, tus_from, unique_violation, ModelRow,

@@ -79,8 +79,8 @@ impl<B: Backend> OperationQueue for SqlStore<B> {
             .await?
             .ok_or_else(|| StoreError::NotFound(format!("operation {id} claimed by {worker}")))?;
         let op = operation_from(&op)?;
-        Self::store_packed(&mut tx, &packed).await?;
-        Self::complete_in(&mut tx, op.account_id, id, dag, content).await?;
+        commit::store_packed(&mut tx, &packed).await?;
+        commit::complete_in(&mut tx, op.account_id, id, dag, content).await?;
         tx.commit().await?;
         self.operation_by_id(id).await
     }

@@ -8,7 +8,8 @@ impl<B: Backend> TusRecords for SqlStore<B> {
         let mut tx = self.write(Line::Requests).await?;
         let operation_id = match &new.upload {
             Some(upload) => {
-                let operation = Self::insert_operation(&mut tx, upload, Starts::Receiving).await?;
+                let operation =
+                    commit::insert_operation(&mut tx, upload, Starts::Receiving).await?;
                 Some(operation.id)
             }
             None => None,

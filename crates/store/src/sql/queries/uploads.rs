@@ -58,7 +58,7 @@ impl<B: Backend> Uploads for SqlStore<B> {
             return batches.commit(upload, packed, dag).await;
         }
         let mut tx = self.write(Line::Requests).await?;
-        let operation = Self::commit_upload_in(&mut tx, &upload, &packed, dag).await?;
+        let operation = commit::commit_upload_in(&mut tx, &upload, &packed, dag).await?;
         tx.commit().await?;
         Ok(operation)
     }
@@ -73,7 +73,7 @@ impl<B: Backend> Uploads for SqlStore<B> {
             Some(failure) => Starts::Failed(failure),
             None => Starts::Pending("waiting to be processed"),
         };
-        let operation = Self::insert_operation(&mut tx, &upload, starts).await?;
+        let operation = commit::insert_operation(&mut tx, &upload, starts).await?;
         tx.commit().await?;
         Ok(operation)
     }
@@ -161,7 +161,7 @@ impl<B: Backend> Uploads for SqlStore<B> {
         stored: Option<&StoredDag>,
     ) -> Result<Operation, StoreError> {
         let mut tx = self.write(Line::Requests).await?;
-        let id = Self::insert_pin(&mut tx, &pin, stored).await?;
+        let id = commit::insert_pin(&mut tx, &pin, stored).await?;
         tx.commit().await?;
         self.operation_by_id(id).await
     }
@@ -187,12 +187,12 @@ impl<B: Backend> Uploads for SqlStore<B> {
         stored: Option<&StoredDag>,
     ) -> Result<Option<Operation>, StoreError> {
         let mut tx = self.write(Line::Requests).await?;
-        match Self::delete_kept_in(&mut tx, account_id, request_id).await? {
+        match commit::delete_kept_in(&mut tx, account_id, request_id).await? {
             Some(old) if old.deleted_at_ms.is_none() => {}
             // Deleted (or replaced) already: like a request id that does not exist.
             _ => return Ok(None),
         }
-        let id = Self::insert_pin(&mut tx, &pin, stored).await?;
+        let id = commit::insert_pin(&mut tx, &pin, stored).await?;
         tx.commit().await?;
         self.operation_by_id(id).await.map(Some)
     }
@@ -203,7 +203,7 @@ impl<B: Backend> Uploads for SqlStore<B> {
         upload_id: &str,
     ) -> Result<Option<Operation>, StoreError> {
         let mut tx = self.write(Line::Requests).await?;
-        let Some(op) = Self::delete_kept_in(&mut tx, account_id, upload_id).await? else {
+        let Some(op) = commit::delete_kept_in(&mut tx, account_id, upload_id).await? else {
             return Ok(None);
         };
         tx.commit().await?;
