@@ -7,12 +7,12 @@
 //! `CAIRN_FUZZ_CORPUS=DIR` set, the seeds are written to `DIR/archive_extract/` (what
 //! `scripts/fuzz` does before fuzzing).
 
+mod support;
+use support::compress;
+use support::raw;
+
 use cairn_archive::fuzz as bodies;
-#[path = "support/compress.rs"]
-mod compress;
 use cairn_test_support::fuzz_corpus as corpus;
-#[path = "support/raw.rs"]
-mod raw;
 
 use std::io::{Cursor, Write};
 

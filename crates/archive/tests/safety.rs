@@ -1,9 +1,8 @@
 //! Every rule of `docs/archive-safety.md`, on archives these tests build themselves.
 //! Headers are written byte by byte where the `tar` crate would refuse a hostile name.
 
-#[path = "support/compress.rs"]
-mod compress;
 mod support;
+use support::compress;
 
 use cairn_archive::{ArchiveError, ArchiveFormat, Limits};
 use cairn_unixfs::{DirectoryBuilder, MemoryBlocks, Profile};

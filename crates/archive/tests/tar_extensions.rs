@@ -3,9 +3,8 @@
 //! are read as their writers mean them, and each one's hostile forms are refused under
 //! `docs/archive-safety.md`. Archives are written byte by byte (`support/raw.rs`).
 
-#[path = "support/raw.rs"]
-mod raw;
 mod support;
+use support::raw;
 
 use cairn_archive::{ArchiveError, ArchiveFormat, Limits};
 use cairn_unixfs::{DirectoryBuilder, Link, MemoryBlocks, Profile};

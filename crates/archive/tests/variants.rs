@@ -3,9 +3,8 @@
 //! root entry in zip and 7z, compressed tars corrupted mid-stream, nested archives, and empty
 //! archives.
 
-#[path = "support/raw.rs"]
-mod raw;
 mod support;
+use support::raw;
 
 use std::io::{Cursor, Write};
 

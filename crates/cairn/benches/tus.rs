@@ -53,7 +53,7 @@ impl Drop for Target {
 }
 
 fn start_cairn(data: &Path) -> Target {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+    let mut child = Command::new(cairn_harness::server::binary())
         .env("CAIRN_P2P_LISTEN", "none")
         .args([
             "serve",
@@ -76,7 +76,7 @@ fn start_cairn(data: &Path) -> Target {
     let token = lines.next().unwrap().unwrap().trim().to_owned();
     // Let the server keep printing without blocking on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    Command::new(env!("CARGO_BIN_EXE_cairn"))
+    Command::new(cairn_harness::server::binary())
         .args(["account", "set", "default", "--quota", "none", "--data-dir"])
         .arg(data)
         .output()

@@ -10,14 +10,13 @@
 //! gateway by CID and by IPNS name, delegated routing, `/healthz`, `/metrics`,
 //! `/api/openapi.json`, the web page) must answer without a token.
 //!
-//! [`ROUTES`] is the list, written out by hand. [`registered_routes`] (`support/routes.rs`)
+//! [`ROUTES`] is the list, written out by hand. [`registered_routes`] (`routes/mod.rs`)
 //! reads the routers' sources and the test fails when the two differ, so a route added to the
 //! server without a line here is a failure, not a gap. Every mismatch is collected, then
 //! reported together.
 
-mod server;
+use cairn_harness::server;
 
-#[path = "support/routes.rs"]
 mod routes;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,7 +3,7 @@
 //! began comes back (uploads byte for byte, the pin, keys, a name that still signs), `cairn
 //! fsck` finds the restored store whole, and one flipped byte fails verification.
 
-mod server;
+use cairn_harness::server;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The `cairn` client against a real server: upload a file, a directory and an archive, get
 //! each back and compare; kill an upload mid-TUS and run it again to see it resume.
 
-mod server;
+use cairn_harness::server;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

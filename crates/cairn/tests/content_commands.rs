@@ -1,6 +1,6 @@
 //! `cairn cid` and `cairn car` on real trees on disk, checked against the shared vectors.
 
-mod server;
+use cairn_harness::server;
 use cairn_test_support::vectors;
 
 use std::collections::HashSet;
@@ -48,7 +48,7 @@ fn materialize(spec: &serde_json::Value, root: &Path) {
 }
 
 fn cairn(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cairn"))
+    Command::new(cairn_harness::server::binary())
         .args(args)
         .output()
         .expect("run cairn")

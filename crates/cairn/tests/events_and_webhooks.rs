@@ -3,7 +3,7 @@
 //! and at least once across `kill -9`; live events followed with curl and resumed with
 //! `Last-Event-ID`; and the account's usage.
 
-mod server;
+use cairn_harness::server;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

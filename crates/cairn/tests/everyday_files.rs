@@ -12,7 +12,7 @@
 //! - a broken archive named as one is refused as `invalid_archive` (by POST at once, by TUS
 //!   when its operation fails, by `cairn upload` with exit status 1).
 
-mod server;
+use cairn_harness::server;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! waits, what was stored stays intact and readable, and Cairn works again as soon as space
 //! is freed, without a restart. POST, TUS, an archive's extraction and a compaction.
 
-mod server;
+use cairn_harness::server;
 
 use std::path::Path;
 use std::process::Command;
@@ -53,7 +53,7 @@ fn admin_output(running: &Running, args: &[&str], data: &Path) -> std::process::
         .arg("--mount")
         .arg("--target")
         .arg(running.child.id().to_string())
-        .arg(env!("CARGO_BIN_EXE_cairn"))
+        .arg(cairn_harness::server::binary())
         .args(args)
         .arg("--data-dir")
         .arg(data)

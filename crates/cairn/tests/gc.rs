@@ -3,7 +3,7 @@
 //! dead, keeps every live byte readable, and survives being killed at any moment (`cairn
 //! fsck` stays clean).
 
-mod server;
+use cairn_harness::server;
 
 use std::path::Path;
 use std::process::Output;

@@ -3,7 +3,7 @@
 //! included); the server's memory stays bounded while it serves a self-repeating DAG. A full
 //! disk on the server's side is `full_disk.rs`.
 
-mod server;
+use cairn_harness::server;
 
 use cairn_car::hostile;
 
@@ -118,7 +118,8 @@ async fn cairn_get_refuses_hostile_dags_before_writing_and_leaves_nothing_behind
             disk = small_disk.display()
         );
         let output = Command::new("unshare")
-            .args(["-m", "sh", "-c", &script, env!("CARGO_BIN_EXE_cairn")])
+            .args(["-m", "sh", "-c", &script])
+            .arg(server::binary())
             .env("CAIRN_URL", &running.upload)
             .output()
             .unwrap();

@@ -13,10 +13,10 @@
 //! answers every block "not found"); with it on, Kubo would fall back to Cairn's Bitswap were
 //! the HTTPS probe or the certificate refused, which Cairn's counter would show.
 
-mod server;
+use cairn_harness::server;
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -286,7 +286,12 @@ fn sample(text: &str, name: &str) -> f64 {
 fn helia_http_install() -> &'static node::Installed {
     static INSTALL: OnceLock<node::Installed> = OnceLock::new();
     INSTALL.get_or_init(|| {
-        let sources: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers");
-        node::npm_ci(&node::NODE_24, "helia", &sources, &["helia_http.mjs"], &[])
+        node::npm_ci(
+            &node::NODE_24,
+            "helia",
+            &cairn_harness::peers::sources(),
+            &["helia_http.mjs"],
+            &[],
+        )
     })
 }

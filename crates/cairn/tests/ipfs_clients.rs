@@ -7,7 +7,7 @@
 //! is held at 6.x there, as these tests were first run with it on Node 20.
 
 mod interop;
-mod server;
+use cairn_harness::server;
 
 use cairn_test_support::tree;
 use server::{cairn, start, terminate};

@@ -4,7 +4,7 @@
 //! is told of each new head by an announce; deleting an upload publishes a removal.
 
 mod ipni;
-mod server;
+use cairn_harness::server;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

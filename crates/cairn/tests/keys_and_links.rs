@@ -2,7 +2,7 @@
 //! them over HTTP against `cairn serve` (`tests/authorization.rs` checks every route against
 //! every scope; `tests/upload_links_browser.rs` uploads through links from a browser).
 
-mod server;
+use cairn_harness::server;
 
 use reqwest::header::{ACCESS_CONTROL_ALLOW_ORIGIN, ORIGIN};
 use reqwest::multipart::{Form, Part};

@@ -4,7 +4,7 @@
 //! the server acknowledged must read back byte for byte and be listed as kept. Latencies are
 //! printed, never asserted (they depend on the machine).
 
-mod server;
+use cairn_harness::server;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! one upload follows the next, resolves (its record verified by the client) and serves under
 //! `/ipns/`; a wrong label is a clear failure; a record a router altered is refused.
 
-mod server;
+use cairn_harness::server;
 
 use std::collections::HashMap;
 use std::path::Path;

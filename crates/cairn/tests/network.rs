@@ -3,16 +3,17 @@
 //! Cairn stores is fetched over Bitswap (TCP and QUIC), and through Cairn's delegated router
 //! over Bitswap and over HTTP.
 
-mod peers;
-mod server;
+use cairn_harness::peers;
+use cairn_harness::server;
 
 use std::path::Path;
 use std::time::Duration;
 
 use cairn_car::{CarLimits, CarReader};
+use cairn_harness::per_kubo_release;
 use cairn_test_support::moto::Moto;
 use cairn_test_support::postgres::{self, Database};
-use peers::{eventually, netns, per_kubo_release, tree, Broker, Helia, Kubo, KuboRelease, Source};
+use peers::{eventually, netns, tree, Broker, Helia, Kubo, KuboRelease, Source};
 use server::{client, start, terminate, Running};
 
 const TIMEOUT: Duration = Duration::from_secs(60);

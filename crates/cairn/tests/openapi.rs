@@ -7,10 +7,9 @@
 //! (every error response is described as that object, so a plain-text or HTML error, or one
 //! with other fields, fails `response_schema_conformance` or `content_type_conformance`).
 
-mod server;
+use cairn_harness::server;
 
 use cairn_test_support::pypi;
-#[path = "support/routes.rs"]
 mod routes;
 
 use std::collections::BTreeSet;

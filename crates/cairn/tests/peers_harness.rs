@@ -1,17 +1,18 @@
-//! The peer harness (`tests/peers/`) proven against itself, each test in a loopback-only
+//! The peer harness (`cairn_harness::peers`) proven against itself, each test in a loopback-only
 //! network namespace: Kubo and Helia exchange a multi-block file and a directory over
 //! Bitswap (TCP and QUIC), Kubo's LAN DHT holds and gives out provider records and peer
 //! addresses, and Helia fetches through a delegated router over Bitswap and over HTTP (from
 //! `cairn serve`'s gateway, which stores Kubo's CIDs when uploads use `unixfs-v0-2015`).
 
-mod peers;
-mod server;
+use cairn_harness::peers;
+use cairn_harness::server;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use peers::{eventually, netns, per_kubo_release, tree, Broker, Helia, Kubo, KuboRelease, Source};
+use cairn_harness::per_kubo_release;
+use peers::{eventually, netns, tree, Broker, Helia, Kubo, KuboRelease, Source};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 

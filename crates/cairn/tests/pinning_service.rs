@@ -3,7 +3,7 @@
 //! `cairn serve` passes all nine checks, response shapes validated against the spec.
 
 mod pinning;
-mod server;
+use cairn_harness::server;
 
 #[test]
 fn the_pinning_service_api_passes_the_official_compliance_checks() {

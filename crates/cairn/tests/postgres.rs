@@ -2,7 +2,7 @@
 //! for the test on the server the tests share (`cairn_test_support::postgres`), and in a
 //! cluster of the test's own that it stops in the middle of work and starts again.
 
-mod server;
+use cairn_harness::server;
 
 use cairn_test_support::postgres::{self, Cluster, Database};
 use server::{cairn, client, start, terminate};

@@ -14,7 +14,7 @@
 //!
 //! `CAIRN_POWER_CUT_ROUNDS` sets the number of cuts (default 12).
 
-mod server;
+use cairn_harness::server;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,10 +2,8 @@
 //! keyspace (issue 37), against a DHT of [`DHT_NODES`] `cairn_p2p` nodes in this process, in
 //! a network namespace with only loopback.
 
-#[path = "support/dht.rs"]
-mod dht;
-#[path = "server/mod.rs"]
-mod server;
+use cairn_harness::dht;
+use cairn_harness::server;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! `cairn gc` on the shared stores empties the bucket of what no one keeps while a node reads;
 //! an event raised on one node reaches a subscriber and a webhook through the other.
 
-mod server;
+use cairn_harness::server;
 
 use cairn_test_support::moto;
 

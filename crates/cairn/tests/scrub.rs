@@ -2,7 +2,7 @@
 //! reported on `GET /api/node` and `/metrics`, and repaired from a second node over Bitswap;
 //! `cairn fsck --deep` names what the pack store and the index lack of each other.
 
-mod server;
+use cairn_harness::server;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -1,7 +1,7 @@
 //! The `cairn` binary as a user meets it: `serve` with zero configuration, the token it prints,
 //! admin commands on a live data directory, and a clean stop on SIGTERM, under load too.
 
-mod server;
+use cairn_harness::server;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

@@ -9,7 +9,7 @@
 //! `CAIRN_SOAK_ROUNDS` sets the rounds (defaults are CI's), `CAIRN_SOAK_SEED` replays the
 //! choices of a run (the moments of the kills still differ); `scripts/soak` runs many more.
 
-mod server;
+use cairn_harness::server;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;

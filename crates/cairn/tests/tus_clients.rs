@@ -5,7 +5,7 @@
 //! through concatenation. Every upload must end with the CID of the bytes sent.
 
 mod interop;
-mod server;
+use cairn_harness::server;
 
 use cairn_test_support::pypi;
 

@@ -6,7 +6,7 @@
 //! `CAIRN_CRASH_ROUNDS` sets the number of rounds (default 50, as CI runs it); the soak script
 //! `scripts/tus-crash-soak` runs many more.
 
-mod server;
+use cairn_harness::server;
 
 use server::{content, start, Running};
 

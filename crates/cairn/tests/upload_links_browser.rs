@@ -8,7 +8,7 @@
 //! Chromium is installed with apt when missing (as root); where it cannot be, the tests say so
 //! and pass without running, as `web_page.rs` does.
 
-mod server;
+use cairn_harness::server;
 
 use cairn_test_support::{debian, node};
 

@@ -6,7 +6,7 @@
 //! Chromium is installed with apt when missing (as root); where it cannot be, the tests say so
 //! and pass without running, since nothing else on such a machine can drive a browser.
 
-mod server;
+use cairn_harness::server;
 
 use cairn_test_support::{debian, node};
 

@@ -3,11 +3,10 @@
 //!
 //! Run: `cargo bench -p cairn-server --bench gateway`. Best of 3.
 
-#[path = "support/host.rs"]
-mod host;
+mod support;
 use cairn_test_support::noise;
-#[path = "support/stored.rs"]
-mod stored;
+use support::host;
+use support::stored;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -12,8 +12,8 @@
 //! Run: `cargo bench -p cairn-server --bench gc` (`GC_UPLOADS=N` for another count).
 
 use cairn_test_support::noise;
-#[path = "support/stored.rs"]
-mod stored;
+mod support;
+use support::stored;
 
 use std::sync::Arc;
 use std::time::Instant;

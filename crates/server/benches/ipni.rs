@@ -8,9 +8,8 @@
 //!
 //! Run: `cargo bench -p cairn-server --bench ipni` (`IPNI_MULTIHASHES=N` for another count).
 
-#[path = "support/stored.rs"]
-#[allow(dead_code)]
-mod stored;
+mod support;
+use support::stored;
 
 use cairn_store::Providing;
 use std::time::Instant;

@@ -12,8 +12,8 @@
 //!
 //! Run: `cargo bench -p cairn-server --bench kept` (`KEPT_ROWS=N` for another size).
 
-#[path = "support/host.rs"]
-mod host;
+mod support;
+use support::host;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

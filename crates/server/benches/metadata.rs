@@ -14,9 +14,9 @@
 //!
 //! Run: `cargo bench -p cairn-server --bench metadata`.
 
-#[path = "support/host.rs"]
-mod host;
+mod support;
 use cairn_test_support::noise;
+use support::host;
 
 use std::path::Path;
 use std::sync::Arc;

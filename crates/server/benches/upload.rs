@@ -13,9 +13,9 @@
 
 use cairn_store::{Access, Accounts};
 use cairn_test_support::disk;
-#[path = "support/host.rs"]
-mod host;
+mod support;
 use cairn_test_support::noise;
+use support::host;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -16,7 +16,6 @@ use cairn_unixfs::{BlockBytes, BlockSink, Cid, CidVersion, Profile};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{ConnectOptions, Connection};
 
-#[path = "support/released.rs"]
 mod released;
 
 #[tokio::test]

@@ -9,7 +9,6 @@ use cairn_store::Accounts;
 use cairn_test_support::postgres::Database;
 use sqlx::Connection;
 
-#[path = "support/released.rs"]
 mod released;
 
 #[tokio::test]

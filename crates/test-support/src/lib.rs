@@ -58,14 +58,15 @@ pub fn cannot_run(missing: &str) {
 }
 
 /// The target directory's `tmp/` (what Cargo names `CARGO_TARGET_TMPDIR` to integration
-/// tests): found from the running test binary, `<target>/<profile>/deps/<binary>`, so that a
-/// library can use it too.
+/// tests): found from the running executable, whatever kind (a test or bench under
+/// `<target>/<profile>/deps/`, a binary under `<target>/<profile>/`), as the nearest directory
+/// above it holding the `CACHEDIR.TAG` Cargo writes at a target directory's root, so that a
+/// library and a binary can use it too.
 pub fn target_tmp() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
+    let exe = std::env::current_exe().expect("the running executable's path");
     let target = exe
         .ancestors()
-        .find(|dir| dir.file_name().is_some_and(|name| name == "deps"))
-        .and_then(|deps| deps.parent()?.parent())
+        .find(|dir| dir.join("CACHEDIR.TAG").is_file())
         .unwrap_or_else(|| panic!("{} is not under a Cargo target directory", exe.display()));
     let tmp = target.join("tmp");
     std::fs::create_dir_all(&tmp).unwrap_or_else(|e| panic!("create {}: {e}", tmp.display()));

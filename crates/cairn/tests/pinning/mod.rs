@@ -5,7 +5,7 @@
 //! Installed on first use, offline-safe, into `<target tmp>/pinning-compliance`
 //! (`package.json`, `package-lock.json`; `npm ci --ignore-scripts`: its `kubo` dependency's
 //! install script downloads a Kubo binary, which the checks never use), on Node 22 from PyPI
-//! (`tests/support/node.rs`; not 23 or newer, see [`node::NODE_22`]), and again only when the
+//! (`cairn_test_support::node`; not 23 or newer, see [`node::NODE_22`]), and again only when the
 //! lock changes.
 //!
 //! The tool checks response shapes against the spec's OpenAPI file, which it fetches from

@@ -55,9 +55,6 @@
 //! [`Helia::find_providers`] runs a LAN DHT client query entered through a given peer and
 //! says which peer answered with each record.
 
-// Each test binary (and the bitswap bench) uses a different part.
-#![allow(dead_code, unused_imports, unused_macros)]
-
 use cairn_test_support::kubo;
 pub use cairn_test_support::{netns, tree};
 
@@ -88,8 +85,9 @@ pub struct PeerError {
     pub message: String,
 }
 
-fn sources() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
+/// The peers' drivers (`helia*.mjs`, `kubo.py`) and the npm lock they are installed from.
+pub fn sources() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("peers")
 }
 
 /// A driver process: a JSON line in, a JSON line out. Killed on drop.
@@ -666,6 +664,7 @@ pub fn eventually<T>(what: &str, limit: Duration, mut attempt: impl FnMut() -> O
 /// outside the namespace), then calls the function `NAME(release, work)` inside a network
 /// namespace of its own with a fresh work directory. A module and a function may share a
 /// name.
+#[macro_export]
 macro_rules! per_kubo_release {
     ($name:ident $(, before: $before:expr)?) => {
         mod $name {
@@ -695,7 +694,6 @@ macro_rules! per_kubo_release {
         }
     };
 }
-pub(crate) use per_kubo_release;
 
 /// What [`per_kubo_release!`]'s tests run: install the peers and `before` out here, then
 /// `body(release, work)` inside the namespace `test_name` runs in.

@@ -1,6 +1,5 @@
 //! A TCP proxy in front of an HTTP server (the tests' S3) that misbehaves on demand: it passes
 //! bytes through, answers every request `503`, resets every connection, or stalls.
-#![allow(dead_code)] // each test binary uses a different part
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

@@ -3,9 +3,8 @@
 //! makes uploads answer `503 unavailable` with `Retry-After` in seconds; a `200` or `204` is only
 //! ever sent for bytes that are stored; and the node works again as soon as S3 does.
 
-mod server;
+use cairn_harness::server;
 
-#[path = "support/fault_proxy.rs"]
 mod fault_proxy;
 use cairn_test_support::moto;
 

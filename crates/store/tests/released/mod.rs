@@ -1,5 +1,5 @@
 //! Databases as the code before the SQL backends were folded into one left them: the
-//! migrations exactly as they were (`tests/released/*.sql`: the last release's, from commit
+//! migrations exactly as they were (`*.sql` beside this file: the last release's, from commit
 //! 985a14e, and the two steps added after it, from 4f5433b), and a few rows written into that
 //! schema. A store opened on such a database must migrate it and
 //! keep working, with the rows readable.
@@ -13,25 +13,25 @@ use cairn_store::MetadataStore;
 
 /// SQLite's released migrations, tracked by `PRAGMA user_version`.
 pub const SQLITE: [&str; 7] = [
-    include_str!("../released/sqlite-1.sql"),
-    include_str!("../released/sqlite-2.sql"),
-    include_str!("../released/sqlite-3.sql"),
-    include_str!("../released/sqlite-4.sql"),
-    include_str!("../released/sqlite-5.sql"),
-    include_str!("../released/sqlite-6.sql"),
-    include_str!("../released/sqlite-7.sql"),
+    include_str!("sqlite-1.sql"),
+    include_str!("sqlite-2.sql"),
+    include_str!("sqlite-3.sql"),
+    include_str!("sqlite-4.sql"),
+    include_str!("sqlite-5.sql"),
+    include_str!("sqlite-6.sql"),
+    include_str!("sqlite-7.sql"),
 ];
-pub const SQLITE_ROWS: &str = include_str!("../released/sqlite-data.sql");
+pub const SQLITE_ROWS: &str = include_str!("sqlite-data.sql");
 
 /// PostgreSQL's released migrations, tracked as rows of `cairn_schema`.
 pub const POSTGRES: [&str; 5] = [
-    include_str!("../released/postgres-1.sql"),
-    include_str!("../released/postgres-2.sql"),
-    include_str!("../released/postgres-3.sql"),
-    include_str!("../released/postgres-4.sql"),
-    include_str!("../released/postgres-5.sql"),
+    include_str!("postgres-1.sql"),
+    include_str!("postgres-2.sql"),
+    include_str!("postgres-3.sql"),
+    include_str!("postgres-4.sql"),
+    include_str!("postgres-5.sql"),
 ];
-pub const POSTGRES_ROWS: &str = include_str!("../released/postgres-data.sql");
+pub const POSTGRES_ROWS: &str = include_str!("postgres-data.sql");
 
 /// The rows of `*-data.sql` read back through the store, and the store still writing.
 pub async fn check_rows(store: &dyn MetadataStore) {

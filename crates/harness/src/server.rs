@@ -1,6 +1,5 @@
 //! Running the real `cairn` binary in tests: start `serve` on port 0 and read what it prints,
 //! run admin commands on its data directory, and stop it.
-#![allow(dead_code)] // each test binary uses a different part
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -39,10 +38,30 @@ impl Drop for Running {
     }
 }
 
+/// The `cairn` binary Cargo built beside the running test or bench (`<target>/<profile>/cairn`,
+/// the test being `<target>/<profile>/deps/<test>`): Cargo builds a package's binaries before
+/// its integration tests and benches, and names them to those alone (`CARGO_BIN_EXE_cairn`),
+/// so a library finds it from the test's own path.
+pub fn binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile = exe
+        .ancestors()
+        .find(|dir| dir.file_name().is_some_and(|name| name == "deps"))
+        .and_then(std::path::Path::parent)
+        .unwrap_or_else(|| panic!("{} is not under a Cargo target directory", exe.display()));
+    let binary = profile.join("cairn");
+    assert!(
+        binary.exists(),
+        "no cairn binary at {} (run the tests of the `cairn` package)",
+        binary.display()
+    );
+    binary
+}
+
 /// The binary, without its IPFS node unless the test asks for one (network tests run it in a
 /// namespace of their own; a `--p2p-listen` flag overrides this).
 pub fn cairn() -> Command {
-    cairn_at(std::path::Path::new(env!("CARGO_BIN_EXE_cairn")))
+    cairn_at(&binary())
 }
 
 /// [`cairn`] with the binary at `binary` (an earlier release, in the upgrade tests).
@@ -149,7 +168,8 @@ pub fn start_on_small_disk(data_dir: &std::path::Path, mib: u32, extra: &[&str])
     );
     let mut command = Command::new("unshare");
     command
-        .args(["-m", "sh", "-c", &script, env!("CARGO_BIN_EXE_cairn")])
+        .args(["-m", "sh", "-c", &script])
+        .arg(binary())
         .args(serve_args(data_dir))
         .args(extra);
     start_command(command)

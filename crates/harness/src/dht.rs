@@ -2,8 +2,6 @@
 //! network namespace with only loopback: `cairn_test_support::netns`), and Cairn's providing
 //! as its `/metrics` shows it.
 
-#![allow(dead_code)]
-
 use std::sync::Arc;
 use std::time::Duration;
 

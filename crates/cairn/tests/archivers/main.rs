@@ -7,11 +7,9 @@
 //! `cairn upload`, which must agree. Archives the same tools make unsafe are refused as
 //! `invalid_archive`, the message naming the entry and the rule.
 
-mod server;
+use cairn_harness::server;
 
-#[path = "archivers/tools.rs"]
 mod tools;
-#[path = "archivers/trees.rs"]
 mod trees;
 
 use std::fs::File;
