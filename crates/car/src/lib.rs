@@ -113,6 +113,12 @@ impl From<NodeError> for ImportError {
 /// Most distinct link targets tracked while importing (bounds memory on hostile CARs).
 pub const MAX_IMPORT_LINKS: usize = 1_000_000;
 
+/// Blocks read ahead and handed to the sink together, at most this many or this many bytes
+/// (past the block that reaches it): storage is asked about the batch once, and the bytes
+/// held are bounded whatever the CAR's blocks.
+const IMPORT_BATCH_BLOCKS: usize = 64;
+const IMPORT_BATCH_BYTES: usize = 4 << 20;
+
 /// Import every block of `reader` into `sink` and check that the header's single root names a
 /// complete DAG whose every node keeps the UnixFS rules, and fits what its parent says of it
 /// (a file's `blocksizes`, a HAMT's sub-shards). `stored` holds what storage already has: a
@@ -134,20 +140,42 @@ pub fn import_complete<R: Read>(
     let mut linked: HashMap<Cid, Cid> = HashMap::new();
     // (child, parent, what the parent says the child is).
     let mut rules: Vec<(Cid, Cid, ChildRule)> = Vec::new();
-    while let Some((cid, block)) = reader.next_block()? {
-        sink.put_block(&cid, BlockBytes::new(&block))
-            .map_err(CarError::Io)?;
-        let node = Node::decode(&cid, block)?;
-        for (link, rule) in node.links() {
-            linked.entry(link).or_insert(cid);
-            if let Some(rule) = rule {
-                rules.push((link, cid, rule));
+    // Blocks reach the sink a batch at a time: one question to storage covers many.
+    let mut batch: Vec<(Cid, Vec<u8>)> = Vec::new();
+    let mut batch_bytes = 0;
+    loop {
+        let next = reader.next_block()?;
+        let ended = next.is_none();
+        if let Some((cid, block)) = next {
+            batch_bytes += block.len();
+            batch.push((cid, block));
+        }
+        let full = batch.len() == IMPORT_BATCH_BLOCKS || batch_bytes >= IMPORT_BATCH_BYTES;
+        if !(full || ended) {
+            continue;
+        }
+        let blocks: Vec<(Cid, BlockBytes)> = batch
+            .iter()
+            .map(|(cid, block)| (*cid, BlockBytes::new(block)))
+            .collect();
+        sink.put_blocks(&blocks).map_err(CarError::Io)?;
+        for (cid, block) in batch.drain(..) {
+            let node = Node::decode(&cid, block)?;
+            for (link, rule) in node.links() {
+                linked.entry(link).or_insert(cid);
+                if let Some(rule) = rule {
+                    rules.push((link, cid, rule));
+                }
             }
+            if linked.len() + rules.len() > MAX_IMPORT_LINKS {
+                return Err(ImportError::TooManyLinks(MAX_IMPORT_LINKS));
+            }
+            present.insert(cid.hash().to_bytes(), (cid.codec(), node.kind()));
         }
-        if linked.len() + rules.len() > MAX_IMPORT_LINKS {
-            return Err(ImportError::TooManyLinks(MAX_IMPORT_LINKS));
+        batch_bytes = 0;
+        if ended {
+            break;
         }
-        present.insert(cid.hash().to_bytes(), (cid.codec(), node.kind()));
     }
     // The kind of a block the CAR holds, as `link` (from `parent`) reads it. Storage is keyed
     // by multihash, so a link under another codec would read the same bytes as something

@@ -214,7 +214,7 @@ fn write_pack(
 ) -> tokio::task::JoinHandle<std::io::Result<PackWriter>> {
     let packs = service.packs.clone();
     tokio::task::spawn_blocking(move || {
-        let mut pack = packs.writer(Box::new(|_: &[u8]| Ok(false)))?;
+        let mut pack = packs.writer(cairn_store::packs::nothing_known())?;
         for message in blocks {
             match message {
                 ToPack::Write(cid, block) => pack.put_block(&cid, BlockBytes::new(&block))?,

@@ -284,7 +284,7 @@ fn write_one(
     cid: &Cid,
     bytes: &[u8],
 ) -> io::Result<cairn_store::model::SealedPack> {
-    let mut writer = packs.writer(Box::new(|_: &[u8]| Ok(false)))?;
+    let mut writer = packs.writer(cairn_store::packs::nothing_known())?;
     writer.put_block(cid, BlockBytes::new(bytes))?;
     writer
         .seal()?

@@ -12,21 +12,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn_archive::extract::SourceStats;
-use cairn_archive::{ArchiveError, Extractor, Limits};
-use cairn_store::model::{
-    ErrorCode, Operation, OperationError, OperationKind, StoredAs, StoredDag,
-};
+use cairn_archive::Limits;
+use cairn_store::model::{ErrorCode, Operation, OperationError, OperationKind, StoredAs};
 use cairn_store::StoreError;
 use cairn_unixfs::Profile;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::detect::{ArchiveFormat, ContentKind, Detected, Detection, Refused, HEAD_BYTES};
-use crate::ingest::{self, CarFault};
+use crate::ingest::{self, Import, ImportError};
 use crate::outcome::Outcome;
 use crate::Service;
-use cairn_store::blocks::StoredBlockReader;
 
 /// How often a worker reports progress (and so renews its lease) while extracting; well
 /// under any sensible lease.
@@ -275,10 +271,6 @@ fn process_bytes(
     if let Some(refusal) = link_refuses(service, &runtime, op, &detected.media_type) {
         return Outcome::Refused(refusal);
     }
-    let mut pack = match ingest::new_pack(service.store.clone(), &service.packs) {
-        Ok(pack) => pack,
-        Err(e) => return Outcome::Failed(e),
-    };
     // The stage a stream shows (`progress` events), the message's first word.
     let stage = match detected.kind {
         ContentKind::Archive(_) => "extracting",
@@ -316,59 +308,34 @@ fn process_bytes(
         }
         Ok(())
     };
-    let root = match detected.kind {
-        ContentKind::Archive(format) => {
-            let extractor = Extractor::new(
-                profile,
-                limits,
-                &mut pack,
-                SourceStats::default(),
-                &mut progress,
-            );
-            cairn_archive::extract(format, input, extractor).map(|root| root.cid)
-        }
-        ContentKind::Car => {
-            let mut stored = StoredBlockReader::new(service.store.clone(), service.packs.clone());
-            let input = ProgressReader::new(input, &mut progress);
-            ingest::import_car(input, &mut pack, &mut stored).map_err(|fault| match fault {
-                CarFault::Invalid(message) => ArchiveError::Archive(message),
-                CarFault::Io(e) => ArchiveError::Io(e),
-            })
-        }
-        ContentKind::File => {
-            let input = ProgressReader::new(input, &mut progress);
-            ingest::import_file(input, profile, &mut pack).map_err(ArchiveError::Io)
-        }
+    let how = Import {
+        profile,
+        limits,
+        store: service.store.clone(),
+        packs: &service.packs,
     };
+    let imported = ingest::import(detected.kind, &mut input, how, &mut progress);
     if abandon.load(Ordering::Relaxed) || lost.load(Ordering::Relaxed) {
         return Outcome::Abandoned;
     }
     // Everything read: what is left is sealing the pack and committing it, which a long
     // piece of work says (a stream shows it as `storing`).
-    if root.is_ok() && started.elapsed() >= REPORT_EVERY && report("storing", total).is_err() {
+    if imported.is_ok() && started.elapsed() >= REPORT_EVERY && report("storing", total).is_err() {
         return Outcome::Abandoned;
     }
-    match root {
-        Ok(root) => {
-            let dag = StoredDag {
-                cid: root.to_string(),
-                size: pack.dag_bytes(),
-            };
-            match pack.seal() {
-                Ok(sealed) => Outcome::Done(dag, sealed, Some(detected.content())),
-                Err(e) => Outcome::Failed(e),
-            }
-        }
-        Err(ArchiveError::TooLarge { entry, limit }) if quota_binds => Outcome::OverQuota(format!(
+    match imported {
+        Ok(imported) => match imported.seal() {
+            Ok((dag, sealed)) => Outcome::Done(dag, sealed, Some(detected.content())),
+            Err(e) => Outcome::Failed(e),
+        },
+        Err(ImportError::TooLarge { entry, limit }) if quota_binds => Outcome::OverQuota(format!(
             "extracting the archive (at entry {entry:?}) would exceed the account's stored-bytes \
              quota: {limit} bytes are left"
         )),
-        Err(
-            e @ (ArchiveError::Entry { .. }
-            | ArchiveError::Archive(_)
-            | ArchiveError::TooLarge { .. }),
-        ) => Outcome::Invalid(e.to_string()),
-        Err(ArchiveError::Io(e)) => Outcome::Failed(e),
+        Err(e @ (ImportError::Invalid(_) | ImportError::TooLarge { .. })) => {
+            Outcome::Invalid(e.to_string())
+        }
+        Err(ImportError::Io(e)) => Outcome::Failed(e),
     }
 }
 
@@ -416,30 +383,4 @@ fn link_refuses(
             format!("this link takes {takes} uploads, and the bytes are {media_type}"),
         )
     })
-}
-
-/// Reports bytes read to the progress callback (which may also stop the work).
-struct ProgressReader<'a, R> {
-    inner: R,
-    read: u64,
-    progress: &'a mut dyn FnMut(u64) -> io::Result<()>,
-}
-
-impl<'a, R> ProgressReader<'a, R> {
-    fn new(inner: R, progress: &'a mut dyn FnMut(u64) -> io::Result<()>) -> Self {
-        Self {
-            inner,
-            read: 0,
-            progress,
-        }
-    }
-}
-
-impl<R: Read> Read for ProgressReader<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read += n as u64;
-        (self.progress)(self.read)?;
-        Ok(n)
-    }
 }

@@ -28,8 +28,14 @@ pub struct Packs {
     blobs: Arc<dyn BlobStore>,
 }
 
-/// Decides whether a block is already stored (so it is not written again).
-pub type KnownBlock = Box<dyn FnMut(&[u8]) -> io::Result<bool> + Send>;
+/// Of many blocks (by multihash), those already stored (so they are not written again).
+pub type KnownBlocks = Box<dyn FnMut(&[Vec<u8>]) -> io::Result<HashSet<Vec<u8>>> + Send>;
+
+/// Every block written, none asked about: for packs of blocks chosen already (a collection's
+/// moves, a pin's fetched blocks, a repair).
+pub fn nothing_known() -> KnownBlocks {
+    Box::new(|_| Ok(HashSet::new()))
+}
 
 impl Packs {
     pub fn new(blobs: Arc<dyn BlobStore>) -> Self {
@@ -41,8 +47,9 @@ impl Packs {
         Ok(Self::new(Arc::new(FileBlobs::open(dir)?)))
     }
 
-    /// Start a pack. `known` is asked once per distinct block; known blocks are skipped.
-    pub fn writer(&self, known: KnownBlock) -> io::Result<PackWriter> {
+    /// Start a pack. `known` is asked about each distinct block once, many blocks a question
+    /// where the importer hands them over together; known blocks are skipped.
+    pub fn writer(&self, known: KnownBlocks) -> io::Result<PackWriter> {
         let (name, out) = self.blobs.create_unique(PACK_SUFFIX)?;
         let car = CarWriter::new(BufWriter::with_capacity(1 << 20, out), &[])?;
         Ok(PackWriter {
@@ -133,19 +140,52 @@ pub struct PackWriter {
     /// The known ones.
     reused: Vec<Vec<u8>>,
     dag_bytes: u64,
-    known: KnownBlock,
+    known: KnownBlocks,
 }
 
 impl BlockSink for PackWriter {
     fn put_block(&mut self, cid: &Cid, block: BlockBytes<'_>) -> io::Result<()> {
+        self.put_blocks(&[(*cid, block)])
+    }
+
+    fn put_blocks(&mut self, blocks: &[(Cid, BlockBytes<'_>)]) -> io::Result<()> {
+        let mut asked = HashSet::new();
+        let unseen: Vec<Vec<u8>> = blocks
+            .iter()
+            .map(|(cid, _)| cid.hash().to_bytes())
+            .filter(|multihash| !self.seen.contains(multihash) && asked.insert(multihash.clone()))
+            .collect();
+        if unseen.is_empty() {
+            return Ok(());
+        }
+        let known = (self.known)(&unseen)?;
+        for (cid, block) in blocks {
+            let multihash = cid.hash().to_bytes();
+            if self.seen.contains(&multihash) {
+                continue;
+            }
+            if known.contains(&multihash) {
+                self.reuse(multihash, block.len() as u64);
+            } else {
+                self.write(cid, *block, multihash)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Counted in the DAG's size like any block, and checked by the commit.
+    fn put_stored(&mut self, cid: &Cid, length: u64) -> io::Result<()> {
         let multihash = cid.hash().to_bytes();
-        if self.seen.contains(&multihash) {
-            return Ok(());
+        if !self.seen.contains(&multihash) {
+            self.reuse(multihash, length);
         }
-        if (self.known)(&multihash)? {
-            self.reuse(multihash, block.len() as u64);
-            return Ok(());
-        }
+        Ok(())
+    }
+}
+
+impl PackWriter {
+    /// A block of the DAG, not seen before, that storage does not hold: appended.
+    fn write(&mut self, cid: &Cid, block: BlockBytes<'_>, multihash: Vec<u8>) -> io::Result<()> {
         self.dag_bytes += block.len() as u64;
         let car = self
             .car
@@ -163,17 +203,6 @@ impl BlockSink for PackWriter {
         Ok(())
     }
 
-    /// Counted in the DAG's size like any block, and checked by the commit.
-    fn put_stored(&mut self, cid: &Cid, length: u64) -> io::Result<()> {
-        let multihash = cid.hash().to_bytes();
-        if !self.seen.contains(&multihash) {
-            self.reuse(multihash, length);
-        }
-        Ok(())
-    }
-}
-
-impl PackWriter {
     /// A block of the DAG, not seen before, that storage already holds.
     fn reuse(&mut self, multihash: Vec<u8>, length: u64) {
         self.dag_bytes += length;

@@ -296,7 +296,7 @@ async fn sweep_removes_unreferenced_and_half_written_packs_only() {
 async fn a_dropped_pack_writer_leaves_only_empty_files_for_the_next() {
     let dir = tempfile::tempdir().unwrap();
     let packs = Packs::open(dir.path()).unwrap();
-    let mut writer = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
+    let mut writer = packs.writer(cairn_store::packs::nothing_known()).unwrap();
     let block = b"never sealed";
     let cid = block_cid(CidVersion::V1, RAW, block);
     writer.put_block(&cid, BlockBytes::new(block)).unwrap();
@@ -311,7 +311,7 @@ async fn a_dropped_pack_writer_leaves_only_empty_files_for_the_next() {
     };
     let before = sizes();
     assert!(before.iter().all(|&len| len == 0), "{before:?}");
-    let mut writer = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
+    let mut writer = packs.writer(cairn_store::packs::nothing_known()).unwrap();
     writer.put_block(&cid, BlockBytes::new(block)).unwrap();
     let pack = writer.seal().unwrap().pack.unwrap();
     assert_eq!(sizes().len(), before.len(), "no new file for the next pack");
@@ -322,6 +322,92 @@ async fn a_dropped_pack_writer_leaves_only_empty_files_for_the_next() {
         without_links: false,
     };
     assert_eq!(packs.read(&location).unwrap(), block);
+}
+
+/// A file's blocks are asked about a batch at a time, never one question a block, and each
+/// distinct block once; those storage holds are not written again, nor is a block repeated in
+/// the file: a second upload that shares half its chunks with a first writes only the others.
+#[test]
+fn a_pack_asks_about_a_files_blocks_a_batch_at_a_time_and_writes_only_new_ones() {
+    use cairn_unixfs::FileImporter;
+    use std::sync::Mutex;
+
+    let dir = tempfile::tempdir().unwrap();
+    let packs = Packs::open(dir.path()).unwrap();
+    let profile = Profile {
+        chunk_size: 1024,
+        ..Profile::default()
+    };
+    // 256 chunks: 0..128 shared with the first upload, 128..256 new, and chunk 200 twice.
+    let chunk = |i: usize| -> Vec<u8> {
+        let seed = if i == 201 { 200 } else { i };
+        (0..1024)
+            .map(|j| (seed * 31 + j * 7) as u8 ^ (seed >> 3) as u8)
+            .collect()
+    };
+    let first: Vec<u8> = (0..128).flat_map(chunk).collect();
+    let second: Vec<u8> = (0..256).flat_map(chunk).collect();
+    let threads = std::num::NonZeroUsize::new(2).unwrap();
+
+    let mut writer = packs.writer(cairn_store::packs::nothing_known()).unwrap();
+    let mut importer = FileImporter::with_threads(&profile, &mut writer, threads);
+    importer.push(&first).unwrap();
+    importer.finish().unwrap();
+    let stored: HashSet<Vec<u8>> = writer
+        .seal()
+        .unwrap()
+        .pack
+        .unwrap()
+        .blocks
+        .into_iter()
+        .map(|b| b.multihash)
+        .collect();
+
+    let questions = Arc::new(Mutex::new(Vec::<Vec<Vec<u8>>>::new()));
+    let known = {
+        let (questions, stored) = (questions.clone(), stored.clone());
+        Box::new(move |asked: &[Vec<u8>]| {
+            questions.lock().unwrap().push(asked.to_vec());
+            Ok(asked
+                .iter()
+                .filter(|mh| stored.contains(*mh))
+                .cloned()
+                .collect())
+        })
+    };
+    let mut writer = packs.writer(known).unwrap();
+    let mut importer = FileImporter::with_threads(&profile, &mut writer, threads);
+    importer.push(&second).unwrap();
+    importer.finish().unwrap();
+    let sealed = writer.seal().unwrap();
+
+    let questions = questions.lock().unwrap();
+    let asked: Vec<&Vec<u8>> = questions.iter().flatten().collect();
+    let distinct: HashSet<&Vec<u8>> = asked.iter().copied().collect();
+    assert_eq!(asked.len(), distinct.len(), "a block was asked about twice");
+    // 255 distinct leaves and the root's parents, in few questions, not one each.
+    assert!(
+        distinct.len() >= 255,
+        "{} blocks asked about",
+        distinct.len()
+    );
+    assert!(
+        questions.len() * 8 < distinct.len(),
+        "{} questions",
+        questions.len()
+    );
+    let written = sealed.pack.unwrap().blocks;
+    assert!(
+        written.iter().all(|b| !stored.contains(&b.multihash)),
+        "a stored block written again"
+    );
+    let leaves = written.iter().filter(|b| b.length == 1024).count();
+    assert_eq!(leaves, 127, "the 128 new chunks hold one repeat");
+    assert_eq!(
+        sealed.reused.len(),
+        128,
+        "the shared chunks are counted, not written"
+    );
 }
 
 #[test]

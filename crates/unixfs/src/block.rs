@@ -148,6 +148,14 @@ impl<'a> BlockBytes<'a> {
 pub trait BlockSink {
     fn put_block(&mut self, cid: &Cid, block: BlockBytes<'_>) -> io::Result<()>;
 
+    /// Many blocks, in order: a sink that asks its storage whether it holds each block asks
+    /// once for all of them (a file's leaves come hashed in batches). One by one by default.
+    fn put_blocks(&mut self, blocks: &[(Cid, BlockBytes<'_>)]) -> io::Result<()> {
+        blocks
+            .iter()
+            .try_for_each(|(cid, block)| self.put_block(cid, *block))
+    }
+
     /// A block of the DAG, `length` bytes, that storage already holds and that is not sent
     /// again (a CAR that leaves stored blocks out). A sink that stores blocks counts it.
     fn put_stored(&mut self, _cid: &Cid, _length: u64) -> io::Result<()> {
@@ -158,6 +166,10 @@ pub trait BlockSink {
 impl<S: BlockSink + ?Sized> BlockSink for &mut S {
     fn put_block(&mut self, cid: &Cid, block: BlockBytes<'_>) -> io::Result<()> {
         (**self).put_block(cid, block)
+    }
+
+    fn put_blocks(&mut self, blocks: &[(Cid, BlockBytes<'_>)]) -> io::Result<()> {
+        (**self).put_blocks(blocks)
     }
 
     fn put_stored(&mut self, cid: &Cid, length: u64) -> io::Result<()> {

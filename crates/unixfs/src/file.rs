@@ -181,10 +181,17 @@ impl<S: BlockSink> FileImporter<S> {
                 LeafKind::DagPb => DAG_PB,
             },
         );
-        for (leaf, chunk) in leaves.iter().zip(&chunks) {
-            let cid = cid_from_digest(version, codec, &leaf.digest);
-            let block = leaf.frame.around(chunk);
-            self.sink.put_block(&cid, block)?;
+        let blocks: Vec<(Cid, BlockBytes)> = leaves
+            .iter()
+            .zip(&chunks)
+            .map(|(leaf, chunk)| {
+                let cid = cid_from_digest(version, codec, &leaf.digest);
+                (cid, leaf.frame.around(chunk))
+            })
+            .collect();
+        // The batch's leaves go to the sink together, ahead of the nodes they complete.
+        self.sink.put_blocks(&blocks)?;
+        for ((cid, block), chunk) in blocks.into_iter().zip(&chunks) {
             self.leaves += 1;
             let child = Child {
                 cid,

@@ -32,7 +32,7 @@ pub async fn store_file(
     bytes: &[u8],
 ) -> String {
     let profile = Profile::default();
-    let mut pack = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
+    let mut pack = packs.writer(cairn_store::packs::nothing_known()).unwrap();
     let mut importer = FileImporter::new(&profile, &mut pack);
     importer.push(bytes).unwrap();
     let cid = importer.finish().unwrap().cid.to_string();

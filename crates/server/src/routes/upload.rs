@@ -7,7 +7,6 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read};
-use std::sync::Arc;
 
 use axum::extract::multipart::{Field, MultipartError, MultipartRejection};
 use axum::extract::rejection::QueryRejection;
@@ -16,10 +15,9 @@ use axum::http::{header, HeaderMap};
 use axum::Json;
 use bytes::{Bytes, BytesMut};
 use cairn_store::model::{ArchiveMode, KeyValues, NewUpload, OperationKind, Packed, StoredDag};
-use cairn_store::packs;
 use cairn_store::staging::Staging;
-use cairn_store::{MetadataStore, StoreError};
-use cairn_unixfs::{FileImporter, Profile};
+use cairn_store::StoreError;
+use cairn_unixfs::Profile;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
@@ -30,10 +28,9 @@ use crate::state::AppState;
 use cairn_service::detect::{
     ArchiveFormat, ContentKind, Detected, Detection, FirstLook, Refused, HEAD_BYTES,
 };
-use cairn_service::ingest::{self, CarFault};
+use cairn_service::ingest::{self, Import, ImportError, Incoming};
 use cairn_service::metrics::UploadKind;
 use cairn_service::records::UploadResult;
-use cairn_store::blocks::StoredBlockReader;
 
 /// Chunks per piece handed to the importing thread. Pieces of whole chunks let the importer
 /// hash straight from them (no copy), several chunks at once across threads.
@@ -338,34 +335,12 @@ enum Piece {
     End,
 }
 
-/// Why the blocking side could not store the part.
-enum Failure {
-    /// The content is at fault (a corrupt or incomplete CAR): the client's error.
-    Invalid(String),
-    Io(io::Error),
-}
-
-impl From<CarFault> for Failure {
-    fn from(fault: CarFault) -> Self {
-        match fault {
-            CarFault::Invalid(message) => Self::Invalid(message),
-            CarFault::Io(e) => Self::Io(e),
-        }
-    }
-}
-
 impl From<Refused> for ApiError {
     fn from(refused: Refused) -> Self {
         match refused {
             Refused::InvalidArchive(message) => ApiError::InvalidArchive(message),
             Refused::NotAnArchive(message) => ApiError::BadRequest(message),
         }
-    }
-}
-
-impl From<io::Error> for Failure {
-    fn from(e: io::Error) -> Self {
-        Self::Io(e)
     }
 }
 
@@ -407,10 +382,19 @@ async fn receive_file(
         let (store, packs) = (state.service.store.clone(), state.service.packs.clone());
         let staging = state.service.staging.clone();
         let (profile, upload_id) = (intent.profile.clone(), intent.upload_id.clone());
+        let limits = state.service.config.archive_limits.clone();
         move || {
             let input = PieceReader::new(rx);
             match look {
-                FirstLook::Is(kind) => store_part(kind, input, &profile, &packs, store),
+                FirstLook::Is(kind) => {
+                    let how = Import {
+                        profile: &profile,
+                        limits: &limits,
+                        store,
+                        packs: &packs,
+                    };
+                    store_part(kind, input, how)
+                }
                 FirstLook::MayBeArchive(_) => stage_part(input, &staging, &upload_id),
             }
         }
@@ -512,9 +496,17 @@ async fn settle_staged(
         let (store, packs) = (state.service.store.clone(), state.service.packs.clone());
         let (staging, upload_id, profile) =
             (staging.clone(), upload_id.clone(), intent.profile.clone());
+        let limits = state.service.config.archive_limits.clone();
         tokio::task::spawn_blocking(move || {
-            let staged = io::BufReader::with_capacity(1 << 20, staging.open_upload(&upload_id)?);
-            store_bytes(kind, staged, &profile, &packs, store)
+            let mut staged =
+                io::BufReader::with_capacity(1 << 20, staging.open_upload(&upload_id)?);
+            let how = Import {
+                profile: &profile,
+                limits: &limits,
+                store,
+                packs: &packs,
+            };
+            store_content(kind, &mut staged, how)
         })
         .await
         .map_err(ApiError::internal)?
@@ -523,11 +515,11 @@ async fn settle_staged(
     Ok((imported?, detected))
 }
 
-impl From<Failure> for ApiError {
-    fn from(failure: Failure) -> Self {
+impl From<ImportError> for ApiError {
+    fn from(failure: ImportError) -> Self {
         match failure {
-            Failure::Invalid(message) => ApiError::InvalidArchive(message),
-            Failure::Io(e) => ApiError::storage(e),
+            ImportError::Io(e) => ApiError::storage(e),
+            invalid => ApiError::InvalidArchive(invalid.to_string()),
         }
     }
 }
@@ -625,59 +617,27 @@ impl<'m> FilePart<'m> {
     }
 }
 
-/// Runs on a blocking thread: store the part into a new pack until `End`. A CAR is imported
-/// as-is (verified and complete); anything else becomes a UnixFS file, hashed straight from
-/// the pieces as they arrive.
+/// Runs on a blocking thread: import the part as `kind` into a new pack until `End`; a file's
+/// pieces go to the hasher as they arrive.
 fn store_part(
     kind: ContentKind,
     mut input: PieceReader,
-    profile: &Profile,
-    packs: &packs::Packs,
-    store: Arc<dyn MetadataStore>,
-) -> Result<Stored, Failure> {
-    if kind == ContentKind::Car {
-        let stored = store_bytes(kind, &mut input, profile, packs, store)?;
-        // A CAR may end before its last multipart byte; the part must still end cleanly.
-        io::copy(&mut input, &mut io::sink())?;
-        return Ok(stored);
-    }
-    // Dropping the pack writer on any error deletes its temporary file.
-    let mut pack = ingest::new_pack(store.clone(), packs)?;
-    let mut importer = FileImporter::with_threads(profile, &mut pack, ingest::hashing_threads());
-    while let Some(piece) = input.next_piece()? {
-        importer.push(&piece)?;
-    }
-    let root = importer.finish()?.cid;
-    sealed(root, pack)
+    how: Import,
+) -> Result<Stored, ImportError> {
+    let stored = store_content(kind, &mut input, how)?;
+    // A CAR may end before its last multipart byte; the part must still end cleanly.
+    io::copy(&mut input, &mut io::sink())?;
+    Ok(stored)
 }
 
-/// Runs on a blocking thread: store `input` whole as `kind` (a CAR or a file) into a new pack.
-fn store_bytes(
+/// Runs on a blocking thread: import `input` as `kind` (a CAR or a file) into a new pack.
+fn store_content(
     kind: ContentKind,
-    input: impl Read,
-    profile: &Profile,
-    packs: &packs::Packs,
-    store: Arc<dyn MetadataStore>,
-) -> Result<Stored, Failure> {
-    let mut pack = ingest::new_pack(store.clone(), packs)?;
-    let root = if kind == ContentKind::Car {
-        let mut stored = StoredBlockReader::new(store, packs.clone());
-        ingest::import_car(input, &mut pack, &mut stored)?
-    } else {
-        ingest::import_file(input, profile, &mut pack)?
-    };
-    sealed(root, pack)
-}
-
-fn sealed(root: cairn_unixfs::Cid, pack: packs::PackWriter) -> Result<Stored, Failure> {
-    let dag = StoredDag {
-        cid: root.to_string(),
-        size: pack.dag_bytes(),
-    };
-    Ok(Stored::Content {
-        dag,
-        packed: pack.seal()?,
-    })
+    input: &mut dyn Incoming,
+    how: Import,
+) -> Result<Stored, ImportError> {
+    let (dag, packed) = ingest::import(kind, input, how, &mut |_| Ok(()))?.seal()?;
+    Ok(Stored::Content { dag, packed })
 }
 
 /// Runs on a blocking thread: keep the whole part in staging, durable before it is queued.
@@ -685,7 +645,7 @@ fn stage_part(
     mut input: PieceReader,
     staging: &Staging,
     upload_id: &str,
-) -> Result<Stored, Failure> {
+) -> Result<Stored, ImportError> {
     let mut staged = staging.create(upload_id)?;
     io::copy(&mut input, &mut staged)?;
     staged.commit()?;
@@ -723,6 +683,19 @@ impl PieceReader {
             }
         }
         Ok(Some(std::mem::take(&mut self.current)))
+    }
+}
+
+impl Incoming for PieceReader {
+    fn each_run(
+        &mut self,
+        _buffer: usize,
+        take: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        while let Some(piece) = self.next_piece()? {
+            take(&piece)?;
+        }
+        Ok(())
     }
 }
 

@@ -357,7 +357,7 @@ async fn compact(packs: &Packs, index: &Index, plan: &Plan) -> Result<Option<Com
         .collect();
     let packs = packs.clone();
     tokio::task::spawn_blocking(move || -> Result<Option<Compaction>, GcError> {
-        let mut writer = packs.writer(Box::new(|_: &[u8]| Ok(false)))?;
+        let mut writer = packs.writer(cairn_store::packs::nothing_known())?;
         let mut from = Vec::new();
         for (name, blocks) in sources {
             let locations: Vec<&BlockLocation> = blocks.iter().map(|(_, l)| l).collect();

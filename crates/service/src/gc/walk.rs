@@ -158,7 +158,7 @@ mod tests {
             ..Profile::UNIXFS_V0_2015
         };
         let bytes: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
-        let mut pack = packs.writer(Box::new(|_: &[u8]| Ok(false))).unwrap();
+        let mut pack = packs.writer(cairn_store::packs::nothing_known()).unwrap();
         let mut importer = FileImporter::new(&profile, &mut pack);
         importer.push(&bytes).unwrap();
         let root = importer.finish().unwrap().cid;

@@ -5,8 +5,6 @@
 //! reading top to bottom as the behaviour it pins down; [`run`] calls them in an order that
 //! keeps each one's records out of the others' counts.
 
-use std::io;
-
 use cairn_unixfs::{FileImporter, Profile};
 
 use crate::access::{ApiKey, NewKey, NewLink};
@@ -101,8 +99,12 @@ pub async fn pack_content(
         }
     }
     let mut writer = packs
-        .writer(Box::new(move |mh: &[u8]| -> io::Result<bool> {
-            Ok(known.contains(mh))
+        .writer(Box::new(move |asked: &[Vec<u8>]| {
+            Ok(asked
+                .iter()
+                .filter(|mh| known.contains(*mh))
+                .cloned()
+                .collect())
         }))
         .unwrap();
     let mut importer = FileImporter::new(&profile, &mut writer);
