@@ -4,7 +4,6 @@
 //! extracted, each into a pack of its own that skips the blocks storage holds already (asked
 //! about many blocks a question). Runs on blocking threads.
 
-use std::collections::HashSet;
 use std::io::{self, Read, Seek};
 use std::num::NonZeroUsize;
 use std::sync::{Arc, OnceLock};
@@ -173,13 +172,9 @@ fn import_file(
 fn new_pack(store: Arc<dyn BlockIndex>, packs: &Packs) -> io::Result<PackWriter> {
     let runtime = tokio::runtime::Handle::current();
     packs.writer(Box::new(move |multihashes: &[Vec<u8>]| {
-        let located = runtime
-            .block_on(store.block_locations(multihashes))
-            .map_err(io::Error::other)?;
-        Ok(located
-            .into_iter()
-            .map(|(multihash, _)| multihash)
-            .collect::<HashSet<_>>())
+        runtime
+            .block_on(store.stored_blocks(multihashes))
+            .map_err(io::Error::other)
     }))
 }
 

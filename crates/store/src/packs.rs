@@ -149,18 +149,21 @@ impl BlockSink for PackWriter {
     }
 
     fn put_blocks(&mut self, blocks: &[(Cid, BlockBytes<'_>)]) -> io::Result<()> {
-        let mut asked = HashSet::new();
-        let unseen: Vec<Vec<u8>> = blocks
+        let multihashes: Vec<Vec<u8>> = blocks
             .iter()
             .map(|(cid, _)| cid.hash().to_bytes())
-            .filter(|multihash| !self.seen.contains(multihash) && asked.insert(multihash.clone()))
+            .collect();
+        let mut asked: HashSet<&[u8]> = HashSet::with_capacity(multihashes.len());
+        let unseen: Vec<Vec<u8>> = multihashes
+            .iter()
+            .filter(|multihash| !self.seen.contains(*multihash) && asked.insert(multihash))
+            .cloned()
             .collect();
         if unseen.is_empty() {
             return Ok(());
         }
         let known = (self.known)(&unseen)?;
-        for (cid, block) in blocks {
-            let multihash = cid.hash().to_bytes();
+        for ((cid, block), multihash) in blocks.iter().zip(multihashes) {
             if self.seen.contains(&multihash) {
                 continue;
             }

@@ -3,12 +3,16 @@
 use crate::model::BlockLocation;
 use crate::StoreError;
 use async_trait::async_trait;
+use std::collections::HashSet;
 
 /// The block index: where each stored block is.
 #[async_trait]
 pub trait BlockIndex: Send + Sync {
     /// Whether a block (by multihash bytes) is already stored.
     async fn has_block(&self, multihash: &[u8]) -> Result<bool, StoreError>;
+
+    /// Which of many blocks (by multihash bytes) are stored already: a batch, one question.
+    async fn stored_blocks(&self, multihashes: &[Vec<u8>]) -> Result<HashSet<Vec<u8>>, StoreError>;
 
     async fn block_location(&self, multihash: &[u8]) -> Result<Option<BlockLocation>, StoreError>;
 

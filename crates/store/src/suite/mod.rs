@@ -92,11 +92,14 @@ pub async fn pack_content(
     let mut importer = FileImporter::new(&profile, &mut probe);
     importer.push(content).unwrap();
     let root = importer.finish().unwrap();
-    let mut known = std::collections::HashSet::new();
-    for (cid, _) in probe.iter() {
-        if store.has_block(&cid.hash().to_bytes()).await.unwrap() {
-            known.insert(cid.hash().to_bytes());
-        }
+    let asked: Vec<Vec<u8>> = probe.iter().map(|(cid, _)| cid.hash().to_bytes()).collect();
+    let known = store.stored_blocks(&asked).await.unwrap();
+    for multihash in &asked {
+        assert_eq!(
+            known.contains(multihash),
+            store.has_block(multihash).await.unwrap(),
+            "a batch's answer and a block's own agree"
+        );
     }
     let mut writer = packs
         .writer(Box::new(move |asked: &[Vec<u8>]| {

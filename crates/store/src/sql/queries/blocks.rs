@@ -14,6 +14,23 @@ impl<B: Backend> BlockIndex for SqlStore<B> {
         )
     }
 
+    async fn stored_blocks(&self, multihashes: &[Vec<u8>]) -> Result<HashSet<Vec<u8>>, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut stored = HashSet::new();
+        for batch in multihashes.chunks(B::DIALECT.lookup_batch()) {
+            let sql = format!(
+                "SELECT multihash FROM blocks WHERE multihash {}",
+                B::DIALECT.multihash_in(batch.len())
+            );
+            let rows = B::query(&sql)
+                .bind_multihashes(batch)
+                .fetch_all(&mut conn)
+                .await?;
+            stored.extend(rows.iter().map(|row| row.blob("multihash")));
+        }
+        Ok(stored)
+    }
+
     async fn block_location(&self, multihash: &[u8]) -> Result<Option<BlockLocation>, StoreError> {
         let sql = format!("{LOCATION} = $1");
         let row = B::query(&sql)
