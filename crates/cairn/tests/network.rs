@@ -472,6 +472,116 @@ fn ipfs_pin_remote_pins_lists_and_removes_on_cairn() {
     });
 }
 
+/// Content of another IPLD codec, as apps store it (NFT metadata, indexes): today's Kubo
+/// makes a dag-cbor node linking to a raw block (`ipfs block put`, `ipfs dag put`); Cairn pins
+/// it by CID, fetching both blocks over Bitswap from the origin Kubo names, counts them in the
+/// account's usage and serves the node as it is (its bytes hash to its CID) and the block its
+/// link names by path; it provides the root to the DHT (asked through Kubo, the DHT names
+/// Cairn), and a second Kubo, connected to Cairn alone, fetches both blocks from Cairn once
+/// the first is gone.
+/// Kubo 0.22 as a library has no `dag put`.
+#[test]
+fn a_dag_cbor_dag_kubo_holds_is_pinned_by_cid_provided_and_fetched_from_cairn() {
+    use cairn_unixfs::block::block_cid;
+    use cairn_unixfs::ipld::DAG_CBOR;
+    use cairn_unixfs::CidVersion;
+
+    peers::install();
+    netns::isolated(
+        "a_dag_cbor_dag_kubo_holds_is_pinned_by_cid_provided_and_fetched_from_cairn",
+        || {
+            let work = tempfile::tempdir().unwrap();
+            let work = work.path();
+            let (running, node) = start_node(&work.join("cairn"));
+            let ipfs = |kubo: &Kubo, args: &[&str]| -> String {
+                let daemon = kubo.daemon().unwrap();
+                daemon
+                    .ipfs(args, TIMEOUT)
+                    .unwrap_or_else(|e| panic!("ipfs {}: {}", e.command, e.message))
+                    .trim()
+                    .to_owned()
+            };
+            let kubo_a = Kubo::start(KuboRelease::V0_43, &work.join("kubo-a"));
+            let picture = server::content(300_000, 51);
+            let picture_path = work.join("picture.bin");
+            std::fs::write(&picture_path, &picture).unwrap();
+            let picture_cid = ipfs(
+                &kubo_a,
+                &[
+                    "block",
+                    "put",
+                    "--cid-codec=raw",
+                    picture_path.to_str().unwrap(),
+                ],
+            );
+            let metadata = format!(
+                r#"{{"name":"a picture","size":300000,"picture":{{"/":"{picture_cid}"}}}}"#
+            );
+            let metadata_path = work.join("metadata.json");
+            std::fs::write(&metadata_path, metadata).unwrap();
+            // dag-json in, dag-cbor stored: `ipfs dag put`'s defaults.
+            let root = ipfs(&kubo_a, &["dag", "put", metadata_path.to_str().unwrap()]);
+
+            let pins = format!("{}/pins", running.upload);
+            let pin = serde_json::json!({"cid": root, "name": "metadata", "origins": [kubo_a.tcp_addr()]});
+            let (status, added) = http_send("POST", &pins, &running.token, Some(pin));
+            assert_eq!(status, 202, "{added}");
+            let url = format!("{pins}/{}", added["requestid"].as_str().unwrap());
+            wait_until_pinned(&url, &running.token, TIMEOUT);
+
+            let node_bytes =
+                http_get_bytes(&format!("{}/ipfs/{root}?format=raw", running.upload), None);
+            assert_eq!(
+                block_cid(CidVersion::V1, DAG_CBOR, &node_bytes).to_string(),
+                root,
+                "the node is served as it was stored"
+            );
+            let by_path = http_get_bytes(&format!("{}/ipfs/{root}/picture", running.upload), None);
+            assert!(
+                by_path == picture,
+                "the path through the node's link reads the picture"
+            );
+            let usage = http_get(
+                &format!("{}/api/upload-limit", running.account),
+                Some(&running.token),
+            );
+            let usage: serde_json::Value = serde_json::from_str(&usage).unwrap();
+            let stored = usage["storedBytes"].as_u64().unwrap();
+            assert_eq!(stored, (node_bytes.len() + picture.len()) as u64, "{usage}");
+
+            // Announced: asked through Kubo A, the DHT names Cairn for the pin's root (the
+            // default strategy provides roots).
+            wait_until_provided(&running, &running.token);
+            let mut helia = Helia::start(&work.join("helia"));
+            eventually("Kubo tells that Cairn provides the root", TIMEOUT, || {
+                let records = helia
+                    .find_providers(&root, &kubo_a.tcp_addr(), TIMEOUT)
+                    .unwrap();
+                records
+                    .iter()
+                    .any(|r| r.peer_id == node.peer_id && r.from == kubo_a.peer_id)
+                    .then_some(())
+            });
+            drop(kubo_a);
+
+            // Served: Kubo B knows Cairn alone, and Kubo A is gone.
+            let mut kubo_b = Kubo::start(KuboRelease::V0_43, &work.join("kubo-b"));
+            kubo_b.connect(&node.addr("/tcp/")).unwrap();
+            let fetched = ipfs(&kubo_b, &["dag", "get", &root]);
+            let fetched: serde_json::Value = serde_json::from_str(&fetched).unwrap();
+            assert_eq!(fetched["name"], "a picture", "{fetched}");
+            assert_eq!(fetched["picture"]["/"], picture_cid.as_str(), "{fetched}");
+            let out = work.join("picture.back");
+            kubo_b.get(&picture_cid, &out, TIMEOUT).unwrap();
+            assert!(
+                std::fs::read(&out).unwrap() == picture,
+                "Kubo B reads the picture from Cairn"
+            );
+            terminate(running);
+        },
+    );
+}
+
 per_kubo_release!(content_kubo_holds_is_pinned_over_quic);
 /// Kubo answers each want on a new stream that it closes at once; on QUIC that close also
 /// stops the stream's reading side, which once made Cairn drop every answer unread
