@@ -1,16 +1,24 @@
-//! TUS upload speed and memory, measured in one run on this machine, beside the reference Node
-//! server (`@tus/server` + `@tus/file-store`, installed by this bench from npm):
+//! TUS upload speed and memory beside tusd, the reference TUS server (v2.9.1, Go, built from
+//! the Go module proxy by this bench), in one run on this machine:
 //!
 //! 1. the limits: single-core sha2-256 over 1 GiB, and the disk writing 1 GiB durably (the
 //!    better of one `fdatasync` at the end and `fdatasync`s overlapped with the writing);
-//! 2. a 1 GiB upload over loopback in 8 MiB PATCHes and in one PATCH, to each server, by the
-//!    same Rust client (time from the creation request to the last `204`);
-//! 3. each server's peak RSS, and Cairn's over a 4 GiB upload (it must not grow with the size).
+//! 2. three cases, each against a fresh server of each kind, the servers alternated round by
+//!    round (`TUS_BENCH_ROUNDS`, 3 by default; medians reported): one 1 GiB PATCH; 1 GiB in
+//!    8 MiB PATCHes; 16 uploads of 64 MiB at once, in 8 MiB PATCHes. Throughput is the bytes
+//!    over the time from the first creation request to the last `204`, sent by the same Rust
+//!    client to both. Cairn syncs every PATCH before its `204`; tusd never syncs.
+//! 3. each server's peak resident memory (`VmHWM`) over a case; Cairn's is read once every
+//!    upload of the case has its CID (its workers import the bytes after the last `204`), so
+//!    its figure holds the import too. And Cairn's peak over one 4 GiB upload: it must not
+//!    grow with the size.
 //!
-//! Run: `cargo bench -p cairn --bench tus`. Needs `node` and `npm`.
+//! Run: `cargo bench -p cairn --bench tus` (`TUS_BENCH_CASES=one,patches,parallel` for some
+//! of the cases). Needs Go (for tusd).
 
 use cairn_test_support::disk;
 use cairn_test_support::noise;
+use cairn_test_support::tusd::{self, Tusd};
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -22,8 +30,11 @@ use disk::disk_write;
 use noise::noise;
 use sha2::{Digest, Sha256};
 
+const MIB: usize = 1 << 20;
 const GIB: usize = 1 << 30;
-const PATCH: usize = 8 << 20;
+const PATCH: usize = 8 * MIB;
+const PARALLEL: usize = 16;
+const PARALLEL_SIZE: usize = 64 * MIB;
 
 fn mb_per_s(bytes: usize, time: Duration) -> f64 {
     bytes as f64 / 1e6 / time.as_secs_f64()
@@ -39,22 +50,32 @@ fn peak_rss_mib(pid: u32) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// A server under test: where uploads are created, the token it wants (Cairn's), its process.
 struct Target {
     endpoint: String,
     token: Option<String>,
-    child: Child,
+    pid: u32,
+    /// The server's process, killed when dropped.
+    _running: Box<dyn std::any::Any>,
 }
 
-impl Drop for Target {
+/// Cairn's process, killed on drop (as [`Tusd`] is).
+struct Killed(Child);
+
+impl Drop for Killed {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
 fn start_cairn(data: &Path) -> Target {
-    let mut child = Command::new(cairn_harness::server::binary())
-        .env("CAIRN_P2P_LISTEN", "none")
+    let mut child = cairn_harness::server::cairn()
         .args([
             "serve",
             "--listen",
@@ -75,7 +96,7 @@ fn start_cairn(data: &Path) -> Target {
     lines.next();
     let token = lines.next().unwrap().unwrap().trim().to_owned();
     // Let the server keep printing without blocking on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
+    std::thread::spawn(move || lines.for_each(drop));
     Command::new(cairn_harness::server::binary())
         .args(["account", "set", "default", "--quota", "none", "--data-dir"])
         .arg(data)
@@ -84,68 +105,38 @@ fn start_cairn(data: &Path) -> Target {
     Target {
         endpoint: format!("{base}/api/upload/tus"),
         token: Some(token),
-        child,
+        pid: child.id(),
+        _running: Box::new(Killed(child)),
     }
 }
 
-fn start_node(install: &Path, data: &Path) -> Target {
-    std::fs::create_dir_all(data).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new("node")
-        .arg(install.join("tus_node_server.mjs"))
-        .arg(port.to_string())
-        .arg(data)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    assert!(lines.next().unwrap().unwrap().starts_with("listening"));
+fn start_tusd(data: &Path) -> Target {
+    let tusd = Tusd::start(data);
     Target {
-        endpoint: format!("http://127.0.0.1:{port}/files"),
+        endpoint: tusd.endpoint.clone(),
         token: None,
-        child,
+        pid: tusd.child.id(),
+        _running: Box::new(tusd),
     }
 }
 
-/// `@tus/server` and `@tus/file-store` in `dir`, with the server script beside them.
-fn install_node_server(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    if !dir.join("node_modules/@tus/server").exists() {
-        let status = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(dir)
-            .args(["@tus/server@2.4.5", "@tus/file-store@2.1.1"])
-            .status()
-            .unwrap();
-        assert!(status.success(), "npm install @tus/server");
+fn authorised(target: &Target, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    match &target.token {
+        Some(token) => request.bearer_auth(token),
+        None => request,
     }
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/tus_node_server.mjs"),
-        dir.join("tus_node_server.mjs"),
-    )
-    .unwrap();
 }
 
-/// Upload `size` bytes from `content(offset, len)` in PATCHes of `patch` bytes; time to the
-/// last 204.
+/// Upload `size` bytes from `content(offset, len)` in PATCHes of `patch` bytes; the upload's
+/// URL once its last PATCH is answered `204`.
 async fn upload(
     client: &reqwest::Client,
     target: &Target,
     size: usize,
     patch: usize,
-    content: &dyn Fn(usize, usize) -> Bytes,
-) -> Duration {
-    let with_auth = |request: reqwest::RequestBuilder| match &target.token {
-        Some(token) => request.bearer_auth(token),
-        None => request,
-    };
-    let started = Instant::now();
-    let created = with_auth(client.post(&target.endpoint))
+    content: &(dyn Fn(usize, usize) -> Bytes + Sync),
+) -> String {
+    let created = authorised(target, client.post(&target.endpoint))
         .header("Tus-Resumable", "1.0.0")
         .header("Upload-Length", size.to_string())
         .send()
@@ -156,13 +147,18 @@ async fn upload(
     let url = if location.starts_with("http") {
         location
     } else {
-        let base = target.endpoint.split("/files").next().unwrap();
-        format!("{base}{location}")
+        let origin: String = target
+            .endpoint
+            .splitn(4, '/')
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("/");
+        format!("{origin}{location}")
     };
     let mut offset = 0;
     while offset < size {
         let len = patch.min(size - offset);
-        let reply = with_auth(client.patch(&url))
+        let reply = authorised(target, client.patch(&url))
             .header("Tus-Resumable", "1.0.0")
             .header("Content-Type", "application/offset+octet-stream")
             .header("Upload-Offset", offset.to_string())
@@ -178,18 +174,120 @@ async fn upload(
         );
         offset += len;
     }
-    started.elapsed()
+    url
+}
+
+/// Wait until Cairn has imported the upload at `url` (its `HEAD` names the CID).
+async fn imported(client: &reqwest::Client, target: &Target, url: &str) {
+    loop {
+        let head = authorised(target, client.head(url))
+            .header("Tus-Resumable", "1.0.0")
+            .send()
+            .await
+            .unwrap();
+        if head.headers().contains_key("upload-cid") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Case {
+    OnePatch,
+    Patches,
+    Parallel,
+}
+
+impl Case {
+    const ALL: [Case; 3] = [Case::OnePatch, Case::Patches, Case::Parallel];
+
+    /// As `TUS_BENCH_CASES` names it.
+    fn key(self) -> &'static str {
+        match self {
+            Case::OnePatch => "one",
+            Case::Patches => "patches",
+            Case::Parallel => "parallel",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Case::OnePatch => "1 GiB in one PATCH",
+            Case::Patches => "1 GiB in 8 MiB PATCHes",
+            Case::Parallel => "16 x 64 MiB at once, 8 MiB PATCHes",
+        }
+    }
+}
+
+/// One case against a fresh server: MB/s to the last `204`, and the server's peak RSS.
+async fn run(case: Case, cairn: bool, dir: &Path, data: &Bytes, parts: &[Bytes]) -> (f64, f64) {
+    let _ = std::fs::remove_dir_all(dir);
+    let target = if cairn {
+        start_cairn(dir)
+    } else {
+        start_tusd(dir)
+    };
+    let client = reqwest::Client::new();
+    let whole = |offset: usize, len: usize| data.slice(offset..offset + len);
+    let started = Instant::now();
+    let urls = match case {
+        Case::OnePatch => vec![upload(&client, &target, GIB, GIB, &whole).await],
+        Case::Patches => vec![upload(&client, &target, GIB, PATCH, &whole).await],
+        Case::Parallel => {
+            let uploads = parts.iter().map(|part| {
+                let (client, target) = (&client, &target);
+                async move {
+                    let slice = |offset: usize, len: usize| part.slice(offset..offset + len);
+                    upload(client, target, PARALLEL_SIZE, PATCH, &slice).await
+                }
+            });
+            futures_util::future::join_all(uploads).await
+        }
+    };
+    let elapsed = started.elapsed();
+    let at_last_204 = peak_rss_mib(target.pid);
+    if cairn {
+        for url in &urls {
+            imported(&client, &target, url).await;
+        }
+    }
+    let bytes = match case {
+        Case::Parallel => PARALLEL * PARALLEL_SIZE,
+        _ => GIB,
+    };
+    let peak = peak_rss_mib(target.pid);
+    if cairn {
+        eprintln!(
+            "  cairn's peak at the last 204: {at_last_204:.1} MiB; once imported: {peak:.1} MiB"
+        );
+    }
+    drop(target);
+    let _ = std::fs::remove_dir_all(dir);
+    (mb_per_s(bytes, elapsed), peak)
 }
 
 #[tokio::main]
 async fn main() {
+    let rounds: usize = std::env::var("TUS_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    // Which cases run (`one,patches,parallel`); all by default.
+    let wanted = std::env::var("TUS_BENCH_CASES").unwrap_or_default();
+    let cases: Vec<Case> = Case::ALL
+        .into_iter()
+        .filter(|case| wanted.is_empty() || wanted.split(',').any(|w| w == case.key()))
+        .collect();
     let base: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-tmp");
     std::fs::create_dir_all(&base).unwrap();
     let work = tempfile::tempdir_in(&base).unwrap();
-    let node_install = base.join("tus-node");
-    install_node_server(&node_install);
+    tusd::binary();
 
     let data = Bytes::from(noise(GIB, 3));
+    let parts: Vec<Bytes> = (0..PARALLEL)
+        .map(|i| Bytes::from(noise(PARALLEL_SIZE, 100 + i as u64)))
+        .collect();
     let started = Instant::now();
     std::hint::black_box(Sha256::digest(&data));
     let sha = mb_per_s(GIB, started.elapsed());
@@ -199,55 +297,80 @@ async fn main() {
         .into_iter()
         .fold(0.0, f64::max);
     let limit = sha.min(disk);
-    let from_memory = |offset: usize, len: usize| data.slice(offset..offset + len);
 
-    let client = reqwest::Client::new();
-    let mut rows = Vec::new();
-    let mut peaks = Vec::new();
-    for (name, is_cairn) in [("cairn", true), ("@tus/server + @tus/file-store", false)] {
-        let target = if is_cairn {
-            start_cairn(&work.path().join("cairn"))
-        } else {
-            start_node(&node_install, &work.path().join("node"))
-        };
-        let chunked = upload(&client, &target, GIB, PATCH, &from_memory).await;
-        let whole = upload(&client, &target, GIB, GIB, &from_memory).await;
-        rows.push((name, mb_per_s(GIB, chunked), mb_per_s(GIB, whole)));
-        peaks.push((name, peak_rss_mib(target.child.id())));
+    // (case, cairn?) -> each round's (MB/s, peak MiB).
+    let mut results: Vec<((Case, bool), Vec<(f64, f64)>)> = cases
+        .iter()
+        .flat_map(|&case| [((case, true), Vec::new()), ((case, false), Vec::new())])
+        .collect();
+    for round in 0..rounds {
+        for &case in &cases {
+            // Alternated: Cairn first in even rounds, tusd first in odd ones.
+            let order = if round % 2 == 0 {
+                [true, false]
+            } else {
+                [false, true]
+            };
+            for cairn in order {
+                let dir = work.path().join(if cairn { "cairn" } else { "tusd" });
+                let measured = run(case, cairn, &dir, &data, &parts).await;
+                eprintln!(
+                    "round {} {} {}: {:.0} MB/s, peak {:.1} MiB",
+                    round + 1,
+                    if cairn { "cairn" } else { "tusd" },
+                    case.name(),
+                    measured.0,
+                    measured.1
+                );
+                let slot = results
+                    .iter_mut()
+                    .find(|(key, _)| *key == (case, cairn))
+                    .unwrap();
+                slot.1.push(measured);
+            }
+        }
     }
 
     // Cairn's memory over a 4 GiB upload, generated on the fly (never held whole).
     let big = start_cairn(&work.path().join("cairn-4g"));
     let generated = |offset: usize, len: usize| Bytes::from(noise(len, offset as u64 + 1));
-    upload(&client, &big, 4 * GIB, PATCH, &generated).await;
-    let big_peak = peak_rss_mib(big.child.id());
+    upload(&reqwest::Client::new(), &big, 4 * GIB, PATCH, &generated).await;
+    let big_peak = peak_rss_mib(big.pid);
     drop(big);
 
-    println!("limits: sha2-256 one core {sha:.0} MB/s, disk durable write {disk:.0} MB/s, limit {limit:.0} MB/s");
+    let of = |case: Case, cairn: bool| -> (f64, f64) {
+        let runs = &results
+            .iter()
+            .find(|(key, _)| *key == (case, cairn))
+            .unwrap()
+            .1;
+        (
+            median(runs.iter().map(|r| r.0).collect()),
+            median(runs.iter().map(|r| r.1).collect()),
+        )
+    };
+    println!(
+        "limits: sha2-256 one core {sha:.0} MB/s, disk durable write {disk:.0} MB/s, limit \
+         {limit:.0} MB/s; tusd {}; medians of {rounds} rounds",
+        tusd::RELEASE
+    );
     println!();
-    println!("| 1 GiB TUS upload over loopback | 8 MiB PATCHes MB/s | ratio to limit | one PATCH MB/s | ratio to limit | 8 MiB / one |");
-    println!("|---|---|---|---|---|---|");
-    for (name, chunked, whole) in &rows {
+    println!("| case | Cairn MB/s | tusd MB/s | Cairn / tusd | Cairn / limit | Cairn peak MiB | tusd peak MiB | Cairn / tusd memory |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for &case in &cases {
+        let (cairn, tusd) = (of(case, true), of(case, false));
         println!(
-            "| {name} | {chunked:.0} | {:.2} | {whole:.0} | {:.2} | {:.2} |",
-            chunked / limit,
-            whole / limit,
-            chunked / whole
+            "| {} | {:.0} | {:.0} | {:.2} | {:.2} | {:.1} | {:.1} | {:.2} |",
+            case.name(),
+            cairn.0,
+            tusd.0,
+            cairn.0 / tusd.0,
+            cairn.0 / limit,
+            cairn.1,
+            tusd.1,
+            cairn.1 / tusd.1
         );
     }
     println!();
-    println!("| server | peak RSS after the two 1 GiB uploads |");
-    println!("|---|---|");
-    for (name, peak) in &peaks {
-        println!("| {name} | {peak:.1} MiB |");
-    }
-    println!("| cairn, one 4 GiB upload in 8 MiB PATCHes | {big_peak:.1} MiB |");
-    println!();
-    let (cairn, node) = (&rows[0], &rows[1]);
-    println!(
-        "cairn / node: throughput {:.2}x (8 MiB PATCHes), {:.2}x (one PATCH); peak RSS {:.2}x",
-        cairn.1 / node.1,
-        cairn.2 / node.2,
-        peaks[0].1 / peaks[1].1
-    );
+    println!("Cairn, one 4 GiB upload in 8 MiB PATCHes: peak {big_peak:.1} MiB");
 }

@@ -8,6 +8,7 @@
 //! - [`pypi`], [`node`]: Python packages in virtualenvs, Node releases from PyPI, and npm
 //!   packages installed from a lock file.
 //! - [`kubo`]: today's Kubo, built from the Go module proxy and run as a daemon.
+//! - [`tusd`]: the reference TUS server, built from the Go module proxy, for the TUS bench.
 //! - [`netns`]: running a test's body in a network namespace with only loopback.
 //! - [`debian`]: installing a Debian package a test needs, when the tests run as root.
 //! - [`tls`]: a test certificate authority and a server certificate for `localhost`.
@@ -36,6 +37,7 @@ pub mod postgres;
 pub mod pypi;
 pub mod seaweedfs;
 pub mod tls;
+pub mod tusd;
 pub mod vectors;
 pub mod xorshift;
 
