@@ -192,6 +192,9 @@ async fn imported(client: &reqwest::Client, target: &Target, url: &str) {
     }
 }
 
+/// Each round's MB/s and peak MiB.
+type Rounds = Vec<(f64, f64)>;
+
 #[derive(Clone, Copy, PartialEq)]
 enum Case {
     OnePatch,
@@ -299,7 +302,7 @@ async fn main() {
     let limit = sha.min(disk);
 
     // (case, cairn?) -> each round's (MB/s, peak MiB).
-    let mut results: Vec<((Case, bool), Vec<(f64, f64)>)> = cases
+    let mut results: Vec<((Case, bool), Rounds)> = cases
         .iter()
         .flat_map(|&case| [((case, true), Vec::new()), ((case, false), Vec::new())])
         .collect();

@@ -41,7 +41,8 @@ pub struct Settings {
     #[arg(long, env = "CAIRN_PROFILE")]
     #[serde(default, deserialize_with = "parsed")]
     pub profile: Option<Profile>,
-    /// Operation workers extracting archives [default: 2].
+    /// Operation workers (archives to extract, completed TUS uploads, pins) [default: twice
+    /// the cores].
     #[arg(long, env = "CAIRN_WORKERS")]
     pub workers: Option<usize>,
     /// Seconds a worker's claim holds without progress; after a crash, the time before another
@@ -284,7 +285,11 @@ impl ServeConfig {
                 .or(file.account_listen)
                 .unwrap_or_else(|| default_addr(DEFAULT_ACCOUNT_LISTEN)),
             profile: profile.unwrap_or_default(),
-            workers: flags.workers.or(file.workers).unwrap_or(2).max(1),
+            workers: flags
+                .workers
+                .or(file.workers)
+                .unwrap_or_else(default_workers)
+                .max(1),
             worker_lease: std::time::Duration::from_secs(
                 flags
                     .worker_lease_seconds
@@ -375,6 +380,13 @@ impl ServeConfig {
 
 /// `--reprovide-interval`: more than zero, and short enough that the records are provided
 /// again before peers drop them.
+/// Twice the cores: a worker's operation is as much waiting (its pack's sync, the commit's) as
+/// hashing. Two workers on two cores fell behind the 200-client load (acknowledgement to CID
+/// 19 s at p50, 2,685 operations queued when it ended); four kept up (0.55 s, BENCHMARKS.md).
+fn default_workers() -> usize {
+    2 * std::thread::available_parallelism().map_or(1, |cores| cores.get())
+}
+
 fn reprovide_interval(
     interval: Option<humantime::Duration>,
 ) -> anyhow::Result<std::time::Duration> {

@@ -40,11 +40,17 @@ fn build() -> PathBuf {
             )
         });
     let started = Instant::now();
-    eprintln!("building tusd {RELEASE} from the Go module proxy into {} (once)", dir.display());
+    eprintln!(
+        "building tusd {RELEASE} from the Go module proxy into {} (once)",
+        dir.display()
+    );
     // Caches of the build's own, removed once it is built (a user's own left untouched).
     let caches = [dir.join("go-build-cache"), dir.join("go-mod-cache")];
     let status = Command::new(go)
-        .args(["install", &format!("github.com/tus/tusd/v2/cmd/tusd@{RELEASE}")])
+        .args([
+            "install",
+            &format!("github.com/tus/tusd/v2/cmd/tusd@{RELEASE}"),
+        ])
         .env("GOBIN", &dir)
         .env("GOFLAGS", "-modcacherw")
         .env("GOCACHE", &caches[0])
@@ -55,7 +61,10 @@ fn build() -> PathBuf {
     for cache in &caches {
         let _ = std::fs::remove_dir_all(cache);
     }
-    eprintln!("built tusd {RELEASE} in {:.0} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "built tusd {RELEASE} in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     binary
 }
 
