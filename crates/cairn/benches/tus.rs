@@ -254,6 +254,10 @@ async fn run(case: Case, cairn: bool, dir: &Path, data: &Bytes, parts: &[Bytes])
         for url in &urls {
             imported(&client, &target, url).await;
         }
+        eprintln!(
+            "  cairn's CIDs {:.2} s after the last 204",
+            (started.elapsed() - elapsed).as_secs_f64()
+        );
     }
     let bytes = match case {
         Case::Parallel => PARALLEL * PARALLEL_SIZE,

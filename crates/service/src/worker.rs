@@ -253,7 +253,7 @@ fn process_bytes(
         Ok(len) => len.max(1),
         Err(e) => return Outcome::Failed(e),
     };
-    let mut input = io::BufReader::with_capacity(1 << 20, file);
+    let mut input = ingest::staged(file);
     let head = match io::BufRead::fill_buf(&mut input) {
         Ok(head) => head[..head.len().min(HEAD_BYTES)].to_vec(),
         Err(e) => return Outcome::Failed(e),

@@ -498,8 +498,7 @@ async fn settle_staged(
             (staging.clone(), upload_id.clone(), intent.profile.clone());
         let limits = state.service.config.archive_limits.clone();
         tokio::task::spawn_blocking(move || {
-            let mut staged =
-                io::BufReader::with_capacity(1 << 20, staging.open_upload(&upload_id)?);
+            let mut staged = ingest::staged(staging.open_upload(&upload_id)?);
             let how = Import {
                 profile: &profile,
                 limits: &limits,
