@@ -139,7 +139,10 @@ fn seven_z_complete(mut input: impl Read + Seek) -> io::Result<Recognised> {
 fn zip_contents(input: impl Read + Seek) -> Recognised {
     let mut archive = match zip::ZipArchive::new(input) {
         Ok(archive) => archive,
-        Err(e) => return Recognised::NotArchive(format!("not a readable zip archive: {e}")),
+        Err(e) => {
+            let why = crate::zip::unreadable(&e);
+            return Recognised::NotArchive(format!("not a readable zip archive: {why}"));
+        }
     };
     let names: Vec<String> = (archive.file_names_raw())
         .map(|name| String::from_utf8_lossy(name).into_owned())

@@ -35,7 +35,7 @@ pub fn extract(
     let recorded =
         recorded_entries(&mut input).map_err(|e| source.classify(e, "reading the zip"))?;
     let mut archive = zip::ZipArchive::new(source.wrap(input))
-        .map_err(|e| ArchiveError::Archive(format!("invalid zip archive: {e}")))?;
+        .map_err(|e| ArchiveError::Archive(format!("invalid zip archive: {}", unreadable(&e))))?;
     // The `zip` crate indexes entries by name and keeps one of each: a second entry with the
     // same name would vanish silently. Compare with the count the archive itself records (A7).
     if let Some(recorded) = recorded.filter(|r| *r != archive.len() as u64) {
@@ -105,6 +105,25 @@ fn entry_name(raw: &[u8], flagged_utf8: bool) -> Result<String, ArchiveError> {
             "the name is flagged as UTF-8 but is not valid UTF-8",
         )),
         Err(_) => Ok(path::decode_cp437(raw)),
+    }
+}
+
+/// Why the `zip` crate could not open an archive, in words for the person who sent it (its own
+/// are a parser's: "Could not find EOCD").
+pub(crate) fn unreadable(e: &zip::result::ZipError) -> String {
+    use zip::result::ZipError;
+    match e {
+        ZipError::InvalidArchive(why) if why.starts_with("Could not find EOCD") => {
+            "its end-of-central-directory record, the index every zip ends with, is missing: \
+             the file is cut short, or is not a zip"
+                .to_owned()
+        }
+        ZipError::InvalidArchive(why) => format!("its central directory is damaged ({why})"),
+        ZipError::UnsupportedArchive(why) => {
+            format!("it uses a zip feature Cairn does not read ({why})")
+        }
+        ZipError::Io(e) => format!("it could not be read: {e}"),
+        other => other.to_string(),
     }
 }
 

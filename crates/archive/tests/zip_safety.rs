@@ -170,3 +170,30 @@ fn a10_a_corrupted_entry_fails_its_crc_and_a_cut_zip_is_refused() {
     let whole = stored(&[Item::File("data.bin", b"0123456789abcdef")]);
     assert!(extract(&whole[..whole.len() - 10]).is_err());
 }
+
+/// A zip cut short (its end record lost in transfer) is refused in words its sender can act
+/// on, both where it is recognised and where it is extracted: not the parser's "Could not find
+/// EOCD".
+#[test]
+fn a_zip_cut_short_is_refused_saying_its_index_is_missing() {
+    let whole = stored(&[
+        Item::File("a.txt", b"some text"),
+        Item::File("b.txt", b"more"),
+    ]);
+    let cut = &whole[..whole.len() - 30];
+
+    let extracted = extract(cut).expect_err("a zip without its end record");
+    let message = extracted.to_string();
+    assert!(
+        message.contains("end-of-central-directory record") && message.contains("cut short"),
+        "{message}"
+    );
+    assert!(!message.contains("EOCD"), "{message}");
+
+    let recognised = cairn_archive::recognise::recognise(ArchiveFormat::Zip, Cursor::new(cut));
+    let said = format!("{:?}", recognised.unwrap());
+    assert!(
+        said.contains("cut short") && !said.contains("EOCD"),
+        "{said}"
+    );
+}

@@ -50,6 +50,8 @@ const NAMES: &[&str] = &["names"];
 const NAMES_OR_READ: &[&str] = &["names", "read"];
 /// The upload limit and the operations: an upload-only key reads those it began.
 const UPLOAD_OR_READ: &[&str] = &["upload", "read"];
+/// Upload links: an upload-only key lists and revokes those it made.
+const UPLOAD_OR_KEYS: &[&str] = &["upload", "keys"];
 /// What the node is: any key.
 const ANY: &[&str] = &["upload", "read", "delete", "pins", "keys", "names"];
 
@@ -194,12 +196,12 @@ const ROUTES: &[Route] = &[
     route("PATCH", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload], UPLOAD)),
     route("DELETE", Upload, "/api/upload/tus/{id}", Owned(&[TusUpload], UPLOAD)),
     route("OPTIONS", Upload, "/api/upload/tus/{id}", Public(Some(204))),
-    // Upload links: made with an upload key, listed and revoked with a keys key; their URLs
-    // take uploads with no other credential.
+    // Upload links: made with an upload key, listed and revoked with a keys key or by the
+    // upload key that made them; their URLs take uploads with no other credential.
     route("POST", Upload, "/api/upload-links", Token(UPLOAD)),
-    route("GET", Upload, "/api/upload-links", Token(KEYS)),
-    route("HEAD", Upload, "/api/upload-links", Token(KEYS)),
-    route("DELETE", Upload, "/api/upload-links/{id}", Owned(&[Link], KEYS)),
+    route("GET", Upload, "/api/upload-links", Token(UPLOAD_OR_KEYS)),
+    route("HEAD", Upload, "/api/upload-links", Token(UPLOAD_OR_KEYS)),
+    route("DELETE", Upload, "/api/upload-links/{id}", Owned(&[Link], UPLOAD_OR_KEYS)),
     // IPNS names (`routes::names`): made, pointed and deleted with `names`, read with `names`
     // or `read`.
     route("POST", Upload, "/api/names", Token(NAMES)),

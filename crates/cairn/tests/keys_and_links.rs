@@ -674,3 +674,57 @@ async fn upload_state(url: &str, done: impl Fn(&Value) -> bool) -> Value {
     }
     panic!("the upload at {url} did not get there");
 }
+
+/// An app's backend makes links with its upload key, and manages them with that key alone:
+/// it lists the links it made (not the account's others) and revokes them; a link another key
+/// made is not found to it. A `keys` key still sees and revokes every link.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upload_key_lists_and_revokes_the_links_it_made_and_no_others() {
+    let (_dir, running) = serve();
+    let links = format!("{}/api/upload-links", running.upload);
+    let (backend, _) = create_key(&running, &running.token, json!({"scopes": ["upload"]})).await;
+    let (other, _) = create_key(&running, &running.token, json!({"scopes": ["upload"]})).await;
+    let mine = create_link(&running, &backend, json!({"name": "mine"})).await;
+    let theirs = create_link(&running, &other, json!({"name": "theirs"})).await;
+    let by_owner = create_link(&running, &running.token, json!({"name": "owner's"})).await;
+
+    let names = |listed: &Value| -> Vec<String> {
+        let mut names: Vec<String> = (listed["links"].as_array().unwrap().iter())
+            .map(|link| link["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let (status, listed) = get(&links, &backend).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(names(&listed), ["mine"]);
+    let (_, listed) = get(&links, &running.token).await;
+    assert_eq!(names(&listed), ["mine", "owner's", "theirs"]);
+
+    let revoke = |id: &Value, key: &str| {
+        let request = Client::new()
+            .delete(format!("{links}/{}", id.as_str().unwrap()))
+            .bearer_auth(key);
+        async move { answer(request.send().await.unwrap()).await }
+    };
+    let (status, refused) = revoke(&theirs["id"], &backend).await;
+    assert_eq!(
+        (status, &refused["error"]),
+        (404, &json!("not_found")),
+        "{refused}"
+    );
+    let (status, refused) = revoke(&by_owner["id"], &backend).await;
+    assert_eq!(status, 404, "{refused}");
+    assert_eq!(revoke(&mine["id"], &backend).await.0, 204);
+    let (_, listed) = get(&links, &backend).await;
+    assert!(names(&listed).is_empty(), "{listed}");
+    // The others' links still take uploads.
+    let (status, text) = post(
+        theirs["url"].as_str().unwrap(),
+        None,
+        file(b"hi", "hi.txt", "text/plain"),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(revoke(&theirs["id"], &running.token).await.0, 204);
+}

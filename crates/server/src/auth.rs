@@ -50,6 +50,8 @@ pub mod need {
         NamesOrRead: Names | Read;
         /// The upload limit and the operations: an upload-only key reads those it began.
         UploadOrRead: Upload | Read;
+        /// Upload links: an upload-only key lists and revokes those it made.
+        UploadOrKeys: Upload | Keys;
         /// Any live key (what the node is, which holds nothing of the account's).
         AnyScope: Upload | Read | Delete | Pins | Keys | Names;
     }
@@ -141,12 +143,21 @@ impl FromRequestParts<AppState> for Bearer {
         let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
             return Err(ApiError::Unauthorized);
         };
+        // Authentication schemes are case-insensitive (RFC 9110 §11.1): `bearer` is Bearer. A
+        // header without the scheme (the token alone, `Basic`) is told how to send one; with
+        // it, a token that is not one is `invalid_token` like any other.
+        let scheme = value
+            .as_bytes()
+            .split(|&b| b == b' ')
+            .next()
+            .unwrap_or_default();
+        if !scheme.eq_ignore_ascii_case(b"bearer") {
+            return Err(ApiError::NotBearer);
+        }
         let token = value
             .to_str()
             .ok()
             .and_then(|v| v.split_once(' '))
-            // Authentication schemes are case-insensitive (RFC 9110 §11.1): `bearer` is Bearer.
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim())
             .ok_or(ApiError::InvalidToken)?;
         Self::of(token, parts)

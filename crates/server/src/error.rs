@@ -3,6 +3,8 @@
 //! Every error body is `{"error": code, "message": text}` (`docs/contract.md` "Errors"). Internal causes
 //! are logged, never sent.
 
+use axum::extract::multipart::MultipartRejection;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use cairn_service::names::NameError;
@@ -17,6 +19,12 @@ pub enum ApiError {
     Unauthorized,
     #[error("the token is not valid or has been revoked")]
     InvalidToken,
+    /// An `Authorization` header holding no Bearer token: a bare token, or another scheme.
+    #[error(
+        "the Authorization header must be `Bearer <token>`: the word Bearer, a space, then the \
+         token"
+    )]
+    NotBearer,
     #[error("the key has expired")]
     TokenExpired,
     /// A key limited to browser origins, used from another (or from none).
@@ -104,6 +112,7 @@ impl ApiError {
             Self::BadRequest(_) => (StatusCode::BAD_REQUEST, ErrorCode::BadRequest),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
             Self::InvalidToken => (StatusCode::UNAUTHORIZED, ErrorCode::InvalidToken),
+            Self::NotBearer => (StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized),
             Self::TokenExpired => (StatusCode::UNAUTHORIZED, ErrorCode::TokenExpired),
             Self::OriginNotAllowed(_) => (StatusCode::FORBIDDEN, ErrorCode::OriginNotAllowed),
             Self::UsesExhausted(_) => (StatusCode::FORBIDDEN, ErrorCode::UsesExhausted),
@@ -233,6 +242,56 @@ fn checksum_mismatch_status() -> StatusCode {
     StatusCode::from_u16(460).unwrap_or(StatusCode::BAD_REQUEST)
 }
 
+/// What axum's extractors refuse, in our words: which part of the request, and what it must
+/// be. Their own texts name the framework ("Failed to deserialize the JSON body into the target
+/// type: ..."); what follows it is serde's, which names the field, and is kept.
+impl From<JsonRejection> for ApiError {
+    fn from(e: JsonRejection) -> Self {
+        let text = e.body_text();
+        Self::BadRequest(match e {
+            JsonRejection::MissingJsonContentType(_) => {
+                "the body must be JSON, sent with `Content-Type: application/json`".to_owned()
+            }
+            JsonRejection::JsonSyntaxError(_) => {
+                format!("the body is not valid JSON: {}", detail(&text))
+            }
+            JsonRejection::JsonDataError(_) => {
+                format!(
+                    "the body's JSON does not fit this request: {}",
+                    detail(&text)
+                )
+            }
+            _ => format!("the body could not be read: {}", detail(&text)),
+        })
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(e: QueryRejection) -> Self {
+        let text = e.body_text();
+        Self::BadRequest(format!(
+            "the query string does not fit this request: {}",
+            detail(&text)
+        ))
+    }
+}
+
+impl From<MultipartRejection> for ApiError {
+    fn from(_: MultipartRejection) -> Self {
+        Self::BadRequest(
+            "the body must be multipart/form-data, with its boundary in the Content-Type \
+             (`multipart/form-data; boundary=...`, which browsers' FormData and curl's -F set) \
+             and the file in a part named `file`"
+                .to_owned(),
+        )
+    }
+}
+
+/// What an extractor's text says after its own first words (`Failed to ...: `).
+fn detail(text: &str) -> &str {
+    text.split_once(": ").map_or(text, |(_, detail)| detail)
+}
+
 impl From<NameError> for ApiError {
     fn from(e: NameError) -> Self {
         match e {
@@ -284,7 +343,9 @@ impl IntoResponse for ApiError {
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();
         match self {
-            Self::Unauthorized => {
+            // RFC 6750 §3.1: a request that tried another scheme lacks a token, and is answered
+            // as one that sent none, without an error code; the body says what to send.
+            Self::Unauthorized | Self::NotBearer => {
                 headers.insert(
                     header::WWW_AUTHENTICATE,
                     HeaderValue::from_static("Bearer realm=\"cairn\""),

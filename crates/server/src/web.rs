@@ -36,7 +36,10 @@ async fn file(
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
-    let not_found = || ApiError::NotFound(format!("no file {name:?} on this page"));
+    let not_found = || {
+        crate::app::served_by_the_upload_host(&format!("/{name}"))
+            .unwrap_or_else(|| ApiError::NotFound(format!("no file {name:?} on this page")))
+    };
     let content_type = content_type(&name).ok_or_else(not_found)?;
     let bytes = match &state.config.web_dir {
         // A name of plain characters, so it cannot leave the directory.

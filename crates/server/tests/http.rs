@@ -121,6 +121,132 @@ async fn authentication_errors_follow_the_contract() {
     assert_eq!(refused.headers()["connection"], "close");
 }
 
+/// An Authorization header that is not `Bearer <token>` (the token alone, as people paste it,
+/// or another scheme) is told apart from a wrong token: it says what the header must hold.
+#[tokio::test]
+async fn a_token_without_bearer_is_told_how_to_send_it() {
+    let server = TestServer::start().await;
+    let url = format!("{}/api/upload-limit", server.account);
+    for header in [
+        server.token.clone(),
+        format!("Token {}", server.token),
+        "Basic YTpi".into(),
+    ] {
+        let response = server
+            .client
+            .get(&url)
+            .header("authorization", header.as_str())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{header}");
+        assert_eq!(
+            response.headers()["www-authenticate"],
+            "Bearer realm=\"cairn\""
+        );
+        let body: Value = response.json().await.unwrap();
+        assert_error(&body, "unauthorized");
+        let message = body["message"].as_str().unwrap();
+        assert!(message.contains("`Bearer <token>`"), "{message}");
+    }
+}
+
+/// A body or query the request cannot take is refused in our words, naming the field; never
+/// in the framework's ("Failed to deserialize ...", "Invalid `boundary` ...").
+#[tokio::test]
+async fn bodies_and_queries_that_do_not_fit_are_refused_naming_what_is_wrong() {
+    let server = TestServer::start().await;
+    let keys = format!("{}/api/keys", server.account);
+    let send = |request: reqwest::RequestBuilder| async move {
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let body: Value = response.json().await.unwrap();
+        (
+            status,
+            body["error"].clone(),
+            body["message"].as_str().unwrap().to_owned(),
+        )
+    };
+    let auth = |request: reqwest::RequestBuilder| request.bearer_auth(&server.token);
+    let cases = [
+        (
+            auth(server.client.post(&keys)).body(r#"{"name": "x", "scopes": ["upload"]}"#),
+            "`Content-Type: application/json`",
+        ),
+        (
+            auth(server.client.post(&keys)).json(&json!({"name": 5, "scopes": ["upload"]})),
+            "the body's JSON does not fit this request: name: invalid type: integer `5`",
+        ),
+        (
+            auth(server.client.post(&keys))
+                .header("content-type", "application/json")
+                .body("{\"name\": "),
+            "the body is not valid JSON",
+        ),
+        (
+            auth(server.client.post(format!("{}/api/upload", server.upload)))
+                .json(&json!({"file": "hello"})),
+            "multipart/form-data",
+        ),
+        (
+            auth(server.client.get(format!(
+                "{}/api/webhooks/wh_x/deliveries?limt=5",
+                server.account
+            ))),
+            "the query string does not fit this request: limt: unknown field `limt`",
+        ),
+    ];
+    for (request, says) in cases {
+        let (status, error, message) = send(request).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{message}");
+        assert_eq!(error, "bad_request", "{message}");
+        assert!(message.contains(says), "{message:?} should say {says:?}");
+        for framework in [
+            "Failed to",
+            "deserialize",
+            "Invalid `boundary`",
+            "target type",
+        ] {
+            assert!(!message.contains(framework), "{message}");
+        }
+    }
+}
+
+/// A route asked of the wrong host says which host serves it (the two hosts are the first thing
+/// that confuses a new user); a path neither serves says only that.
+#[tokio::test]
+async fn a_route_asked_of_the_wrong_host_says_which_host_serves_it() {
+    let server = TestServer::start().await;
+    for (host, path, says) in [
+        (&server.upload, "/api/keys", "the account host"),
+        (
+            &server.upload,
+            "/api/webhooks/wh_1/deliveries",
+            "the account host",
+        ),
+        (&server.account, "/api/upload-links", "the upload host"),
+        (&server.account, "/pins", "the upload host"),
+    ] {
+        let (status, _, body) = server
+            .get(format!("{host}{path}"), Some(&server.token))
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+        assert_error(&body, "not_found");
+        let message = body["message"].as_str().unwrap();
+        assert!(
+            message.contains(says) && message.contains(path),
+            "{message}"
+        );
+    }
+    let (_, _, body) = server
+        .get(
+            format!("{}/api/keysmith", server.upload),
+            Some(&server.token),
+        )
+        .await;
+    assert_eq!(body["message"], "no route for /api/keysmith");
+}
+
 #[tokio::test]
 async fn an_error_answered_before_the_body_is_read_reaches_a_client_still_sending() {
     let server = TestServer::start().await;

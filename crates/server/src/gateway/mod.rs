@@ -226,7 +226,7 @@ pub struct UriRouter {
 pub async fn uri_router(
     query: Result<Query<UriRouter>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let Query(UriRouter { uri }) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Query(UriRouter { uri }) = query.map_err(ApiError::from)?;
     let uri = uri.ok_or_else(|| {
         ApiError::BadRequest("name the content: /ipfs/{cid}, or /ipfs/?uri=ipfs://{cid}".into())
     })?;
@@ -267,7 +267,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Asked {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let Query(query) = Query::<GatewayParams>::from_request_parts(parts, state)
             .await
-            .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+            .map_err(ApiError::from)?;
         Ok(Self {
             method: parts.method.clone(),
             uri: parts.uri.clone(),

@@ -112,7 +112,7 @@ pub async fn account_events(
         .limiter
         .check(account.id, Endpoint::Operations)
         .await?;
-    let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Query(params) = params.map_err(ApiError::from)?;
     let types = parse_types(params.types.as_deref().unwrap_or(""))
         .map_err(|e| ApiError::BadRequest(format!("types: {e}")))?;
     let after = match last_event_id(&headers)? {

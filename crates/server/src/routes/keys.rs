@@ -83,7 +83,7 @@ pub async fn create(
     request: Result<Json<KeyRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<KeyRecord>), ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
-    let Json(request) = request.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Json(request) = request.map_err(ApiError::from)?;
     let new = new_key(account.id, request, now_ms())?;
     if !creator.scopes.cover(new.scopes) {
         return Err(ApiError::Forbidden(format!(

@@ -9,7 +9,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use cairn_store::access::{NewLink, UploadLink};
+use cairn_store::access::{NewLink, Scope, UploadLink};
 use cairn_store::model::ArchiveMode;
 use cairn_store::model::KeyValues;
 use cairn_store::{now_ms, random_name, tokens};
@@ -86,7 +86,7 @@ pub async fn create(
     request: Result<Json<LinkRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<LinkRecord>), ApiError> {
     state.limiter.check(account.id, Endpoint::Upload).await?;
-    let Json(request) = request.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Json(request) = request.map_err(ApiError::from)?;
     let secret = tokens::generate_link();
     let mut link = new_link(request, now_ms(), account.id, key.id, secret.hash)?;
     // A link can send no more than the key that makes it.
@@ -192,32 +192,52 @@ pub struct LinkList {
     links: Vec<LinkRecord>,
 }
 
+/// The account's links to a `keys` key; to an upload-only key, the links it made (an app's
+/// backend manages its own links with the key it makes them with).
 pub async fn list(
     State(state): State<AppState>,
-    Caller(account, ..): Caller<need::Keys>,
+    caller: Caller<need::UploadOrKeys>,
 ) -> Result<Json<LinkList>, ApiError> {
+    let Caller(account, ..) = &caller;
     state.limiter.check(account.id, Endpoint::Account).await?;
     let links = state.service.store.list_links(account.id).await?;
     Ok(Json(LinkList {
-        links: links.into_iter().map(Into::into).collect(),
+        links: (links.into_iter())
+            .filter(|link| manages(&caller, link))
+            .map(Into::into)
+            .collect(),
     }))
 }
 
-/// `204`; `404` for a link the account does not have (or no longer has).
+/// `204`; `404` for a link the account does not have (or no longer has), or, to an
+/// upload-only key, one it did not make.
 pub async fn revoke(
     State(state): State<AppState>,
-    Caller(account, ..): Caller<need::Keys>,
+    caller: Caller<need::UploadOrKeys>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    let Caller(account, ..) = &caller;
     state.limiter.check(account.id, Endpoint::Account).await?;
-    state
-        .service
-        .store
+    let not_found = || ApiError::NotFound(format!("upload link {id} not found"));
+    let store = &state.service.store;
+    if !caller.allows(Scope::Keys) {
+        let link = store.link(&id).await?.ok_or_else(not_found)?;
+        if link.account_id != account.id || !manages(&caller, &link) {
+            return Err(not_found());
+        }
+    }
+    store
         .revoke_link(account.id, &id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("upload link {id} not found")))?;
+        .ok_or_else(not_found)?;
     tracing::info!(account = %account.name, link = %id, "upload link revoked");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Whether the caller's key may see and revoke `link`: any of the account's with `keys`, the
+/// ones it made with `upload` alone.
+fn manages(caller: &Caller<need::UploadOrKeys>, link: &UploadLink) -> bool {
+    caller.allows(Scope::Keys) || link.created_by == caller.1.id
 }
 
 #[cfg(test)]

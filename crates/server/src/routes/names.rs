@@ -96,7 +96,7 @@ pub async fn create(
     request: Result<Json<CreateRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<NameRecord>), ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
-    let Json(request) = request.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Json(request) = request.map_err(ApiError::from)?;
     let cid = target(&request.cid)?;
     let kept = service_names::create(&state.service, account.id, &cid, request.label).await?;
     tracing::info!(account = %account.name, name = %kept.name, value = %kept.value, "name created");
@@ -110,7 +110,7 @@ pub async fn point(
     request: Result<Json<PointRequest>, JsonRejection>,
 ) -> Result<Json<NameRecord>, ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
-    let Json(request) = request.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Json(request) = request.map_err(ApiError::from)?;
     let cid = target(&request.cid)?;
     let kept = service_names::find(&state.service, account.id, &name).await?;
     let next = service_names::point(&state.service, kept, &cid).await?;

@@ -72,7 +72,7 @@ pub async fn list_operations(
         .limiter
         .check(account.id, Endpoint::Operations)
         .await?;
-    let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Query(params) = params.map_err(ApiError::from)?;
     let limit = query::limit(params.limit.as_deref(), 50)?;
     let status = params
         .status

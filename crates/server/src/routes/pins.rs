@@ -99,7 +99,7 @@ async fn list(
         .limiter
         .check(account.id, Endpoint::Operations)
         .await?;
-    let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Query(params) = params.map_err(ApiError::from)?;
     let filter = list_filter(params)?;
     let (page, count) = state
         .service

@@ -81,7 +81,7 @@ async fn receive_upload(
     state.limiter.check(account.id, Endpoint::Upload).await?;
     uploader.check_uses()?;
     let started = std::time::Instant::now();
-    let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Query(params) = params.map_err(ApiError::from)?;
     let mode = match params.archive_mode.as_deref() {
         Some(mode) => mode.parse().map_err(ApiError::BadRequest)?,
         None => (uploader.link())
@@ -98,7 +98,7 @@ async fn receive_upload(
     };
     let limit = PostLimit::of(&uploader);
     reject_oversized_body(&headers, limit, state.config.multipart_overhead)?;
-    let mut multipart = multipart.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let mut multipart = multipart.map_err(ApiError::from)?;
 
     let intent = Intent {
         upload_id: cairn_store::random_name(),

@@ -54,8 +54,8 @@ pub async fn list(
         .limiter
         .check(account.id, Endpoint::Operations)
         .await?;
-    let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let Query(pairs) = pairs.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Query(params) = params.map_err(ApiError::from)?;
+    let Query(pairs) = pairs.map_err(ApiError::from)?;
     let limit = query::limit(params.limit.as_deref(), 50)?;
     let statuses = query::list(params.status.as_deref(), |status| {
         status
@@ -157,7 +157,7 @@ pub async fn change(
     changes: Result<Json<Changes>, JsonRejection>,
 ) -> Result<Json<UploadRecord>, ApiError> {
     state.limiter.check(account.id, Endpoint::Upload).await?;
-    let Json(changes) = changes.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Json(changes) = changes.map_err(ApiError::from)?;
     if let Some(name) = &changes.name {
         super::upload::check_name(name)?;
     }

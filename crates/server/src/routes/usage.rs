@@ -27,7 +27,7 @@ pub async fn usage(
     params: Result<Query<UsageParams>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
-    let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Query(params) = params.map_err(ApiError::from)?;
     let month = match params.period {
         Some(period) => Month::parse(&period).ok_or_else(|| {
             ApiError::BadRequest(format!(

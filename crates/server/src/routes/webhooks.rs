@@ -66,7 +66,7 @@ pub async fn create(
     request: Result<Json<WebhookRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<WebhookRecord>), ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
-    let Json(request) = request.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Json(request) = request.map_err(ApiError::from)?;
     if request.url.len() > MAX_URL {
         return Err(ApiError::BadRequest(format!(
             "url: at most {MAX_URL} bytes"
@@ -204,7 +204,7 @@ pub async fn deliveries(
     params: Result<Query<DeliveriesParams>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
-    let Query(params) = params.map_err(|e| ApiError::BadRequest(e.body_text()))?;
+    let Query(params) = params.map_err(ApiError::from)?;
     let limit = params.limit.unwrap_or(DELIVERIES_PAGE);
     if !(1..=MAX_DELIVERIES_PAGE).contains(&limit) {
         return Err(ApiError::BadRequest(format!(

@@ -143,12 +143,13 @@ pub(super) async fn events_follow_operations_and_deliveries_follow_events(
         .await
         .unwrap()
         .is_none());
-    // Retried by hand: due at once.
-    store
+    // Retried by hand: due at once, and answered with the attempts it had.
+    let retried = store
         .retry_delivery(wren.id, "wh_1", ids[1])
         .await
         .unwrap()
         .unwrap();
+    assert_eq!(retried.attempts.len(), 1, "{retried:?}");
     let again = store.claim_deliveries("w2", lease, 10).await.unwrap();
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].attempts, 1);

@@ -59,6 +59,31 @@ fn deliveries_and_events() -> String {
 }
 
 impl<B: Backend> SqlStore<B> {
+    /// `deliveries` with their attempts, oldest first, read in one query.
+    async fn with_attempts(
+        conn: &mut impl Conn<B>,
+        mut deliveries: Vec<Delivery>,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        if deliveries.is_empty() {
+            return Ok(deliveries);
+        }
+        let sql = format!(
+            "SELECT * FROM webhook_attempts WHERE delivery_id IN ({}) ORDER BY delivery_id, attempt",
+            parameters(1, deliveries.len())
+        );
+        let mut query = B::query(&sql);
+        for delivery in &deliveries {
+            query = query.bind(delivery.id);
+        }
+        for row in query.fetch_all(&mut *conn).await? {
+            let id = row.int("delivery_id");
+            if let Some(delivery) = deliveries.iter_mut().find(|d| d.id == id) {
+                delivery.attempts.push(attempt_from(&row));
+            }
+        }
+        Ok(deliveries)
+    }
+
     /// Take or renew the dispatch lease for `worker` (held by it, or free) for `lease`, and
     /// move the cursor from `from` to `to` (the same to only take the lease); `false` when
     /// another dispatcher holds it or has moved the cursor.
@@ -287,28 +312,11 @@ impl<B: Backend> EventLog for SqlStore<B> {
             .bind(limit as i64)
             .fetch_all(&mut conn)
             .await?;
-        let mut deliveries = rows
+        let deliveries = rows
             .iter()
             .map(delivery_from)
             .collect::<Result<Vec<_>, _>>()?;
-        if deliveries.is_empty() {
-            return Ok(Some(deliveries));
-        }
-        let sql = format!(
-            "SELECT * FROM webhook_attempts WHERE delivery_id IN ({}) ORDER BY delivery_id, attempt",
-            parameters(1, deliveries.len())
-        );
-        let mut query = B::query(&sql);
-        for delivery in &deliveries {
-            query = query.bind(delivery.id);
-        }
-        for row in query.fetch_all(&mut conn).await? {
-            let id = row.int("delivery_id");
-            if let Some(delivery) = deliveries.iter_mut().find(|d| d.id == id) {
-                delivery.attempts.push(attempt_from(&row));
-            }
-        }
-        Ok(Some(deliveries))
+        Self::with_attempts(&mut conn, deliveries).await.map(Some)
     }
 
     async fn retry_delivery(
@@ -338,11 +346,14 @@ impl<B: Backend> EventLog for SqlStore<B> {
             return Ok(None);
         }
         let sql = format!("{} WHERE d.id = $1", deliveries_and_events());
+        let mut conn = self.conn().await?;
         let row = B::query(&sql)
             .bind(delivery_id)
-            .fetch_one(&mut self.conn().await?)
+            .fetch_one(&mut conn)
             .await?;
-        delivery_from(&row).map(Some)
+        // Retried, it keeps the attempts it had: the answer shows them.
+        let retried = Self::with_attempts(&mut conn, vec![delivery_from(&row)?]).await?;
+        Ok(retried.into_iter().next())
     }
 
     async fn take_new_deliveries(
