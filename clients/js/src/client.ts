@@ -26,13 +26,13 @@ const LINK_TUS_SUFFIX = "/tus";
 export interface CairnOptions {
   /** The upload host (`cairn serve --listen`), such as `https://upload.example.com`. */
   url: string;
-  /** The account host (`--account-listen`): keys live there, and the account's upload limit. */
+  /** The account host (`--account-listen`), where keys live. */
   accountUrl?: string;
   /** An account's token or a key's secret; none for a page that only uploads through links. */
   token?: string;
   /**
    * The largest file to send in one POST (bigger ones go by TUS). Default: the account's limit,
-   * read once from the account host, else 100 MiB (Cairn's default). A page that uploads
+   * read once from the upload host, else 100 MiB (Cairn's default). A page that uploads
    * through a link cannot read its account's limit: its backend can pass it here.
    */
   uploadLimit?: number;
@@ -137,16 +137,16 @@ export class Cairn {
     if (this.#givenUploadLimit !== undefined) {
       return this.#givenUploadLimit;
     }
-    if (!this.#api.hasToken || !this.#api.hasAccountUrl) {
+    if (!this.#api.hasToken) {
       return DEFAULT_UPLOAD_LIMIT;
     }
     try {
-      const url = `${this.#api.accountUrl("the upload limit")}/api/upload-limit`;
+      // The upload host answers it too, and (unlike the account host) to pages elsewhere.
+      const url = `${this.#api.uploadUrl}/api/upload-limit`;
       return (await this.#api.json<UploadLimit>("GET", url)).limit;
     } catch {
-      // A key without `upload` or `read`, or a page the account host does not answer
-      // cross-origin: the default is the best guess, and the server still refuses an over-large
-      // POST with `payload_too_large`.
+      // A key without `upload` or `read`: the default is the best guess, and the server still
+      // refuses an over-large POST with `payload_too_large`.
       return DEFAULT_UPLOAD_LIMIT;
     }
   }

@@ -45,11 +45,6 @@ export class Api {
     return this.#accountUrl;
   }
 
-  /** Whether the account host was given. */
-  get hasAccountUrl(): boolean {
-    return this.#accountUrl !== undefined;
-  }
-
   /** The `Authorization` header for the credential, if there is one. */
   authorization(): Record<string, string> {
     return this.#token === undefined ? {} : { Authorization: `Bearer ${this.#token}` };

@@ -182,6 +182,10 @@ const ROUTES: &[Route] = &[
     route("DELETE", Account, "/api/uploads/{id}", Owned(KEPT_IDS, DELETE)),
     route("PATCH", Upload, "/api/uploads/{id}", Owned(UPLOAD_IDS, UPLOAD)),
     route("PATCH", Account, "/api/uploads/{id}", Owned(UPLOAD_IDS, UPLOAD)),
+    route("GET", Upload, "/api/upload-limit", Token(UPLOAD_OR_READ)),
+    route("HEAD", Upload, "/api/upload-limit", Token(UPLOAD_OR_READ)),
+    route("GET", Account, "/api/upload-limit", Token(UPLOAD_OR_READ)),
+    route("HEAD", Account, "/api/upload-limit", Token(UPLOAD_OR_READ)),
     route("GET", Upload, "/api/node", Token(ANY)),
     route("HEAD", Upload, "/api/node", Token(ANY)),
     route("GET", Account, "/api/node", Token(ANY)),
@@ -260,12 +264,25 @@ const ROUTES: &[Route] = &[
     route("HEAD", Upload, "/healthz", Public(Some(200))),
     route("GET", Upload, "/metrics", Public(Some(200))),
     route("HEAD", Upload, "/metrics", Public(Some(200))),
-    // The API's description (`openapi.yaml`): nothing of anyone's, like `/healthz`.
+    // `docs::routes`, on both hosts: the guides, the API reference and its description
+    // (`openapi.yaml`), nothing of anyone's, like `/healthz`.
     route("GET", Upload, "/api/openapi.json", Public(Some(200))),
     route("HEAD", Upload, "/api/openapi.json", Public(Some(200))),
+    route("GET", Account, "/api/openapi.json", Public(Some(200))),
+    route("HEAD", Account, "/api/openapi.json", Public(Some(200))),
+    route("GET", Upload, "/docs", Public(Some(200))),
+    route("HEAD", Upload, "/docs", Public(Some(200))),
+    route("GET", Account, "/docs", Public(Some(200))),
+    route("HEAD", Account, "/docs", Public(Some(200))),
+    route("GET", Upload, "/docs/{page}", Public(Some(200))),
+    route("HEAD", Upload, "/docs/{page}", Public(Some(200))),
+    route("GET", Account, "/docs/{page}", Public(Some(200))),
+    route("HEAD", Account, "/docs/{page}", Public(Some(200))),
+    route("GET", Upload, "/docs/assets/{asset}", Public(Some(200))),
+    route("HEAD", Upload, "/docs/assets/{asset}", Public(Some(200))),
+    route("GET", Account, "/docs/assets/{asset}", Public(Some(200))),
+    route("HEAD", Account, "/docs/assets/{asset}", Public(Some(200))),
     // `app::account_app`.
-    route("GET", Account, "/api/upload-limit", Token(UPLOAD_OR_READ)),
-    route("HEAD", Account, "/api/upload-limit", Token(UPLOAD_OR_READ)),
     route("POST", Account, "/api/keys", Token(KEYS)),
     route("GET", Account, "/api/keys", Token(KEYS)),
     route("HEAD", Account, "/api/keys", Token(KEYS)),
@@ -414,6 +431,8 @@ impl World {
             .replace("{peer}", SOME_PEER)
             .replace("{name}", name)
             .replace("{file}", "app.js")
+            .replace("{page}", "quick-start")
+            .replace("{asset}", "docs.css")
             .replace("{id}", id)
             .replace("{requestid}", id)
             .replace("{delivery}", "1")

@@ -5,8 +5,8 @@
 //! CID `cairn cid` computes and land in the link's account with the link's name, key-values and
 //! id; a used-up or refused link must be refused in a way the page can read.
 //!
-//! Chromium is installed with apt when missing (as root); where it cannot be, the tests say so
-//! and pass without running, as `web_page.rs` does.
+//! Chromium is installed with apt when missing (as root); where it cannot be, the tests fail
+//! saying so (`cannot_run`), as `web_page.rs`'s do.
 
 use cairn_harness::server;
 

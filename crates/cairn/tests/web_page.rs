@@ -3,8 +3,8 @@
 //! must be what the CLI computes: every CID is checked against `cairn cid`. Each scenario
 //! leaves a screenshot in `target/tmp/web-screenshots/`.
 //!
-//! Chromium is installed with apt when missing (as root); where it cannot be, the tests say so
-//! and pass without running, since nothing else on such a machine can drive a browser.
+//! Chromium is installed with apt when missing (as root); where it cannot be, the tests fail
+//! saying so (`cannot_run`).
 
 use cairn_harness::server;
 
@@ -154,6 +154,26 @@ fn run_script(
 fn scenario(name: &str, fixtures: &Fixtures) -> Option<Value> {
     let (running, _data, token) = serve();
     run_script("browser.mjs", &[name], &running, &token, fixtures, &[])
+}
+
+#[test]
+fn the_docs_render_the_api_reference_and_guides_with_nothing_from_elsewhere() {
+    let fixtures = Fixtures::new();
+    if let Some(result) = scenario("docs", &fixtures) {
+        let described = (document_operations()).len() as u64;
+        assert_eq!(result["operations"], described, "operations shown");
+    }
+}
+
+/// How many operations `openapi.yaml` describes.
+fn document_operations() -> Vec<Value> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../openapi.yaml");
+    let document: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    (document["paths"].as_object().unwrap().values())
+        .flat_map(|item| item.as_object().unwrap().values())
+        .filter(|operation| operation.get("operationId").is_some())
+        .cloned()
+        .collect()
 }
 
 #[test]

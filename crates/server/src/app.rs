@@ -70,8 +70,7 @@ pub fn upload_app(state: AppState) -> Router {
         .route("/ipni/v1/ad/{name}", get(ipni::chain_block))
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/metrics", get(metrics))
-        // Public like `/healthz`: the description of the API holds nothing of anyone's.
-        .route("/api/openapi.json", get(openapi))
+        .merge(crate::docs::routes())
         .with_state(state.clone())
         .fallback(not_found_on_upload_host)
         .method_not_allowed_fallback(method_not_allowed)
@@ -197,7 +196,6 @@ fn with_cors(routes: Router, config: std::sync::Arc<crate::state::ServerConfig>)
 
 pub fn account_app(state: AppState) -> Router {
     Router::new()
-        .route("/api/upload-limit", get(account::upload_limit))
         .route("/api/keys", get(keys::list).post(keys::create))
         .route("/api/keys/{id}", delete(keys::revoke))
         .route("/api/webhooks", get(webhooks::list).post(webhooks::create))
@@ -210,6 +208,7 @@ pub fn account_app(state: AppState) -> Router {
         .route("/api/usage", get(usage::usage))
         .merge(operation_routes())
         .merge(crate::web::routes())
+        .merge(crate::docs::routes())
         .with_state(state.clone())
         .fallback(not_found_on_account_host)
         .method_not_allowed_fallback(method_not_allowed)
@@ -218,9 +217,11 @@ pub fn account_app(state: AppState) -> Router {
         .layer(middleware::from_fn(json_errors))
 }
 
-/// Operations, uploads and the node are on both hosts.
+/// Operations, uploads, the upload limit and the node are on both hosts: a page that uploads
+/// to the upload host learns there what it may POST (the account host answers no other origin).
 fn operation_routes() -> Router<AppState> {
     Router::new()
+        .route("/api/upload-limit", get(account::upload_limit))
         .route("/api/operations", get(operations::list_operations))
         .route("/api/operations/{id}", get(operations::get_operation))
         .route("/api/operations/{id}/events", get(events::operation_events))
@@ -235,25 +236,11 @@ fn operation_routes() -> Router<AppState> {
         .route("/api/node", get(node::node))
 }
 
-/// The OpenAPI description of both hosts, `openapi.yaml` at the repository's root. It is
-/// written in JSON (which is also YAML), so it is served as it is: no YAML parser in the
-/// server, and the bytes served are the file `tests/openapi.rs` checks.
-const OPENAPI: &str = include_str!("../../../openapi.yaml");
-
-async fn openapi() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], OPENAPI).into_response()
-}
-
 /// The paths only the account host serves (`account_app`), and only the upload host
 /// (`upload_app`): asked of the other host, the answer says where they are. Operations,
 /// uploads, events and the node are on both. `tests/authorization.rs` checks each route's host
 /// against the running server.
-const ACCOUNT_HOST_ONLY: &[&str] = &[
-    "/api/keys",
-    "/api/webhooks",
-    "/api/usage",
-    "/api/upload-limit",
-];
+const ACCOUNT_HOST_ONLY: &[&str] = &["/api/keys", "/api/webhooks", "/api/usage"];
 const UPLOAD_HOST_ONLY: &[&str] = &[
     "/api/upload",
     "/api/upload-links",

@@ -6,6 +6,7 @@
 //! - [`gateway`]: the read path `/ipfs/{cid}[/{path}]`: trustless (raw, CAR) and plain.
 //! - [`tus`]: TUS 1.0.0 resumable uploads (protocol, header parsing, per-upload locks).
 //! - [`web`]: the web page on the account host, and what it needs to know.
+//! - `docs`: the guides, the API reference and the OpenAPI document, on both hosts.
 //! - [`auth`]: the bearer-token extractor.
 //! - [`origin`]: the scheme and host a request was sent to.
 //! - [`error`]: the one place statuses and error codes are decided.
@@ -19,6 +20,7 @@
 
 pub mod app;
 pub mod auth;
+mod docs;
 pub mod error;
 /// The bodies of the fuzz targets that feed this crate untrusted bytes (`fuzz/`), shared with
 /// the stable replay of their corpus (`tests/fuzz_corpus.rs`); only with the `fuzz` feature.

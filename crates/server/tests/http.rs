@@ -214,6 +214,58 @@ async fn bodies_and_queries_that_do_not_fit_are_refused_naming_what_is_wrong() {
 
 /// A route asked of the wrong host says which host serves it (the two hosts are the first thing
 /// that confuses a new user); a path neither serves says only that.
+/// An `EventSource` reconnects to a stream that ended unless told `204`: a finished
+/// operation's stream, asked again after its final event, says so.
+#[tokio::test]
+async fn a_finished_operations_stream_asked_again_after_its_final_event_answers_204() {
+    let server = TestServer::start().await;
+    let file = Part::bytes(b"done".to_vec()).file_name("done.txt");
+    let (status, body) = server.post_file(&server.token, "", file).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let url = format!(
+        "{}/api/operations/{}/events",
+        server.upload, body["operationId"]
+    );
+    let first = (server.client.get(&url))
+        .bearer_auth(&server.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    // Proxies such as nginx would otherwise hold the events in their buffers.
+    assert_eq!(first.headers()["x-accel-buffering"], "no");
+    let text = first.text().await.unwrap();
+    assert!(text.contains("event: completed"), "{text}");
+    let final_id = (text.lines())
+        .find_map(|line| line.strip_prefix("id: "))
+        .expect("the final event has an id");
+    let again = (server.client.get(&url))
+        .bearer_auth(&server.token)
+        .header("Last-Event-ID", final_id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NO_CONTENT);
+}
+
+/// A page on another origin that uploads with a key learns what it may POST from the upload
+/// host (the account host answers no other origin).
+#[tokio::test]
+async fn a_page_elsewhere_reads_the_upload_limit_from_the_upload_host() {
+    let server = TestServer::start().await;
+    let response = (server.client)
+        .get(format!("{}/api/upload-limit", server.upload))
+        .bearer_auth(&server.token)
+        .header("Origin", "https://app.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    let limit: Value = response.json().await.unwrap();
+    assert!(limit["limit"].as_u64().unwrap() > 0, "{limit}");
+}
+
 #[tokio::test]
 async fn a_route_asked_of_the_wrong_host_says_which_host_serves_it() {
     let server = TestServer::start().await;

@@ -5,7 +5,7 @@
 //
 // Usage: node browser.mjs SCENARIO
 //   SCENARIO: wrong-token | small | big | folder | drop | archive | resume | delete | pin |
-//   keys | keys-forbidden | isolation | stream | stream-cut | eventsource | usage | names
+//   keys | keys-forbidden | isolation | stream | stream-cut | eventsource | usage | names | docs
 // Environment: CAIRN_PAGE_URL (the account host), CAIRN_TOKEN, CAIRN_FIXTURES (small.txt,
 // big.bin, folder/, site.tar.gz), CAIRN_SCREENSHOTS (where <scenario>.png goes, or
 // <CAIRN_SCREENSHOT_NAME>.png; `keys` adds keys-secret-shown.png), CHROMIUM (the browser),
@@ -529,7 +529,42 @@ const scenarios = {
     const loot = JSON.parse(await page.locator('#loot').textContent())
     const thiefOrigin = await page.evaluate(() => self.origin)
     return { pageOrigin, victimOrigin, thiefOrigin, loot }
+  },
+  // The documentation, on the host the page is on: the API reference rendered by the Redoc in
+  // the binary from this host's document, with no request to any other machine; a guide
+  // reached from the index; neither wider than a phone at 390 px.
+  async docs (page) {
+    const origin = new URL(env('CAIRN_PAGE_URL')).origin
+    const elsewhere = []
+    page.on('request', request => {
+      const url = request.url()
+      if (!url.startsWith(origin) && !url.startsWith('data:') && !url.startsWith('blob:')) elsewhere.push(url)
+    })
+    await page.goto(`${origin}/docs/api`)
+    // An operation's summary, as Redoc titles it.
+    await page.getByRole('heading', { name: 'Upload a file or archive (up to the account\'s upload limit)' }).first().waitFor()
+    // Redoc shows an operation under each of its tags: count each once.
+    const operations = await page.locator('[id*="operation/"]').evaluateAll(sections =>
+      new Set(sections.map(section => section.id.replace(/^.*operation\//, ''))).size)
+    await page.screenshot({ path: path.join(env('CAIRN_SCREENSHOTS'), 'docs-api.png') })
+    await page.goto(`${origin}/docs`)
+    await page.getByRole('navigation', { name: 'Documentation' }).getByRole('link', { name: 'Quick start' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Quick start' }).waitFor()
+    await page.setViewportSize({ width: 390, height: 844 })
+    for (const guide of await guideLinks(page)) {
+      await page.goto(guide)
+      const width = await page.evaluate(() => document.documentElement.scrollWidth)
+      if (width > 390) throw new Error(`${guide} is ${width} px wide at 390 px`)
+    }
+    if (elsewhere.length) throw new Error(`requests beyond the host: ${elsewhere.join(', ')}`)
+    return { operations }
   }
+}
+
+/** The URL of every page the documentation's navigation links. */
+function guideLinks (page) {
+  return page.getByRole('navigation', { name: 'Documentation' }).getByRole('link')
+    .evaluateAll(links => links.map(link => link.href))
 }
 
 /** The requests the page makes about operations: event streams, and polls of an operation. */

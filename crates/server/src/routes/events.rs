@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use cairn_service::events::{operations_of, LiveEvent};
@@ -54,9 +54,15 @@ fn stream(events: mpsc::Receiver<SseEvent>) -> Response {
         let event = events.recv().await?;
         Some((Ok::<_, Infallible>(event), events))
     });
-    Sse::new(events)
+    let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-        .into_response()
+        .into_response();
+    // nginx holds a proxied answer in its buffers unless told not to: events would come late.
+    response.headers_mut().insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    response
 }
 
 /// Queue `event` for the reader; `false` when the stream must end: the reader went away, or
@@ -237,6 +243,13 @@ pub async fn operation_events(
 ) -> Result<Response, ApiError> {
     let op = readable_operation(&state, &caller, &id).await?;
     let last = last_event_id(&headers)?;
+    // A reader back for more after the final event: `204` is what tells an `EventSource`
+    // not to reconnect (an empty stream would have it reconnect every few seconds).
+    if op.status.is_terminal()
+        && last.as_deref() == Some(final_event_id(&state, &op).await.as_str())
+    {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
     let live = state.service.events.subscribe(op.account_id);
     let (out, events) = mpsc::channel(QUEUED);
     tokio::spawn(follow_operation(state, op, last, live, out));
@@ -304,19 +317,7 @@ async fn finish(
     last: Option<&str>,
     out: &mpsc::Sender<SseEvent>,
 ) {
-    let finished = state.service.store.operation_events(op.id).await;
-    let id = match finished {
-        Ok(events) => events
-            .iter()
-            .find(|e| e.kind.is_finish())
-            .map(|e| e.id.to_string()),
-        Err(e) => {
-            tracing::warn!(error = %e, operation = op.id, "an operation stream could not read its events");
-            None
-        }
-    }
-    // Finished before the log existed (an earlier release): named by the operation.
-    .unwrap_or_else(|| format!("op{}", op.id));
+    let id = final_event_id(state, op).await;
     if last == Some(id.as_str()) {
         return;
     }
@@ -331,6 +332,23 @@ async fn finish(
         }
     };
     push(out, event.id(id));
+}
+
+/// The id of a finished operation's final event.
+async fn final_event_id(state: &AppState, op: &Operation) -> String {
+    let finished = state.service.store.operation_events(op.id).await;
+    match finished {
+        Ok(events) => events
+            .iter()
+            .find(|e| e.kind.is_finish())
+            .map(|e| e.id.to_string()),
+        Err(e) => {
+            tracing::warn!(error = %e, operation = op.id, "an operation stream could not read its events");
+            None
+        }
+    }
+    // Finished before the log existed (an earlier release): named by the operation.
+    .unwrap_or_else(|| format!("op{}", op.id))
 }
 
 /// Where an unfinished operation is.
