@@ -82,7 +82,7 @@ export class Cairn {
       tusEndpoint: `${this.#api.uploadUrl}/api/upload/tus`,
       headers: this.#api.authorization(),
     };
-    return send(file, to, await this.#postLimit(), options);
+    return send(file, to, await this.uploadLimit(), options);
   }
 
   /**
@@ -95,7 +95,7 @@ export class Cairn {
     file: Blob | Uint8Array,
     options: UploadOptions = {},
   ): Promise<SentUpload> {
-    return send(file, { ...linkEndpoints(link), headers: {} }, await this.#postLimit(), options);
+    return send(file, { ...linkEndpoints(link), headers: {} }, await this.uploadLimit(), options);
   }
 
   /**
@@ -127,8 +127,11 @@ export class Cairn {
     );
   }
 
-  /** The largest file to send by POST: as given, else the account's, asked once. */
-  #postLimit(): Promise<number> {
+  /**
+   * The largest file {@link Cairn.upload} sends by POST: as given, else the account's (asked of
+   * the upload host once), else 100 MiB. A backend can hand it to a page that has only a link.
+   */
+  uploadLimit(): Promise<number> {
     this.#uploadLimit ??= this.#askUploadLimit();
     return this.#uploadLimit;
   }

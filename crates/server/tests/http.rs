@@ -248,6 +248,38 @@ async fn a_finished_operations_stream_asked_again_after_its_final_event_answers_
     assert_eq!(again.status(), StatusCode::NO_CONTENT);
 }
 
+/// A page holding a link cannot use the keys' TUS endpoint: a POST through a link that is over
+/// the account's limit points to the link's own.
+#[tokio::test]
+async fn a_post_through_a_link_over_the_limit_names_the_links_own_tus_endpoint() {
+    let server = TestServer::start().await;
+    let small = server.new_account("small", 2000).await;
+    let link: Value = (server.client)
+        .post(format!("{}/api/upload-links", server.upload))
+        .bearer_auth(&small)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let form = Form::new().part("file", Part::bytes(vec![7; 4000]).file_name("big.bin"));
+    let response = (server.client)
+        .post(link["url"].as_str().unwrap())
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let body: Value = response.json().await.unwrap();
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("this link's own TUS endpoint") && !message.contains("/api/upload/tus"),
+        "{message}"
+    );
+}
+
 /// A page on another origin that uploads with a key learns what it may POST from the upload
 /// host (the account host answers no other origin).
 #[tokio::test]

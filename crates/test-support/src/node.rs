@@ -83,17 +83,10 @@ pub fn npm_ci(
     // Written only once `npm ci` succeeded, holding the lock it installed.
     let installed = dir.join(".installed-lock");
     if std::fs::read(&installed).ok().as_ref() != Some(&lock) {
-        // npm's own scripts and any package's install scripts must run on this Node.
-        let path = std::env::join_paths(std::iter::once(wheel.join("bin")).chain(
-            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-        ))
-        .expect("a PATH");
         run(
-            Command::new(&node)
-                .arg(wheel.join("lib/node_modules/npm/bin/npm-cli.js"))
+            npm(release)
                 .args(["ci", "--no-audit", "--no-fund"])
                 .args(npm_flags)
-                .env("PATH", path)
                 .current_dir(&dir),
             &format!("npm ci ({name})"),
         );
@@ -114,4 +107,20 @@ pub fn place(from: &Path, to: &Path) {
     let partial = to.with_extension(format!("partial-{}", std::process::id()));
     std::fs::write(&partial, &bytes).unwrap_or_else(|e| panic!("write {}: {e}", partial.display()));
     std::fs::rename(&partial, to).unwrap_or_else(|e| panic!("put {} in place: {e}", to.display()));
+}
+
+/// `npm` of `release` (for [`npm_ci`], and for what comes after it, such as `npm run build` in
+/// the directory it installed), with the release's `node` first on `PATH`, so that npm's own
+/// scripts and any package's install scripts run on it.
+pub fn npm(release: &Release) -> Command {
+    let wheel = wheel(release);
+    let path = std::env::join_paths(std::iter::once(wheel.join("bin")).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    let mut command = Command::new(wheel.join("bin/node"));
+    command
+        .arg(wheel.join("lib/node_modules/npm/bin/npm-cli.js"))
+        .env("PATH", path);
+    command
 }

@@ -189,17 +189,30 @@ pub struct PostLimit {
     bytes: u64,
     /// Whose limit it is: the account's can be passed with TUS, a key's or link's cannot.
     set_by: Option<&'static str>,
+    /// Where TUS takes what POST cannot: a link's own endpoint, or the keys' one.
+    tus_endpoint: &'static str,
 }
+
+const TUS_ENDPOINT: &str = "/api/upload/tus";
+const LINK_TUS_ENDPOINT: &str = "this link's own TUS endpoint (its URL followed by /tus)";
 
 impl PostLimit {
     pub fn of(uploader: &Uploader) -> Self {
         let account = uploader.account().upload_limit;
+        let tus_endpoint = match uploader.link() {
+            Some(_) => LINK_TUS_ENDPOINT,
+            None => TUS_ENDPOINT,
+        };
         match uploader.max_bytes() {
             Some(max) if max < account => Self {
                 bytes: max,
                 set_by: Some(uploader.kind()),
+                tus_endpoint,
             },
-            _ => Self::account(account),
+            _ => Self {
+                tus_endpoint,
+                ..Self::account(account)
+            },
         }
     }
 
@@ -207,6 +220,7 @@ impl PostLimit {
         Self {
             bytes,
             set_by: None,
+            tus_endpoint: TUS_ENDPOINT,
         }
     }
 
@@ -215,7 +229,8 @@ impl PostLimit {
         ApiError::PayloadTooLarge(match self.set_by {
             None => format!(
                 "the upload exceeds this account's limit of {limit} bytes for POST; \
-                 send it with TUS resumable upload at /api/upload/tus"
+                 send it with TUS resumable upload at {}",
+                self.tus_endpoint
             ),
             Some(whose) => format!("the upload is larger than this {whose} allows ({limit} bytes)"),
         })
