@@ -141,11 +141,7 @@ impl Connection {
     /// Send `request` with the token; its JSON answer (`null` for an empty one), or the
     /// server's error. `what` names the request in a connection failure.
     pub async fn send(&self, request: reqwest::RequestBuilder, what: &str) -> Result<Value> {
-        let response = self
-            .authed(request)?
-            .send()
-            .await
-            .with_context(|| what.to_owned())?;
+        let response = (self.authed(request)?.send().await).map_err(|e| no_answer(e, what))?;
         let empty = response.status() == reqwest::StatusCode::NO_CONTENT
             || response.content_length() == Some(0);
         if response.status().is_success() && empty {
@@ -168,6 +164,23 @@ impl Connection {
         let request = self.http.get(format!("{}/api/operations/{id}", self.url));
         self.send(request, "asking for the operation").await
     }
+}
+
+/// A request that got no answer, said so that the user can act: where nothing answered and how
+/// to point the client elsewhere, for a connection refused or unresolved.
+fn no_answer(error: reqwest::Error, what: &str) -> anyhow::Error {
+    let hint = match error.url() {
+        Some(url) if error.is_connect() => format!(
+            "nothing answers at {}: is `cairn serve` running there? The client finds the upload \
+             host from --url or CAIRN_URL and the account host from --account-url or \
+             CAIRN_ACCOUNT_URL (defaults http://127.0.0.1:8080 and :8081)",
+            url.origin().ascii_serialization()
+        ),
+        _ => return anyhow::Error::new(error).context(what.to_owned()),
+    };
+    anyhow::Error::new(error)
+        .context(hint)
+        .context(what.to_owned())
 }
 
 /// A progress bar on stderr (bytes, rate, ETA). indicatif draws nothing when stderr is not a
@@ -420,7 +433,7 @@ async fn post(
         .multipart(form.part("file", part))
         .send()
         .await
-        .context("sending the upload")?;
+        .map_err(|e| no_answer(e, "sending the upload"))?;
     Progress::new(0, 0).finish();
     let path = path.display().to_string();
     // A broken archive is refused at once (`invalid_archive`): the upload failed, as an
@@ -548,7 +561,7 @@ async fn tus(
                 .header("Upload-Metadata", metadata.join(","))
                 .send()
                 .await
-                .context("creating the TUS upload")?;
+                .map_err(|e| no_answer(e, "creating the TUS upload"))?;
             if created.status() != reqwest::StatusCode::CREATED {
                 conn.json(created).await?;
                 bail!("the server did not create the upload");
@@ -581,7 +594,7 @@ async fn tus(
             .body(buf[..len].to_vec())
             .send()
             .await
-            .context("sending a chunk")?;
+            .map_err(|e| no_answer(e, "sending a chunk"))?;
         if reply.status() != reqwest::StatusCode::NO_CONTENT {
             conn.json(reply).await?;
             bail!("the server refused a chunk");
@@ -636,7 +649,7 @@ pub async fn ls(conn: &Connection, target: &str, json: bool) -> Result<()> {
         .header("Accept", "application/json")
         .send()
         .await
-        .context("listing")?;
+        .map_err(|e| no_answer(e, "listing"))?;
     let listing = conn.json(response).await?;
     if json {
         println!("{listing}");

@@ -266,6 +266,13 @@ fn errors_say_what_went_wrong_with_the_right_exit_status() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // Where it looked, and how to point it elsewhere.
+    for said in [
+        "nothing answers at http://127.0.0.1:9",
+        "--url or CAIRN_URL",
+    ] {
+        assert!(stderr.contains(said), "{stderr}");
+    }
 }
 
 #[test]
