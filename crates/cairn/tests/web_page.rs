@@ -1,7 +1,10 @@
 //! The web page in a real browser: Debian's Chromium driven by npm `playwright-core`
 //! (`tests/web/browser.mjs`, one scenario per run), against `cairn serve`. What the page shows
-//! must be what the CLI computes: every CID is checked against `cairn cid`. Each scenario
-//! leaves a screenshot in `target/tmp/web-screenshots/`.
+//! must be what the CLI computes: every CID is checked against `cairn cid`; what it makes
+//! (keys, upload links, webhooks, key-values) is checked again through the API. Each scenario
+//! leaves a screenshot in `target/tmp/web-screenshots/`; the `layout` one measures the page at
+//! 1280 and 390 px, shoots every section at both, and runs npm `axe-core` on the whole page
+//! with every section open.
 //!
 //! Chromium is installed with apt when missing (as root); where it cannot be, the tests fail
 //! saying so (`cannot_run`).
@@ -596,11 +599,19 @@ async fn chromium_s_event_source_follows_a_tus_archive_from_receiving_to_complet
         return;
     };
     // The upload host answers the account host's page (CORS): every connection, the
-    // reconnection after the end included.
+    // reconnection after the end included, which is told `204` (no more to send), so that
+    // the EventSource stops there rather than reconnecting every few seconds.
     let answers = result["answers"].as_array().unwrap();
-    assert!(answers.len() >= 2, "{result}");
-    for answer in answers {
+    let (last, streams) = answers.split_last().unwrap();
+    assert!(!streams.is_empty(), "{result}");
+    assert_eq!(
+        last["status"], 204,
+        "the reconnection after the end: {result}"
+    );
+    for answer in streams {
         assert_eq!(answer["status"], 200, "{answer}");
+    }
+    for answer in answers {
         let allowed = answer["allowOrigin"].as_str().unwrap_or("none");
         assert!(
             allowed == "*" || allowed == result["pageOrigin"],
@@ -636,6 +647,10 @@ async fn chromium_s_event_source_follows_a_tus_archive_from_receiving_to_complet
         .iter()
         .rposition(|e| e["type"] != "open" && e["type"] != "error");
     assert_eq!(last.map(|i| &events[i]), Some(completed), "{events:?}");
+    // Once told 204, the EventSource closed for good: never opened again.
+    let after: Vec<&Value> = events.iter().skip(last.unwrap() + 1).collect();
+    assert!(after.iter().all(|e| e["type"] == "error"), "{after:?}");
+    assert_eq!(after.last().map(|e| &e["closed"]), Some(&Value::Bool(true)));
     for event in progress.iter().chain(&finals) {
         assert_ne!(event["id"], "", "an event without an id: {event}");
     }
@@ -770,4 +785,279 @@ async fn a_name_is_listed_and_pointed_at_another_upload_from_the_page() {
     );
     let refused = result["refused"].as_str().unwrap();
     assert!(refused.contains("not-a-cid"), "{refused}");
+}
+
+/// A server started with `extra` settings, and the token of an account as [`serve`] makes it.
+fn serve_with(extra: &[&str]) -> (Running, tempfile::TempDir, String) {
+    let data = tempfile::tempdir().unwrap();
+    let running = start(data.path(), extra);
+    let token = create_account(
+        data.path(),
+        "web",
+        &["--upload-limit", &UPLOAD_LIMIT.to_string()],
+    );
+    (running, data, token)
+}
+
+#[tokio::test]
+async fn an_upload_link_made_on_the_page_takes_an_upload_with_no_key_until_revoked() {
+    let fixtures = Fixtures::new();
+    let expected_cid = fixtures.cid("small.txt");
+    let (running, _data, token) = serve();
+    let page_token = token.clone();
+    let (running, result) = tokio::task::spawn_blocking(move || {
+        let result = run_script(
+            "browser.mjs",
+            &["links"],
+            &running,
+            &page_token,
+            &fixtures,
+            &[],
+        );
+        (running, result)
+    })
+    .await
+    .unwrap();
+    let Some(result) = result else {
+        return;
+    };
+    let (record, uploaded) = (&result["record"], &result["uploaded"]);
+    // What the form asked for, as the API lists it.
+    assert_eq!(record["uploads"], 2, "{record}");
+    assert_eq!(record["uses"], 1, "{record}");
+    assert_eq!(record["maxBytes"], 1 << 20, "{record}");
+    assert_eq!(record["keyvalues"], serde_json::json!({"source": "link"}));
+    assert!(record.get("url").is_none(), "a listed link shows its URL");
+    let lifetime = result["lifetimeSeconds"].as_f64().unwrap();
+    assert!(
+        (86_399.0..=86_401.0).contains(&lifetime),
+        "a link chosen to expire in 1 day lives {lifetime} s: {record}"
+    );
+    // The upload through the copied URL: the file's CID, carrying the link's name, key-values
+    // and id.
+    assert_eq!(uploaded["cid"], expected_cid.as_str(), "{uploaded}");
+    assert_eq!(uploaded["name"], record["name"], "{uploaded}");
+    assert_eq!(uploaded["keyvalues"], record["keyvalues"], "{uploaded}");
+    assert_eq!(uploaded["link"], record["id"], "{uploaded}");
+    // Revoked on the page: refused, and listed no more.
+    assert_eq!(result["refused"]["status"], 401, "{result}");
+    assert_eq!(
+        result["refused"]["body"]["error"], "invalid_link",
+        "{result}"
+    );
+    let links = server::get_json(&format!("{}/api/upload-links", running.upload), &token).await;
+    assert_eq!(links["links"], serde_json::json!([]), "{links}");
+    let link = record["id"].as_str().unwrap();
+    let through = server::get_json(
+        &format!("{}/api/uploads?link={link}", running.account),
+        &token,
+    )
+    .await;
+    assert_eq!(through["uploads"][0]["id"], uploaded["id"], "{through}");
+}
+
+#[test]
+fn a_webhook_added_on_the_page_is_signed_delivered_listed_retried_and_deleted() {
+    let fixtures = Fixtures::new();
+    // The receiver is on loopback.
+    let (running, _data, token) = serve_with(&["--webhook-allow-private", "true"]);
+    let Some(result) = run_script(
+        "browser.mjs",
+        &["webhooks"],
+        &running,
+        &token,
+        &fixtures,
+        &[],
+    ) else {
+        return;
+    };
+    assert!(
+        result["secret"].as_str().unwrap().starts_with("whsec_"),
+        "{result}"
+    );
+    assert_eq!(
+        result["signed"], true,
+        "the secret shown does not sign the deliveries: {result}"
+    );
+    assert_eq!(
+        result["retries"],
+        serde_json::json!([202]),
+        "one retry, queued: {result}"
+    );
+    let (before, after) = (
+        result["before"].as_u64().unwrap(),
+        result["after"].as_u64().unwrap(),
+    );
+    assert!(
+        before >= 1 && after > before,
+        "the attempts went {before} to {after}"
+    );
+    // Sent again: the same delivery (one webhook-id), received again.
+    assert_eq!(result["webhookIds"], 1, "{result}");
+    assert!(result["sent"].as_u64().unwrap() >= after, "{result}");
+    assert_eq!(result["left"], serde_json::json!([]), "deleted: {result}");
+}
+
+#[test]
+fn live_events_show_an_upload_made_on_the_page_and_hold_what_comes_while_paused() {
+    let fixtures = Fixtures::new();
+    let Some(result) = scenario("live-events", &fixtures) else {
+        return;
+    };
+    assert_eq!(result["cid"], fixtures.cid("small.txt"));
+    let shown = result["shown"].as_str().unwrap();
+    assert!(
+        shown.contains("upload.completed") && shown.contains("small.txt"),
+        "{shown}"
+    );
+    let resumed = result["resumed"].as_str().unwrap();
+    assert!(resumed.contains("while-paused.txt"), "{resumed}");
+    assert_eq!(result["rows"], 2, "{result}");
+}
+
+#[tokio::test]
+async fn uploads_are_found_by_a_key_value_and_renamed_and_retagged_on_the_page() {
+    let fixtures = Fixtures::new();
+    let (running, _data, token) = serve();
+    let page_token = token.clone();
+    let (running, result) = tokio::task::spawn_blocking(move || {
+        let result = run_script(
+            "browser.mjs",
+            &["keyvalues"],
+            &running,
+            &page_token,
+            &fixtures,
+            &[],
+        );
+        (running, result)
+    })
+    .await
+    .unwrap();
+    let Some(result) = result else {
+        return;
+    };
+    // Filtered by user=42: that upload alone, in both lists, showing its key-values.
+    let filtered = &result["filtered"];
+    assert_eq!(filtered["uploads"], serde_json::json!(["tagged.txt"]));
+    assert_eq!(filtered["pins"], serde_json::json!(["tagged.txt"]));
+    assert_eq!(
+        filtered["keyvalues"],
+        serde_json::json!(["kind=avatar", "user=42"])
+    );
+    assert_eq!(
+        result["changed"],
+        serde_json::json!(["album=summer", "kind=photo", "user=42"])
+    );
+    // As the server keeps them: renamed, one changed, one added, then one removed; the
+    // other upload untouched.
+    let upload = |id: &Value| format!("{}/api/uploads/{}", running.account, id.as_str().unwrap());
+    let tagged = server::get_json(&upload(&result["tagged"]), &token).await;
+    assert_eq!(tagged["name"], "renamed.txt", "{tagged}");
+    assert_eq!(
+        tagged["keyvalues"],
+        serde_json::json!({"kind": "photo", "album": "summer"}),
+        "{tagged}"
+    );
+    let other = server::get_json(&upload(&result["other"]), &token).await;
+    assert_eq!(
+        (&other["name"], &other["keyvalues"]),
+        (&"other.txt".into(), &serde_json::json!({"user": "7"})),
+        "{other}"
+    );
+}
+
+#[tokio::test]
+async fn a_key_made_on_the_page_with_the_names_scope_makes_names_and_nothing_else() {
+    let fixtures = Fixtures::new();
+    let (running, _data, token) = serve();
+    let (_, uploaded) = post_upload(&running, &token, "site.txt", b"a site".to_vec()).await;
+    let page_token = token.clone();
+    let (running, result) = tokio::task::spawn_blocking(move || {
+        let result = run_script(
+            "browser.mjs",
+            &["names-key"],
+            &running,
+            &page_token,
+            &fixtures,
+            &[],
+        );
+        (running, result)
+    })
+    .await
+    .unwrap();
+    let Some(result) = result else {
+        return;
+    };
+    let secret = result["secret"].as_str().unwrap();
+    assert!(
+        result["row"].as_str().unwrap().contains("names"),
+        "{result}"
+    );
+    let client = reqwest::Client::new();
+    let named = client
+        .post(format!("{}/api/names", running.upload))
+        .bearer_auth(secret)
+        .json(&serde_json::json!({"cid": uploaded["cid"], "label": "made-with-the-key"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(named.status(), 201, "{:?}", named.text().await);
+    let (status, body) = post_upload(&running, secret, "no.txt", b"no".to_vec()).await;
+    assert_eq!(status, 403, "a names key uploaded: {body}");
+    let keys = server::get_json(&format!("{}/api/keys", running.account), &token).await;
+    let made = (keys["keys"].as_array().unwrap().iter())
+        .find(|key| key["name"] == "names only")
+        .unwrap();
+    assert_eq!(made["scopes"], serde_json::json!(["names"]), "{made}");
+}
+
+/// How tall the page was before its sections closed (issue 49), with what was in it then.
+const HEIGHT_BEFORE: [(u32, u64); 2] = [(1280, 3_847), (390, 8_970)];
+
+#[test]
+fn the_page_opens_short_and_every_section_fits_a_phone_and_passes_axe() {
+    let fixtures = Fixtures::new();
+    // Something in every section, a webhook to a receiver on loopback among it.
+    let (running, _data, token) = serve_with(&["--webhook-allow-private", "true"]);
+    let Some(result) = run_script("browser.mjs", &["layout"], &running, &token, &fixtures, &[])
+    else {
+        return;
+    };
+    let heights = &result["heights"];
+    for (width, before) in HEIGHT_BEFORE {
+        let closed = heights[format!("closed{width}")].as_u64().unwrap();
+        let open = heights[format!("open{width}")].as_u64().unwrap();
+        eprintln!(
+            "page height at {width} px: {closed} px as it opens (was {before} px), {open} px with every section open"
+        );
+        assert!(
+            closed * 2 < before,
+            "at {width} px the page opens {closed} px tall: {result}"
+        );
+    }
+    assert_eq!(
+        result["sections"],
+        serde_json::json!([
+            "Your uploads and pins",
+            "Storage",
+            "Live events",
+            "Names",
+            "Upload links",
+            "API keys",
+            "Webhooks"
+        ])
+    );
+    for width in ["390", "1280"] {
+        let overflow = &result["overflow"][width];
+        assert!(
+            overflow["scrollWidth"].as_u64().unwrap() <= width.parse().unwrap(),
+            "{overflow}"
+        );
+        assert_eq!(overflow["wide"], serde_json::json!([]), "{overflow}");
+    }
+    assert_eq!(
+        result["violations"],
+        serde_json::json!({"light": [], "dark": []}),
+        "axe-core"
+    );
 }

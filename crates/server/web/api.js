@@ -1,7 +1,8 @@
 // The page's way to the server: JSON requests with the bearer token to the account host (this
-// page's origin: the upload limit, usage, uploads and keys) and the upload host (from
-// /api/web-config: operations, their event streams, pins and names), each error body turned
-// into an ApiError carrying the server's own message; plus the gateway links for a CID.
+// page's origin: the upload limit, usage, uploads, keys, webhooks and the account's events)
+// and the upload host (from /api/web-config: operations, their event streams, pins, names and
+// upload links), each error body turned into an ApiError carrying the server's own message;
+// plus the gateway links for a CID.
 
 /** An error the server answered with (or a failure to reach it: status 0). */
 export class ApiError extends Error {
@@ -118,20 +119,36 @@ export class Api {
   /** This month's usage: `{storedBytes, quota, uploads, pins, uploadedBytes, servedBytes, period}`. */
   usage () { return this.account('/api/usage') }
 
-  /** One page of uploads, newest first. `search` is a CID or part of a name. */
-  listUploads ({ search = '', cursor = null, limit = 10 } = {}) {
+  /**
+   * One page of uploads, newest first. `search` is a CID or part of a name; `keyvalues`, pairs
+   * every upload listed has (`kv=key:value`, which the server splits at the first `:`).
+   */
+  listUploads ({ search = '', keyvalues = {}, cursor = null, limit = 10 } = {}) {
     const query = new URLSearchParams({ limit: String(limit) })
     addSearch(query, search)
+    for (const [key, value] of Object.entries(keyvalues)) query.append('kv', `${key}:${value}`)
     if (cursor) query.set('cursor', cursor)
     return this.account(`/api/uploads?${query}`)
   }
 
+  /**
+   * Renames an upload and changes its key-values: `{name?, keyvalues?}`, the key-values merged
+   * into the upload's (a `null` value removes its key). Answers the upload as it is now.
+   */
+  changeUpload (id, changes) {
+    return this.account(`/api/uploads/${encodeURIComponent(id)}`, { method: 'PATCH', json: changes })
+  }
+
   deleteUpload (id) { return this.account(`/api/uploads/${encodeURIComponent(id)}`, { method: 'DELETE' }) }
 
-  /** One page of pins (uploads included), newest first; paged by `before` (a `created`). */
-  listPins ({ search = '', before = null, limit = 10 } = {}) {
+  /**
+   * One page of pins (uploads included), newest first; paged by `before` (a `created`).
+   * `keyvalues` filters by the pins' `meta`, which is an upload's key-values.
+   */
+  listPins ({ search = '', keyvalues = {}, before = null, limit = 10 } = {}) {
     const query = new URLSearchParams({ limit: String(limit) })
     addSearch(query, search)
+    if (Object.keys(keyvalues).length > 0) query.set('meta', JSON.stringify(keyvalues))
     if (before) query.set('before', before)
     return this.upload(`/pins?${query}`)
   }
@@ -154,6 +171,58 @@ export class Api {
   createKey (request) { return this.account('/api/keys', { method: 'POST', json: request }) }
 
   revokeKey (id) { return this.account(`/api/keys/${encodeURIComponent(id)}`, { method: 'DELETE' }) }
+
+  /**
+   * A new upload link (upload host, scope `upload`): `{name?, expiresIn?, maxBytes?, uploads?,
+   * mimeTypes?, keyvalues?, archiveMode?}`. Only this answer carries its `url` and
+   * `tusEndpoint`, which hold its secret.
+   */
+  createLink (request) { return this.upload('/api/upload-links', { method: 'POST', json: request }) }
+
+  /** The links this key may see (every one of the account's with `keys`), newest first. */
+  listLinks () { return this.upload('/api/upload-links') }
+
+  revokeLink (id) { return this.upload(`/api/upload-links/${encodeURIComponent(id)}`, { method: 'DELETE' }) }
+
+  /** The account's webhook endpoints (scope `keys`), never their secrets. */
+  listWebhooks () { return this.account('/api/webhooks') }
+
+  /** A new endpoint: `{url, events, description?}`; the answer's `secret` is in it only. */
+  createWebhook (request) { return this.account('/api/webhooks', { method: 'POST', json: request }) }
+
+  deleteWebhook (id) { return this.account(`/api/webhooks/${encodeURIComponent(id)}`, { method: 'DELETE' }) }
+
+  /** An endpoint's deliveries, newest first, with their attempts; `before` (a delivery id) pages back. */
+  listDeliveries (id, { before = null, limit = 10 } = {}) {
+    const query = new URLSearchParams({ limit: String(limit) })
+    if (before !== null && before !== undefined) query.set('before', String(before))
+    return this.account(`/api/webhooks/${encodeURIComponent(id)}/deliveries?${query}`)
+  }
+
+  /** Sends a delivery again now: the delivery as queued, with the attempts it had. */
+  retryDelivery (id, delivery) {
+    return this.account(`/api/webhooks/${encodeURIComponent(id)}/deliveries/${encodeURIComponent(delivery)}/retry`, { method: 'POST' })
+  }
+
+  /**
+   * The account's event stream (Server-Sent Events, scope `read`), opened with the token in
+   * the `Authorization` header rather than in the URL: read with fetch, it is not an
+   * EventSource, so the token is in no URL a proxy might log. `lastEventId` resumes after
+   * that event.
+   */
+  async accountEvents ({ lastEventId = null, signal } = {}) {
+    const headers = this.authHeaders({ Accept: 'text/event-stream' })
+    if (lastEventId) headers['Last-Event-ID'] = lastEventId
+    let response
+    try {
+      response = await fetch('/api/events', { headers, signal, cache: 'no-store' })
+    } catch (cause) {
+      if (cause.name === 'AbortError') throw cause
+      throw unreachable(location.href, cause)
+    }
+    if (!response.ok) throw await errorFrom(response)
+    return response
+  }
 
   /** The account's IPNS names: `{count, results: [{name, label, cid, value, sequence, ...}]}`. */
   listNames () { return this.upload('/api/names') }

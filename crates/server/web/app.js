@@ -1,16 +1,21 @@
 // The page's entry point: reads the deployment's settings, signs in with a token, and wires
 // the upload controls (drop zone, pickers, archive switch, unfinished uploads) to the transfer
-// queue (uploads.js), the account's lists (manage.js), its names (names.js) and its keys
-// (keys.js).
+// queue (uploads.js), and the collapsible sections (sections.js) to what each manages: the
+// account's uploads, pins and storage (manage.js), its live events (events.js), names
+// (names.js), upload links (links.js), keys (keys.js) and webhooks (webhooks.js).
 
 import { Api, webConfig } from './api.js'
+import { LiveEvents } from './events.js'
 import { foldersFromPicker, itemsFromDrop } from './files.js'
 import { Keys } from './keys.js'
+import { Links } from './links.js'
 import { Library } from './manage.js'
 import { Names } from './names.js'
+import { Sections } from './sections.js'
 import { TusUpload } from './tus.js'
 import { Queue, resumeStore } from './uploads.js'
 import { el, formatBytes, formatTime } from './ui.js'
+import { Webhooks } from './webhooks.js'
 
 const TOKEN_KEY = 'cairn.token'
 const $ = id => document.getElementById(id)
@@ -88,11 +93,8 @@ async function signIn (token) {
   $('workspace').hidden = false
   $('account').hidden = false
   $('signed-in-as').textContent = `Signed in as ${limits.account}`
+  // The quota shows on the closed Storage section; the rest loads when its section opens.
   library.refreshQuota(limits)
-  library.refreshUploads()
-  library.refreshPins()
-  names.refresh()
-  keys.refresh()
   renderUnfinished()
   return null
 }
@@ -112,7 +114,25 @@ function signOut () {
   location.reload()
 }
 
+const sections = new Sections()
+
 const library = new Library({ api: () => session.api, announce, confirm })
+
+const events = new LiveEvents({ api: () => session.api, announce })
+
+const links = new Links({ api: () => session.api, announce, confirm })
+
+const webhooks = new Webhooks({ api: () => session.api, announce, confirm })
+
+// Each section loads what it shows when it opens, afresh each time. The event stream, once
+// opened, is followed until the page is left.
+sections.onOpen('library', () => { library.refreshUploads(); library.refreshPins() })
+sections.onOpen('storage', () => library.refreshQuota())
+sections.onOpen('events', () => events.start())
+sections.onOpen('names', () => names.refresh())
+sections.onOpen('links', () => links.refresh())
+sections.onOpen('keys', () => keys.refresh())
+sections.onOpen('webhooks', () => webhooks.refresh())
 
 const names = new Names({ api: () => session.api, announce })
 

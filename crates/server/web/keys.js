@@ -4,7 +4,7 @@
 // the key the page is signed in with may not manage keys, the section says why (the server's
 // 403 message) and the rest of the page carries on.
 
-import { copyText, el, formatBytes, formatNumber, formatTime, keepFocusIn } from './ui.js'
+import { ListPager, copyText, el, facts, formatBytes, formatNumber, formatTime, keepFocusIn } from './ui.js'
 
 export class Keys {
   /**
@@ -43,6 +43,7 @@ export class Keys {
       list: $('keys-list'),
       note: $('keys-note')
     }
+    this.pager = new ListPager(this.elements.list, $('keys-more'), { noun: 'keys', announce })
     this.wire()
   }
 
@@ -76,9 +77,10 @@ export class Keys {
     }
     e.forbidden.hidden = true
     e.manage.hidden = false
-    // The server lists the oldest first; the newest (most likely the one just made) leads here.
-    const keys = [...answer.keys].reverse()
-    e.list.replaceChildren(...keys.map(key => this.row(key)))
+    // The server lists the oldest first; the newest (most likely the one just made) leads here,
+    // after the key this page is signed in with, which is never behind "Show more".
+    const keys = [...answer.keys].reverse().sort((a, b) => this.isOwn(b) - this.isOwn(a))
+    this.pager.render(keys.map(key => this.row(key)))
     e.note.hidden = keys.length > 0
     e.note.textContent = 'No keys.'
   }
@@ -172,7 +174,7 @@ export class Keys {
   row (key) {
     const titleId = `key-row-${++this.ids}`
     const state = keyState(key, Date.now())
-    const facts = [
+    const shown = [
       ['Key', el('span', { class: 'mono' }, `${key.prefix}…`)],
       ['Scopes', key.scopes.join(', ')],
       ['Created', formatTime(key.createdAt)],
@@ -181,15 +183,15 @@ export class Keys {
       ['Last used', key.lastUsedAt ? formatTime(key.lastUsedAt) : 'Never'],
       key.maxUploadBytes && ['Largest upload', formatBytes(key.maxUploadBytes)],
       key.origins.length > 0 && ['Only from', key.origins.join(', ')]
-    ].filter(Boolean)
-    const revoke = el('button', { type: 'button', class: 'danger', 'aria-describedby': titleId }, 'Revoke')
+    ]
+    const revoke = el('button', { type: 'button', class: 'danger', 'aria-describedby': titleId, 'data-action': 'revoke' }, 'Revoke')
     revoke.addEventListener('click', () => this.revoke(key))
-    return el('li', { class: 'record', 'aria-labelledby': titleId },
+    return el('li', { class: 'record', 'aria-labelledby': titleId, 'data-key': key.id },
       el('div', { class: 'record-head' },
         el('h4', { id: titleId }, key.name || '(no name)'),
         el('span', { class: `badge badge-${state.replace(' ', '-')}` }, state)),
       this.isOwn(key) && el('p', { class: 'record-meta' }, 'This page is signed in with this key.'),
-      el('dl', { class: 'key-facts' }, facts.flatMap(([term, value]) => [el('dt', {}, term), el('dd', {}, value)])),
+      facts(shown),
       el('div', { class: 'record-actions' }, revoke))
   }
 

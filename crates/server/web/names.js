@@ -3,7 +3,7 @@
 // the gateway's /ipns/{name}/. "Point to…" opens a small form on the row that sends
 // PUT /api/names/{name} {"cid"} and shows the record it answers, or the server's message.
 
-import { el, formatTime } from './ui.js'
+import { ListPager, el, formatTime } from './ui.js'
 
 export class Names {
   /**
@@ -17,6 +17,7 @@ export class Names {
     this.ids = 0
     const $ = id => document.getElementById(id)
     this.elements = { list: $('names-list'), note: $('names-note') }
+    this.pager = new ListPager(this.elements.list, $('names-more'), { noun: 'names', announce })
   }
 
   async refresh () {
@@ -30,10 +31,10 @@ export class Names {
         ? `This key cannot read the account's names: ${error.message}`
         : `Could not list names: ${error.message}`
       e.note.hidden = false
-      e.list.replaceChildren()
+      this.pager.render([])
       return
     }
-    e.list.replaceChildren(...answer.results.map(name => this.row(name)))
+    this.pager.render(answer.results.map(name => this.row(name)))
     e.note.textContent = 'No names yet. Make one with POST /api/names on the upload host.'
     e.note.hidden = answer.results.length > 0
   }
@@ -41,7 +42,7 @@ export class Names {
   row (record) {
     const titleId = `name-${++this.ids}`
     const status = el('p', { role: 'status' })
-    const item = el('li', { class: 'record', 'aria-labelledby': titleId },
+    const item = el('li', { class: 'record', 'aria-labelledby': titleId, 'data-key': record.name },
       el('div', { class: 'record-head' },
         el('h4', { id: titleId }, record.label || '(no label)'),
         el('span', { class: 'badge' }, `sequence ${record.sequence}`)),
@@ -52,7 +53,7 @@ export class Names {
         ? el('p', { class: 'mono cid-text' }, record.cid)
         : el('p', { class: 'mono cid-text' }, record.value),
       status)
-    const point = el('button', { type: 'button', 'aria-describedby': titleId, 'aria-expanded': 'false' }, 'Point to…')
+    const point = el('button', { type: 'button', 'aria-describedby': titleId, 'aria-expanded': 'false', 'data-action': 'point' }, 'Point to…')
     const form = this.pointForm(record, titleId, item, point)
     point.addEventListener('click', () => {
       const opening = form.hidden
@@ -109,6 +110,7 @@ export class Names {
       }
       const row = this.row(next)
       item.replaceWith(row)
+      this.pager.rows = this.pager.rows.map(shown => shown === item ? row : shown)
       row.querySelector('[role="status"]').textContent = `Now points to ${next.cid || next.value} (sequence ${next.sequence}).`
       row.querySelector('.record-actions button').focus()
       this.announce(`${next.label || shortName(next.name)} now points to ${next.cid || next.value}`)

@@ -1,6 +1,7 @@
-// Small pieces of presentation the other modules share: how sizes, numbers and times are
-// written, copying to the clipboard, where focus goes when its row is gone, and building
-// elements without innerHTML (names come from users and are only ever set as text).
+// Small pieces of presentation the other modules share: how sizes, numbers, times and
+// key-values are written, copying to the clipboard, where focus goes when its row is gone or
+// its list redrawn, lists shown a few rows at a time, and building elements without innerHTML
+// (names come from users and are only ever set as text).
 
 const UNITS = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB']
 
@@ -64,4 +65,87 @@ export async function copyText (text) {
 export function keepFocusIn (headingId) {
   const focused = document.activeElement
   if (!focused || focused === document.body || !focused.isConnected) document.getElementById(headingId).focus()
+}
+
+/** A definition list of `[term, value]` pairs (falsy pairs left out), as the records show facts. */
+export function facts (pairs, className = 'key-facts') {
+  return el('dl', { class: className }, pairs.filter(Boolean).flatMap(([term, value]) => [el('dt', {}, term), el('dd', {}, value)]))
+}
+
+/** `user=42, kind=avatar`; `null` for none. */
+export function formatKeyValues (keyvalues) {
+  const pairs = Object.entries(keyvalues || {})
+  return pairs.length === 0 ? null : pairs.map(([key, value]) => `${key}=${value}`).join(', ')
+}
+
+/**
+ * Replaces a list's rows, keeping focus where it was: a control inside a row marked
+ * `data-key` with a `data-action` gets focus back in the new row with the same key (a list
+ * redrawn under the keyboard would otherwise drop focus to the page's top).
+ */
+export function replaceRows (list, rows) {
+  const focused = document.activeElement
+  const row = focused && list.contains(focused) ? focused.closest('[data-key]') : null
+  const action = focused?.dataset?.action
+  list.replaceChildren(...rows)
+  if (!row) return
+  const again = [...list.querySelectorAll('[data-key]')].find(item => item.dataset.key === row.dataset.key)
+  const target = again && (action ? again.querySelector(`[data-action="${action}"]`) : null)
+  if (target) target.focus()
+  else if (again) focusRow(again)
+}
+
+/** Moves focus to a list item (made focusable for it), for a reader to go on from there. */
+export function focusRow (row) {
+  if (!row.hasAttribute('tabindex')) row.setAttribute('tabindex', '-1')
+  row.focus()
+}
+
+/**
+ * A list shown a few rows at a time, with a "Show more" button after it: the page stays short
+ * however many there are. `render(rows)` shows as many rows as were shown before (at least
+ * `step`); the button shows `step` more and moves focus to the first of them.
+ */
+export class ListPager {
+  /**
+   * @param {HTMLElement} list
+   * @param {HTMLButtonElement} button
+   * @param {{step?: number, noun?: string, announce?: (text: string) => void}} [options]
+   */
+  constructor (list, button, { step = 5, noun = 'items', announce = () => {} } = {}) {
+    this.list = list
+    this.button = button
+    this.step = step
+    this.noun = noun
+    this.announce = announce
+    this.rows = []
+    this.shown = step
+    button.addEventListener('click', () => {
+      const first = this.shown
+      this.shown += this.step
+      this.draw()
+      const row = this.list.children[first]
+      if (row) focusRow(row)
+      this.announce(`Showing ${Math.min(this.shown, this.rows.length)} of ${this.rows.length} ${this.noun}`)
+    })
+  }
+
+  render (rows) {
+    this.rows = rows
+    this.draw()
+  }
+
+  draw () {
+    replaceRows(this.list, this.rows.slice(0, this.shown))
+    const more = this.rows.length - this.shown
+    this.button.hidden = more <= 0
+    this.button.textContent = `Show ${Math.min(more, this.step)} more ${this.noun}`
+  }
+}
+
+/** `button`, with `aria-describedby` naming the row it acts on, calling `onClick`. */
+export function rowButton (text, describedBy, onClick, { className = null, action = null } = {}) {
+  const button = el('button', { type: 'button', class: className, 'aria-describedby': describedBy, 'data-action': action }, text)
+  button.addEventListener('click', onClick)
+  return button
 }

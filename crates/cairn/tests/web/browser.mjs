@@ -5,7 +5,8 @@
 //
 // Usage: node browser.mjs SCENARIO
 //   SCENARIO: wrong-token | small | big | folder | drop | archive | resume | delete | pin |
-//   keys | keys-forbidden | isolation | stream | stream-cut | eventsource | usage | names | docs
+//   keys | keys-forbidden | isolation | stream | stream-cut | eventsource | usage | names | docs |
+//   links | webhooks | live-events | keyvalues | names-key | layout
 // Environment: CAIRN_PAGE_URL (the account host), CAIRN_TOKEN, CAIRN_FIXTURES (small.txt,
 // big.bin, folder/, site.tar.gz), CAIRN_SCREENSHOTS (where <scenario>.png goes, or
 // <CAIRN_SCREENSHOT_NAME>.png; `keys` adds keys-secret-shown.png), CHROMIUM (the browser),
@@ -15,12 +16,21 @@
 // CAIRN_ARCHIVE (for `stream`, `stream-cut` and `eventsource`: a tar that takes the server a
 // few seconds to extract), CAIRN_NO_READ_TOKEN (for `usage`: a key without the `read` scope),
 // CAIRN_NAME, CAIRN_FIRST_CID and CAIRN_SECOND_CID (for `names`: a name labelled `site`,
-// pointing at the first, to be pointed at the second).
+// pointing at the first, to be pointed at the second). `webhooks` and `layout` run a webhook
+// receiver on loopback: their server must run with `--webhook-allow-private true`.
+// The sections below the upload controls are closed at first: scenarios open the ones they
+// use (`openSection`). `links`, `webhooks`, `live-events` and `keyvalues` add screenshots of
+// their section at 1280 and 390 px (`<view>-1280.png`, `<view>-390.png`); `layout` saves the
+// whole page closed and open at both widths (`layout-closed-1280.png`, `layout-open-390.png`,
+// ...) and each section at both (`section-<name>-<width>.png`), and runs axe-core in the page.
 // On success prints one JSON line, {"scenario": ..., "cid": ...}; on failure a message on
 // stderr and a non-zero exit. Either way a full-page screenshot is saved.
 
 import { chromium } from 'playwright-core'
+import crypto from 'node:crypto'
 import fs from 'node:fs'
+import http from 'node:http'
+import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 
@@ -53,6 +63,17 @@ async function signIn (page, { keyboard = false } = {}) {
   else await page.getByRole('button', { name: 'Sign in' }).click()
   await page.getByRole('button', { name: 'Sign out' }).waitFor()
   await page.getByRole('heading', { name: 'Upload', exact: true }).waitFor()
+}
+
+/**
+ * Opens the page's section titled `name` (each is closed at first: its heading holds the
+ * button that opens it), and answers the section (a region named by its heading).
+ */
+async function openSection (page, name) {
+  const button = page.getByRole('heading', { level: 2, name, exact: true }).getByRole('button', { name, exact: true })
+  if (await button.getAttribute('aria-expanded') !== 'true') await button.click()
+  if (await button.getAttribute('aria-expanded') !== 'true') throw new Error(`the section ${name} did not open`)
+  return page.getByRole('region', { name, exact: true })
 }
 
 /** The list item of a transfer, by the name it shows. */
@@ -198,6 +219,7 @@ const scenarios = {
   async delete (page) {
     await signIn(page)
     const cid = await upload(page, path.join(env('CAIRN_FIXTURES'), 'small.txt'))
+    await openSection(page, 'Your uploads and pins')
     const uploads = page.getByRole('list', { name: 'Uploads', exact: true })
     // Newest first: the first small.txt showing this CID is the one just uploaded.
     const row = uploads.getByRole('listitem', { name: 'small.txt', exact: true }).filter({ hasText: cid }).first()
@@ -218,6 +240,7 @@ const scenarios = {
     await signIn(page)
     const cid = env('CAIRN_PIN_CID')
     const name = `browser pin ${Date.now()}`
+    await openSection(page, 'Your uploads and pins')
     await page.getByLabel('CID to pin').fill(cid)
     await page.getByLabel('Name (optional)').fill(name)
     await page.getByRole('button', { name: 'Pin', exact: true }).click()
@@ -241,7 +264,7 @@ const scenarios = {
     const pageUrl = env('CAIRN_PAGE_URL')
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(pageUrl).origin })
     await signIn(page)
-    const section = page.getByRole('region', { name: 'API keys' })
+    const section = await openSection(page, 'API keys')
     const keysList = section.getByRole('list', { name: 'Your keys' })
     // The key the page signed in with is listed, and said to be the page's own.
     const own = keysList.getByRole('listitem').filter({ hasText: 'This page is signed in with this key.' })
@@ -302,6 +325,8 @@ const scenarios = {
     await shown.waitFor({ state: 'hidden' })
     if (await secretInPage()) throw new Error('the secret is still in the page once hidden')
     await page.reload()
+    await page.getByRole('button', { name: 'Sign out' }).waitFor()
+    await openSection(page, 'API keys')
     await row.waitFor()
     if (await shown.isVisible()) throw new Error('the new key is shown again after a reload')
     if (await secretInPage()) throw new Error('the secret is in the page after a reload')
@@ -329,11 +354,12 @@ const scenarios = {
   // server's message, and offers nothing that would fail; the rest of the page works.
   async 'keys-forbidden' (page) {
     await signIn(page)
-    const section = page.getByRole('region', { name: 'API keys' })
+    const section = await openSection(page, 'API keys')
     const notice = section.getByText('cannot manage keys')
     await notice.waitFor()
     if (await section.getByRole('form', { name: 'Create a key' }).isVisible()) throw new Error('the form to make a key shows to a key that may not')
     if (await section.getByRole('list', { name: 'Your keys' }).isVisible()) throw new Error('the list of keys shows to a key that may not read it')
+    await openSection(page, 'Your uploads and pins')
     await page.getByText('No uploads yet.').waitFor()
     const cid = await upload(page, path.join(env('CAIRN_FIXTURES'), 'small.txt'))
     return { message: await notice.textContent(), cid }
@@ -367,8 +393,9 @@ const scenarios = {
   // Chromium's own EventSource, in a page of the account host (under the page's CSP), follows
   // an archive sent over TUS in two parts: the first half is sent, the stream opened, and once
   // it has said `receiving` the second half goes; then the stream reports processing and
-  // the end. It is left open after the final event to reconnect once (with Last-Event-ID):
-  // nothing is sent twice. Returns every event and the stream's answers.
+  // the end. It is left open after the final event to reconnect once (with Last-Event-ID),
+  // which the server answers 204: nothing is sent twice, and the EventSource closes for good
+  // instead of reconnecting every few seconds. Returns every event and the stream's answers.
   async eventsource (page) {
     const uploadUrl = env('CAIRN_UPLOAD_URL')
     const token = env('CAIRN_TOKEN')
@@ -429,14 +456,15 @@ const scenarios = {
       await closed()
       return find(e => e.type === 'completed' || e.type === 'failed')
     })
-    // The server ends the stream; EventSource reconnects, saying the final event's id.
-    await until('a reconnection after the final event, and its end', async () => {
+    // The server ends the stream; EventSource reconnects, saying the final event's id, is
+    // answered 204 and closes.
+    await until('a reconnection after the final event, refused for good', async () => {
       const events = await streamed()
       const final = events.findIndex(e => e.type === 'completed' || e.type === 'failed')
-      const after = events.slice(final + 1)
-      const reopened = after.findIndex(e => e.type === 'open')
-      return reopened >= 0 && after.slice(reopened + 1).some(e => e.type === 'error') ? true : undefined
+      return events.slice(final + 1).some(e => e.type === 'error' && e.closed) ? true : undefined
     })
+    // Longer than EventSource's wait before reconnecting (3 s): it does not try again.
+    await sleep(4000)
     const events = await page.evaluate(() => { window.source.close(); return window.streamed })
     return { operationId, half, length: archive.length, events, answers, pageOrigin: new URL(env('CAIRN_PAGE_URL')).origin }
   },
@@ -446,7 +474,7 @@ const scenarios = {
   // it, and the rest of the panel still works.
   async usage (page) {
     await signIn(page)
-    const storage = page.getByRole('region', { name: 'Storage' })
+    const storage = await openSection(page, 'Storage')
     const facts = storage.getByRole('definition').first()
     await facts.waitFor()
     const before = await definitions(storage.locator('dl'))
@@ -465,6 +493,7 @@ const scenarios = {
     await page.getByLabel('API token').fill(env('CAIRN_NO_READ_TOKEN'))
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.getByRole('button', { name: 'Sign out' }).waitFor()
+    await openSection(page, 'Storage')
     const refused = storage.getByText('cannot read the account\'s usage')
     await refused.waitFor()
     if (await list.isVisible()) throw new Error('usage figures show to a key that may not read them')
@@ -481,7 +510,7 @@ const scenarios = {
     const name = env('CAIRN_NAME')
     const [first, second] = [env('CAIRN_FIRST_CID'), env('CAIRN_SECOND_CID')]
     await signIn(page)
-    const section = page.getByRole('region', { name: 'Names' })
+    const section = await openSection(page, 'Names')
     const row = section.getByRole('list', { name: 'Names' }).getByRole('listitem', { name: 'site', exact: true })
     await row.waitFor()
     const before = await row.innerText()
@@ -507,6 +536,339 @@ const scenarios = {
     const answer = await fetch(`${env('CAIRN_UPLOAD_URL')}/api/names`, { headers: { Authorization: `Bearer ${env('CAIRN_TOKEN')}` } })
     const record = (await answer.json()).results.find(result => result.name === name)
     return { shown, refused, record }
+  },
+
+  // An upload link made on the page (a name for its uploads, a day, two uploads of at most
+  // 1 MiB, a key-value): its URL and TUS endpoint are shown once and copied with the button;
+  // a plain fetch with no credential uploads through the URL; the list then shows the link
+  // used once of twice; revoked on the page, the link refuses the next upload. Returns the
+  // URLs, the upload's answer, the link as the API listed it and the refusal.
+  async links (page) {
+    const pageUrl = env('CAIRN_PAGE_URL')
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(pageUrl).origin })
+    await signIn(page)
+    const section = await openSection(page, 'Upload links')
+    const form = section.getByRole('form', { name: 'Make a link' })
+    const name = `through a link ${Date.now()}`
+    await form.getByLabel('Name of its uploads (optional)').fill(name)
+    await form.getByLabel('Expires').selectOption({ label: 'In 1 day' })
+    await form.getByLabel('Number of uploads').fill('2')
+    await form.getByLabel('Largest upload', { exact: true }).fill('1')
+    await form.getByLabel('Unit of the largest upload through the link').selectOption({ label: 'MiB' })
+    await form.getByText('Types, archives and key-values (optional)').click()
+    await form.getByRole('button', { name: 'Add a key-value' }).click()
+    // The new row's key has focus, as a keyboard user would go on from there.
+    if (!await form.getByLabel('Key 1', { exact: true }).evaluate(input => input === document.activeElement)) throw new Error('the new key-value row did not take focus')
+    await form.getByLabel('Key 1', { exact: true }).fill('source')
+    await form.getByLabel('Value 1', { exact: true }).fill('link')
+    await form.getByRole('button', { name: 'Make link' }).click()
+
+    const shown = section.getByRole('region', { name: `Your new link “${name}”` })
+    await shown.waitFor()
+    const url = await shown.getByLabel('Link URL').inputValue()
+    const tus = await shown.getByLabel('TUS endpoint').inputValue()
+    if (!/\/api\/upload\/link\/cairnlink_\w+$/.test(url) || tus !== `${url}/tus`) throw new Error(`the page shows the link ${url} and ${tus}`)
+    await shown.getByRole('button', { name: 'Copy link' }).click()
+    const copied = await until('the clipboard to hold the link', async () => {
+      const text = await page.evaluate(() => navigator.clipboard.readText())
+      return text === url ? text : undefined
+    })
+    await screenshotBoth(page, 'links-new-link', section)
+
+    // Through the copied link, with no key.
+    const through = async () => {
+      const body = new FormData()
+      body.append('file', new Blob([fs.readFileSync(path.join(env('CAIRN_FIXTURES'), 'small.txt'))]), 'small.txt')
+      const answer = await fetch(copied, { method: 'POST', body })
+      return { status: answer.status, body: await answer.json() }
+    }
+    const uploaded = await through()
+    if (uploaded.status !== 200) throw new Error(`uploading through the link: ${uploaded.status} ${JSON.stringify(uploaded.body)}`)
+
+    const list = section.getByRole('list', { name: 'Your links' })
+    const row = list.getByRole('listitem', { name, exact: true })
+    await section.getByRole('button', { name: 'Refresh' }).click()
+    const rowText = await until('the link to show its upload', async () => {
+      const text = await row.innerText()
+      return text.includes('1 of 2 used') ? text : undefined
+    })
+    for (const expected of ['active', '1.0 MiB', 'source=link']) {
+      if (!rowText.includes(expected)) throw new Error(`the link's row does not say ${JSON.stringify(expected)}: ${rowText}`)
+    }
+    const listed = await fetch(`${env('CAIRN_UPLOAD_URL')}/api/upload-links`, { headers: { Authorization: `Bearer ${env('CAIRN_TOKEN')}` } })
+    const record = (await listed.json()).links.find(link => link.name === name)
+
+    // Hidden, the URLs are nowhere in the page.
+    await shown.getByRole('button', { name: /hide the link/ }).click()
+    await shown.waitFor({ state: 'hidden' })
+    if (await page.evaluate(url => document.documentElement.outerHTML.includes(url) ||
+      [...document.querySelectorAll('input')].some(input => input.value.includes(url)), url)) throw new Error('the link is still in the page once hidden')
+
+    await row.getByRole('button', { name: 'Revoke' }).click()
+    const dialog = page.getByRole('dialog')
+    await dialog.getByRole('button', { name: 'Revoke' }).click()
+    await row.waitFor({ state: 'detached' })
+    const refused = await through()
+    const lifetimeSeconds = (Date.parse(record.expiresAt) - Date.parse(record.createdAt)) / 1000
+    return { url, tus, uploaded: uploaded.body, record, lifetimeSeconds, refused }
+  },
+
+  // A webhook endpoint added on the page, pointing at a receiver in this script: its signing
+  // secret is shown once and copied, and signs what the receiver gets; its deliveries are
+  // listed; with the receiver failing, a delivery shows its failed attempt and Retry, which
+  // sends it again: the page shows the attempt count grow. Then it is deleted.
+  async webhooks (page) {
+    const pageUrl = env('CAIRN_PAGE_URL')
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(pageUrl).origin })
+    const hook = await receiver()
+    try {
+      await signIn(page)
+      const section = await openSection(page, 'Webhooks')
+      const form = section.getByRole('form', { name: 'Add an endpoint' })
+      // Without a URL, the page asks for one rather than sending the request.
+      await form.getByRole('button', { name: 'Add endpoint' }).click()
+      await form.getByRole('alert').filter({ hasText: 'Enter the URL' }).waitFor()
+      await form.getByLabel('URL', { exact: true }).fill(hook.url)
+      await form.getByRole('checkbox', { name: 'upload.completed' }).check()
+      await form.getByRole('checkbox', { name: 'upload.deleted' }).check()
+      await form.getByLabel('Description (optional)').fill('the test receiver')
+      await form.getByRole('button', { name: 'Add endpoint' }).click()
+      const shown = section.getByRole('region', { name: 'The signing secret of the test receiver' })
+      await shown.waitFor()
+      const secret = await shown.getByLabel('Signing secret').inputValue()
+      if (!secret.startsWith('whsec_')) throw new Error(`the page shows ${JSON.stringify(secret)} as the signing secret`)
+      await shown.getByRole('button', { name: 'Copy secret' }).click()
+      await until('the clipboard to hold the secret', async () =>
+        (await page.evaluate(() => navigator.clipboard.readText())) === secret ? true : undefined)
+
+      const first = await apiUpload('first.txt', 'delivered\n')
+      const delivered = await until('the receiver to get the first event', async () =>
+        hook.received.find(request => JSON.parse(request.body).data?.id === first.id))
+      const signed = signatureValid(secret, delivered)
+
+      const row = section.getByRole('list', { name: 'Your endpoints' }).getByRole('listitem', { name: 'the test receiver', exact: true })
+      await row.getByRole('button', { name: 'Deliveries' }).click()
+      const deliveries = row.getByRole('list', { name: 'Deliveries to the test receiver' })
+      const firstRow = deliveries.getByRole('listitem').first()
+      await until('the first delivery to be listed as delivered', async () => {
+        const text = (await firstRow.count()) ? await firstRow.innerText() : ''
+        if (text.includes('delivered')) return text
+        await row.getByRole('button', { name: 'Refresh' }).click()
+        await sleep(300)
+        return undefined
+      })
+
+      // The receiver fails from now on: the next delivery's attempt shows it, with Retry.
+      hook.fail()
+      const second = await apiUpload('second.txt', 'failed\n')
+      await until('the receiver to refuse the second event', async () =>
+        hook.received.find(request => JSON.parse(request.body).data?.id === second.id))
+      const failing = deliveries.getByRole('listitem').first()
+      const before = await until('the failed attempt to be listed', async () => {
+        await row.getByRole('button', { name: 'Refresh' }).click()
+        await sleep(300)
+        const text = await failing.innerText()
+        return text.includes('HTTP 500') && (await failing.getByRole('button', { name: 'Retry' }).count()) ? attemptsIn(text) : undefined
+      })
+      await screenshotBoth(page, 'webhooks-deliveries', section)
+      const retries = []
+      page.on('response', response => { if (response.url().endsWith('/retry')) retries.push(response.status()) })
+      await failing.getByRole('button', { name: 'Retry' }).click()
+      await row.getByRole('status').filter({ hasText: /^Retried/ }).waitFor()
+      const after = attemptsIn(await failing.innerText())
+      const sent = hook.received.filter(request => JSON.parse(request.body).data?.id === second.id)
+      const ids = new Set(sent.map(request => request.headers['webhook-id']))
+
+      await row.getByRole('button', { name: 'Delete' }).click()
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click()
+      await row.waitFor({ state: 'detached' })
+      const listed = await fetch(`${pageUrl}/api/webhooks`, { headers: { Authorization: `Bearer ${env('CAIRN_TOKEN')}` } })
+      return { secret, signed, before, after, retries, sent: sent.length, webhookIds: ids.size, left: (await listed.json()).webhooks }
+    } finally {
+      hook.close()
+    }
+  },
+
+  // The Live events section follows the account's stream: an upload made on the page shows
+  // as upload.completed with its name and CID, newest first; paused, an event made meanwhile
+  // waits (the section says so) and shows on Resume.
+  async 'live-events' (page) {
+    await signIn(page)
+    const section = await openSection(page, 'Live events')
+    await section.getByRole('status').filter({ hasText: 'Following your account live' }).waitFor()
+    const cid = await upload(page, path.join(env('CAIRN_FIXTURES'), 'small.txt'))
+    const log = section.getByRole('log')
+    const latest = log.getByRole('listitem').first()
+    const shown = await until('the upload to show in the live events', async () => {
+      const text = (await latest.count()) ? await latest.innerText() : ''
+      return text.includes('upload.completed') && text.includes(cid) ? text : undefined
+    })
+    await section.getByRole('button', { name: 'Pause' }).click()
+    await apiUpload('while-paused.txt', 'made while paused\n')
+    await section.getByRole('status').filter({ hasText: 'Paused: 1 new event is waiting' }).waitFor()
+    if ((await log.innerText()).includes('while-paused.txt')) throw new Error('an event showed while paused')
+    await section.getByRole('button', { name: 'Resume' }).click()
+    const resumed = await until('the held event to show on resume', async () => {
+      const text = await latest.innerText()
+      return text.includes('while-paused.txt') ? text : undefined
+    })
+    await screenshotBoth(page, 'live-events', section)
+    return { cid, shown, resumed, rows: await log.getByRole('listitem').count() }
+  },
+
+  // Key-values on the page: each upload shows its own; the lists filter by key=value (only
+  // the upload tagged with it, and its pin); an upload is renamed and its key-values changed
+  // (one changed, one added), then one removed, each saved with PATCH. Returns the uploads'
+  // ids and what the page showed.
+  async keyvalues (page) {
+    const tagged = await apiUpload('tagged.txt', 'tagged\n', { user: '42', kind: 'avatar' })
+    const other = await apiUpload('other.txt', 'other\n', { user: '7' })
+    await signIn(page)
+    const section = await openSection(page, 'Your uploads and pins')
+    const uploads = section.getByRole('list', { name: 'Uploads', exact: true })
+    const pins = section.getByRole('list', { name: 'Pins', exact: true })
+    await uploads.getByRole('listitem', { name: 'other.txt', exact: true }).waitFor()
+    const search = section.getByRole('search', { name: 'Uploads and pins' })
+    await search.getByLabel('Key-value').fill('user')
+    await search.getByRole('button', { name: 'Search' }).click()
+    await search.getByRole('alert').filter({ hasText: 'key=value' }).waitFor()
+    await search.getByLabel('Key-value').fill('user=42')
+    await search.getByRole('button', { name: 'Search' }).click()
+    await uploads.getByRole('listitem', { name: 'other.txt' }).waitFor({ state: 'detached' })
+    const row = uploads.getByRole('listitem', { name: 'tagged.txt', exact: true })
+    const filtered = {
+      uploads: await rowNames(uploads),
+      pins: await rowNames(pins),
+      keyvalues: await row.getByRole('list', { name: 'Key-values' }).getByRole('listitem').allInnerTexts()
+    }
+
+    await row.getByRole('button', { name: 'Edit' }).click()
+    const edit = row.getByRole('form', { name: 'Edit tagged.txt' })
+    await edit.getByLabel('Name', { exact: true }).fill('renamed.txt')
+    const kinds = edit.getByLabel(/^Value \d+$/)
+    const keys = await edit.getByLabel(/^Key \d+$/).evaluateAll(inputs => inputs.map(input => input.value))
+    await kinds.nth(keys.indexOf('kind')).fill('photo')
+    await edit.getByRole('button', { name: 'Add a key-value' }).click()
+    await edit.getByLabel(`Key ${keys.length + 1}`, { exact: true }).fill('album')
+    await edit.getByLabel(`Value ${keys.length + 1}`, { exact: true }).fill('summer')
+    await edit.getByRole('button', { name: 'Save' }).click()
+    const renamed = uploads.getByRole('listitem', { name: 'renamed.txt', exact: true })
+    await renamed.getByRole('status').filter({ hasText: 'Saved renamed.txt.' }).waitFor()
+    // Focus is back on the row's Edit button.
+    if (!await renamed.getByRole('button', { name: 'Edit' }).evaluate(button => button === document.activeElement)) throw new Error('focus did not go back to Edit')
+    const changed = await renamed.getByRole('list', { name: 'Key-values' }).getByRole('listitem').allInnerTexts()
+    await screenshotBoth(page, 'keyvalues-edited', section)
+
+    // The new key-value finds it.
+    await search.getByLabel('Key-value').fill('album=summer')
+    await search.getByRole('button', { name: 'Search' }).click()
+    await until('the filter by album=summer', async () => {
+      const names = await rowNames(uploads)
+      return names.length === 1 && names[0] === 'renamed.txt' ? names : undefined
+    })
+
+    // Removing a key-value sends it as null.
+    await renamed.getByRole('button', { name: 'Edit' }).click()
+    const again = renamed.getByRole('form', { name: 'Edit renamed.txt' })
+    const now = await again.getByLabel(/^Key \d+$/).evaluateAll(inputs => inputs.map(input => input.value))
+    await again.getByRole('button', { name: `Remove key-value ${now.indexOf('user') + 1}` }).click()
+    await again.getByRole('button', { name: 'Save' }).click()
+    await uploads.getByRole('listitem', { name: 'renamed.txt', exact: true }).getByRole('status').filter({ hasText: 'Saved' }).waitFor()
+    const removed = await uploads.getByRole('listitem', { name: 'renamed.txt', exact: true })
+      .getByRole('list', { name: 'Key-values' }).getByRole('listitem').allInnerTexts()
+    return { tagged: tagged.id, other: other.id, filtered, changed, removed }
+  },
+
+  // A key made on the page with the `names` scope alone: returns its secret, for the test to
+  // use it.
+  async 'names-key' (page) {
+    await signIn(page)
+    const section = await openSection(page, 'API keys')
+    const form = section.getByRole('form', { name: 'Create a key' })
+    await form.getByLabel('Name', { exact: true }).fill('names only')
+    await form.getByRole('checkbox', { name: 'names', exact: true }).check()
+    await form.getByRole('button', { name: 'Create key' }).click()
+    const shown = section.getByRole('region', { name: 'Your new key “names only”' })
+    const secret = await shown.getByLabel('Secret key').inputValue()
+    const row = section.getByRole('list', { name: 'Your keys' }).getByRole('listitem', { name: 'names only', exact: true })
+    return { secret, row: await row.innerText() }
+  },
+
+  // The whole page with something in every section: its height at 1280 and 390 px with the
+  // sections closed (as it opens), then every section opened (with its forms, a new secret,
+  // an edit form and a deliveries list showing): none wider than 390 px, axe-core finding
+  // nothing in either colour scheme, and screenshots of each at both widths.
+  async layout (page) {
+    const hook = await receiver()
+    try {
+      await fillAccount(hook.url)
+      await signIn(page)
+      await page.getByText(/stored\. Storage is|used \(/).waitFor()
+      const heights = {}
+      for (const width of [1280, 390]) {
+        await page.setViewportSize({ width, height: 900 })
+        heights[`closed${width}`] = await page.evaluate(() => document.documentElement.scrollHeight)
+        await shot(page, `layout-closed-${width}`)
+      }
+      await page.setViewportSize({ width: 1280, height: 900 })
+      const sections = await page.getByRole('heading', { level: 2 }).getByRole('button').allInnerTexts()
+      for (const name of sections) await openSection(page, name)
+      // A transfer with its CID box, at the top; the live events show it.
+      await page.getByRole('region', { name: 'Live events' }).getByText('Following your account live').waitFor()
+      await upload(page, path.join(env('CAIRN_FIXTURES'), 'small.txt'))
+      // What opens inside them: an upload's edit form, the forms' optional parts, a new key,
+      // link and signing secret, an endpoint's deliveries.
+      const library = page.getByRole('region', { name: 'Your uploads and pins' })
+      await library.getByRole('list', { name: 'Uploads', exact: true }).getByRole('button', { name: 'Edit' }).first().click()
+      for (const summary of await page.locator('details summary').all()) await summary.click()
+      const keys = page.getByRole('region', { name: 'API keys' })
+      await keys.getByLabel('Name', { exact: true }).fill('a key for the layout')
+      await keys.getByRole('checkbox', { name: 'read', exact: true }).check()
+      await keys.getByRole('button', { name: 'Create key' }).click()
+      await keys.getByRole('region', { name: /^Your new key/ }).waitFor()
+      const links = page.getByRole('region', { name: 'Upload links' })
+      await links.getByRole('button', { name: 'Make link' }).click()
+      await links.getByRole('region', { name: /^Your new link/ }).waitFor()
+      const webhooks = page.getByRole('region', { name: 'Webhooks' })
+      await webhooks.getByLabel('URL', { exact: true }).fill(hook.url)
+      await webhooks.getByRole('button', { name: 'Add endpoint' }).click()
+      await webhooks.getByRole('region', { name: /^The signing secret/ }).waitFor()
+      await webhooks.getByRole('listitem', { name: 'receiver', exact: true }).getByRole('button', { name: 'Deliveries' }).click()
+      await webhooks.getByRole('list', { name: 'Deliveries to receiver' }).getByRole('listitem').first().waitFor()
+      await page.getByRole('region', { name: 'Live events' }).getByRole('log').getByRole('listitem').first().waitFor()
+
+      const overflow = {}
+      for (const width of [390, 1280]) {
+        await page.setViewportSize({ width, height: 900 })
+        heights[`open${width}`] = await page.evaluate(() => document.documentElement.scrollHeight)
+        await shot(page, `layout-open-${width}`)
+        for (const name of ['Upload', ...sections]) {
+          const section = page.getByRole('region', { name, exact: true })
+          await section.screenshot({ path: path.join(env('CAIRN_SCREENSHOTS'), `section-${slug(name)}-${width}.png`) })
+        }
+        const wide = await page.evaluate(() => {
+          const width = document.documentElement.clientWidth
+          return [...document.querySelectorAll('main *')]
+            .filter(el => { const box = el.getBoundingClientRect(); return box.width > 0 && box.right > width + 0.5 })
+            .map(el => `${el.closest('section')?.id}: <${el.tagName.toLowerCase()} id="${el.id}" class="${el.className}"> to ${Math.round(el.getBoundingClientRect().right)} px`)
+        })
+        const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth)
+        overflow[width] = { scrollWidth, wide }
+        if (scrollWidth > width || wide.length) throw new Error(`at ${width} px the page is ${scrollWidth} px wide: ${wide.join('; ')}`)
+      }
+      await page.setViewportSize({ width: 1280, height: 900 })
+      const violations = {}
+      for (const colorScheme of ['light', 'dark']) {
+        await page.emulateMedia({ colorScheme })
+        violations[colorScheme] = await axe(page)
+      }
+      await page.emulateMedia({ colorScheme: 'light' })
+      const found = Object.values(violations).flat()
+      if (found.length) throw new Error(`axe-core: ${JSON.stringify(violations, null, 1)}`)
+      return { heights, sections, overflow, violations }
+    } finally {
+      hook.close()
+    }
   },
 
   // Origin isolation: a website opened from the gateway (as a person would, by a link to the
@@ -559,6 +921,127 @@ const scenarios = {
     if (elsewhere.length) throw new Error(`requests beyond the host: ${elsewhere.join(', ')}`)
     return { operations }
   }
+}
+
+/** A full-page screenshot named `name`.png. */
+function shot (page, name) {
+  return page.screenshot({ path: path.join(env('CAIRN_SCREENSHOTS'), `${name}.png`), fullPage: true })
+}
+
+/** `section`'s screenshot at 1280 px and at 390 px wide: `name`-1280.png and `name`-390.png. */
+async function screenshotBoth (page, name, section) {
+  const size = page.viewportSize()
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 })
+    await section.screenshot({ path: path.join(env('CAIRN_SCREENSHOTS'), `${name}-${width}.png`) })
+  }
+  await page.setViewportSize(size)
+}
+
+/** `API keys` → `api-keys`. */
+function slug (name) {
+  return name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')
+}
+
+/** A multipart upload with the page's token, from outside the page: the upload's answer. */
+async function apiUpload (name, text, keyvalues = null) {
+  const body = new FormData()
+  // The key-values before the file, as the server reads the form in order.
+  if (keyvalues) body.append('keyvalues', JSON.stringify(keyvalues))
+  body.append('file', new Blob([text]), name)
+  const answer = await fetch(`${env('CAIRN_UPLOAD_URL')}/api/upload`, {
+    method: 'POST', headers: { Authorization: `Bearer ${env('CAIRN_TOKEN')}` }, body
+  })
+  if (answer.status !== 200) throw new Error(`uploading ${name}: ${answer.status} ${await answer.text()}`)
+  return answer.json()
+}
+
+/** A JSON request with the page's token to `url`; fails unless it answers 2xx. */
+async function apiCall (url, method, json) {
+  const answer = await fetch(url, {
+    method,
+    headers: { Authorization: `Bearer ${env('CAIRN_TOKEN')}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify(json)
+  })
+  if (!answer.ok) throw new Error(`${method} ${url}: ${answer.status} ${await answer.text()}`)
+  return answer.json()
+}
+
+/** Something in every section: 12 uploads with key-values, a name, keys, links and a webhook to `hookUrl`. */
+async function fillAccount (hookUrl) {
+  const [account, uploadHost] = [env('CAIRN_PAGE_URL'), env('CAIRN_UPLOAD_URL')]
+  await apiCall(`${account}/api/webhooks`, 'POST', { url: hookUrl, events: ['upload.completed'], description: 'receiver' })
+  let last
+  for (let i = 1; i <= 12; i++) last = await apiUpload(`file-${i}.txt`, `file ${i}\n`, { user: String(i % 3), batch: 'layout' })
+  await apiCall(`${uploadHost}/api/names`, 'POST', { cid: last.cid, label: 'site' })
+  for (const name of ['ci', 'backups', 'phone', 'laptop', 'app', 'old']) await apiCall(`${account}/api/keys`, 'POST', { name, scopes: ['read'] })
+  for (const name of ['avatars', 'invoices']) {
+    await apiCall(`${uploadHost}/api/upload-links`, 'POST', { name, uploads: 5, maxBytes: 1 << 20, mimeTypes: ['image/*'], keyvalues: { from: name } })
+  }
+}
+
+/**
+ * A webhook receiver on loopback: records each request (headers, body, the status answered),
+ * answering 200 until `fail()`, then 500.
+ */
+function receiver () {
+  const received = []
+  let status = 200
+  const server = http.createServer((request, response) => {
+    const chunks = []
+    request.on('data', chunk => chunks.push(chunk))
+    request.on('end', () => {
+      received.push({ headers: request.headers, body: Buffer.concat(chunks).toString(), status })
+      response.writeHead(status, { 'Content-Type': 'text/plain' }).end(status === 200 ? 'ok' : 'failing on purpose')
+    })
+  })
+  return new Promise(resolve => server.listen(0, '127.0.0.1', () => resolve({
+    url: `http://127.0.0.1:${server.address().port}/hook`,
+    received,
+    fail: () => { status = 500 },
+    close: () => { server.closeAllConnections(); server.close() }
+  })))
+}
+
+/** Whether a request carries a Standard Webhooks signature made with `secret` (`whsec_` + base64 key). */
+function signatureValid (secret, { headers, body }) {
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64')
+  const signed = `${headers['webhook-id']}.${headers['webhook-timestamp']}.${body}`
+  const expected = crypto.createHmac('sha256', key).update(signed).digest('base64')
+  return (headers['webhook-signature'] || '').split(' ').includes(`v1,${expected}`)
+}
+
+/** The titles of a list's rows (not of the lists inside them). */
+function rowNames (list) {
+  return list.evaluate(ul => [...ul.children].map(row => row.querySelector('h4').textContent))
+}
+
+/** The number of attempts a delivery's row shows. */
+function attemptsIn (text) {
+  const attempts = Number(/Attempts\s+(\d+)/.exec(text)?.[1])
+  if (!Number.isInteger(attempts)) throw new Error(`no attempt count in ${text}`)
+  return attempts
+}
+
+/**
+ * axe-core's WCAG 2.1 A and AA rules and its best practices, run in the page (injected by
+ * evaluation, which the page's CSP does not govern): each violation's rule, impact and the
+ * elements it found.
+ */
+async function axe (page) {
+  const source = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+  await page.evaluate(source)
+  return page.evaluate(async () => {
+    const results = await window.axe.run(document, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }
+    })
+    return results.violations.map(violation => ({
+      id: violation.id,
+      impact: violation.impact,
+      help: violation.help,
+      nodes: violation.nodes.slice(0, 5).map(node => `${node.target.join(' ')}: ${node.failureSummary}`)
+    }))
+  })
 }
 
 /** The URL of every page the documentation's navigation links. */
