@@ -2,10 +2,12 @@
 //! route of both hosts and no other (read from the routers' sources, as `authorization.rs`
 //! does), the upload host serves exactly that file at `GET /api/openapi.json` without a token,
 //! and schemathesis (PyPI), generating requests from the served document against a real
-//! `cairn serve`, finds no `500`, no status the document does not list, no response body that
-//! breaks its schema, and no error body other than the contract's `{"error", "message"}`
-//! (every error response is described as that object, so a plain-text or HTML error, or one
-//! with other fields, fails `response_schema_conformance` or `content_type_conformance`).
+//! `cairn serve`, finds nothing with any of its checks: no `500`, no status the document does
+//! not list, no response body that breaks its schema, no error body other than the contract's
+//! `{"error", "message"}` (every error response is described as that object, so a plain-text
+//! or HTML error, or one with other fields, fails `response_schema_conformance` or
+//! `content_type_conformance`), no request the document calls valid refused and none it calls
+//! invalid taken, so that the document says exactly what the server takes.
 
 use cairn_harness::server;
 
@@ -114,22 +116,79 @@ async fn the_upload_host_serves_the_document_without_a_token() {
     terminate(running);
 }
 
-/// schemathesis against each host, with the operations that host serves. Left out: the read
-/// path and delegated routing (binary and NDJSON bodies, described loosely), the web page,
-/// `/pins`, which answers in the Pinning Service API's own error shape and is checked by that
-/// API's own conformance suite (`pinning_service.rs`), and TUS's PATCH, whose body type
-/// (`application/offset+octet-stream`) schemathesis cannot generate without a Python hook
-/// (`tus.rs` and `tus_clients.rs` test it).
+/// schemathesis against each host, with the operations that host serves, and every check it
+/// has (`schemathesis/schemathesis.toml` names them): besides the statuses, media types,
+/// headers and bodies the document describes, that what the document calls valid is taken and
+/// what it calls invalid refused (a missing required header included), that a route wanting a
+/// token refuses a request without one, that another account cannot read what one account
+/// reads of its own, that what was created can be read and what was deleted cannot, that an unlisted method is `405` with `Allow`, and that no answer takes
+/// over 10 seconds.
+///
+/// `schemathesis/schemathesis.toml` also holds what TUS, which the upload routes follow,
+/// demands beyond what schemathesis expects of any API (`412`, `413`, `415` and `410`, and
+/// that a complete upload's URL still answers after the DELETE that finishes it), each block
+/// quoting the protocol; `schemathesis/hooks.py` teaches the generator what the document says
+/// in words that JSON Schema cannot (a CID, a key's expiry in the future, limits in UTF-8
+/// bytes, a label that is no IPNS name, the TUS headers that depend on each other, an archive
+/// where extraction is asked for, a form's parts being text).
+///
+/// Left out: the read path and delegated routing (binary and NDJSON bodies, described loosely),
+/// the web page, `/pins`, which answers in the Pinning Service API's own error shape and is
+/// checked by that API's own conformance suite (`pinning_service.rs`), and TUS's PATCH, whose
+/// body type (`application/offset+octet-stream`) schemathesis cannot generate (`tus.rs` and
+/// `tus_clients.rs` test it; a POST overridden to PATCH is tried, and answered `415`).
 #[tokio::test]
 async fn schemathesis_finds_no_server_error_and_no_response_the_document_does_not_describe() {
     let data = tempfile::tempdir().unwrap();
-    let running = start(data.path(), &[]);
+    // schemathesis sends hundreds of uploads a minute: at the default limit (120) most would be
+    // answered 429, and what they ask of the server never tried.
+    let running = start(data.path(), &["--uploads-per-minute", "1000000"]);
     let token = create_account(data.path(), "schemathesis", &[]);
+    // Another account, whose key must not reach the first one's uploads, names and operations.
+    let stranger = create_account(data.path(), "stranger", &[]);
+    let identities = data.path().join("wfc-auth.json");
+    let identity = |name, token| {
+        serde_json::json!({
+            "name": name,
+            "fixedHeaders": [{"name": "Authorization", "value": format!("Bearer {token}")}],
+        })
+    };
+    let auth =
+        serde_json::json!({"auth": [identity("owner", &token), identity("stranger", &stranger)]});
+    std::fs::write(&identities, auth.to_string()).unwrap();
     // Something of the account's for the lists and the reads to find.
     let (status, _) = post_upload(&running, &token, "hello.txt", b"hello".to_vec()).await;
     assert_eq!(status, 200);
+    // An upload link, whose secret the routes that upload through one are given (a drawn one
+    // is no link's: they would answer 401 and nothing else).
+    let link: Value = reqwest::Client::new()
+        .post(format!("{}/api/upload-links", running.upload))
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"uploads": 10_000, "expiresIn": 604_800}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let secret = link["url"].as_str().unwrap().rsplit('/').next().unwrap();
+    // The key the run uses, which it is kept from revoking (`hooks.py`).
+    let keys: Value = reqwest::Client::new()
+        .get(format!("{}/api/keys", running.account))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let own_key = (keys["keys"].as_array().unwrap().iter())
+        .find(|key| token.starts_with(key["prefix"].as_str().unwrap()))
+        .map(|key| key["id"].to_string())
+        .expect("the token's key is listed");
     let bin = pypi::venv_with("schemathesis-venv", SCHEMATHESIS);
     let schema = format!("{}/api/openapi.json", running.upload);
+    let settings = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schemathesis");
     let reports = data.path().join("schemathesis");
     let mut failures = Vec::new();
     for (host, base, tag) in [
@@ -137,10 +196,11 @@ async fn schemathesis_finds_no_server_error_and_no_response_the_document_does_no
         ("account", &running.account, "account-host"),
     ] {
         let output = Command::new(bin.join("schemathesis"))
+            .arg("--config-file")
+            .arg(settings.join("schemathesis.toml"))
             .arg("run")
             .arg(&schema)
             .args(["--url", base])
-            .args(["--header", &format!("Authorization: Bearer {token}")])
             .args(["--include-tag", tag])
             .args(["--exclude-tag", "gateway"])
             .args(["--exclude-tag", "routing"])
@@ -151,11 +211,8 @@ async fn schemathesis_finds_no_server_error_and_no_response_the_document_does_no
             .args(["--exclude-tag", "events"])
             .args(["--exclude-operation-id", "createWebhook"])
             .args(["--exclude-operation-id", "tusPatch"])
-            .args([
-                "--checks",
-                "not_a_server_error,status_code_conformance,content_type_conformance,\
-                 response_schema_conformance",
-            ])
+            // Every check: `schemathesis.toml` names them all (`--checks` would override the
+            // operations it turns one off for).
             .args(["--max-examples", MAX_EXAMPLES])
             // The same requests on every run: a failure is reproducible, not a flake.
             .args(["--seed", "19"])
@@ -163,6 +220,12 @@ async fn schemathesis_finds_no_server_error_and_no_response_the_document_does_no
             .args(["--request-timeout", "30"])
             .arg("--report-dir")
             .arg(reports.join(host))
+            // Read by the configuration: the accounts' tokens, and the link's secret; and by
+            // the hooks, the run's own key.
+            .env("CAIRN_WFC_AUTH", &identities)
+            .env("CAIRN_LINK_SECRET", secret)
+            .env("SCHEMATHESIS_HOOKS", settings.join("hooks.py"))
+            .env("CAIRN_OWN_KEY_ID", &own_key)
             .env("NO_COLOR", "1")
             // Its cache (`.schemathesis/`) goes with the data, not into the source tree.
             .current_dir(data.path())
@@ -177,6 +240,16 @@ async fn schemathesis_finds_no_server_error_and_no_response_the_document_does_no
             ));
         }
     }
+    // The run revoked keys, but not the one it runs with (had it, the rest of the run would
+    // have been answered 401 and tried nothing).
+    let still = reqwest::Client::new()
+        .get(format!("{}/api/upload-limit", running.account))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .status();
     terminate(running);
     assert!(failures.is_empty(), "schemathesis failed on {failures:#?}");
+    assert_eq!(still, 200, "the run revoked its own token");
 }

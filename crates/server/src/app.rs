@@ -21,6 +21,7 @@ use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 use crate::auth::KeyOrigins;
 use crate::error::{rewrite_error_body, ApiError};
 use crate::gateway;
+use crate::hosts;
 use crate::routes::{
     account, events, ipni, keys, links, names, node, operations, pins, routing, upload, uploads,
     usage, webhooks,
@@ -236,50 +237,12 @@ fn operation_routes() -> Router<AppState> {
         .route("/api/node", get(node::node))
 }
 
-/// The paths only the account host serves (`account_app`), and only the upload host
-/// (`upload_app`): asked of the other host, the answer says where they are. Operations,
-/// uploads, events and the node are on both. `tests/authorization.rs` checks each route's host
-/// against the running server.
-const ACCOUNT_HOST_ONLY: &[&str] = &["/api/keys", "/api/webhooks", "/api/usage"];
-const UPLOAD_HOST_ONLY: &[&str] = &[
-    "/api/upload",
-    "/api/upload-links",
-    "/api/names",
-    "/pins",
-    "/ipfs",
-    "/ipns",
-    "/routing/v1",
-    "/ipni",
-];
-
 async fn not_found_on_upload_host(uri: Uri) -> ApiError {
-    elsewhere(uri.path(), ACCOUNT_HOST_ONLY, ACCOUNT_HOST).unwrap_or_else(|| no_route(uri.path()))
+    hosts::served_by_the_account_host(uri.path()).unwrap_or_else(|| hosts::no_route(uri.path()))
 }
 
 async fn not_found_on_account_host(uri: Uri) -> ApiError {
-    served_by_the_upload_host(uri.path()).unwrap_or_else(|| no_route(uri.path()))
-}
-
-const ACCOUNT_HOST: &str = "the account host (`--account-listen`, 127.0.0.1:8081 by default)";
-const UPLOAD_HOST: &str = "the upload host (`--listen`, 127.0.0.1:8080 by default)";
-
-/// The account host's answer for a path only the upload host serves (the page's files answer
-/// from the same paths, `web.rs`).
-pub(crate) fn served_by_the_upload_host(path: &str) -> Option<ApiError> {
-    elsewhere(path, UPLOAD_HOST_ONLY, UPLOAD_HOST)
-}
-
-/// `404` saying which host serves `path`, when it is one of `other_routes`.
-fn elsewhere(path: &str, other_routes: &[&str], other_host: &str) -> Option<ApiError> {
-    let served = (other_routes.iter()).any(|route| {
-        path.strip_prefix(route)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    });
-    served.then(|| ApiError::NotFound(format!("{path} is served by {other_host}, not by this one")))
-}
-
-fn no_route(path: &str) -> ApiError {
-    ApiError::NotFound(format!("no route for {path}"))
+    hosts::served_by_the_upload_host(uri.path()).unwrap_or_else(|| hosts::no_route(uri.path()))
 }
 
 async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {

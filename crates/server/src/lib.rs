@@ -7,6 +7,7 @@
 //! - [`tus`]: TUS 1.0.0 resumable uploads (protocol, header parsing, per-upload locks).
 //! - [`web`]: the web page on the account host, and what it needs to know.
 //! - `docs`: the guides, the API reference and the OpenAPI document, on both hosts.
+//! - `hosts`: which host serves which paths, for the answer on the other one.
 //! - [`auth`]: the bearer-token extractor.
 //! - [`origin`]: the scheme and host a request was sent to.
 //! - [`error`]: the one place statuses and error codes are decided.
@@ -27,6 +28,7 @@ pub mod error;
 #[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod gateway;
+mod hosts;
 pub mod listen;
 pub mod origin;
 pub mod rate_limit;

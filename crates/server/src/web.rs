@@ -37,7 +37,7 @@ async fn file(
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
     let not_found = || {
-        crate::app::served_by_the_upload_host(&format!("/{name}"))
+        crate::hosts::served_by_the_upload_host(&format!("/{name}"))
             .unwrap_or_else(|| ApiError::NotFound(format!("no file {name:?} on this page")))
     };
     let content_type = content_type(&name).ok_or_else(not_found)?;

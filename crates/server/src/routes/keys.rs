@@ -10,7 +10,7 @@ use cairn_store::access::{ApiKey, NewKey, Scope, Scopes};
 use cairn_store::{now_ms, tokens};
 use serde::{Deserialize, Serialize};
 
-use super::{parse_rfc3339, rfc3339};
+use super::{parse_rfc3339, rfc3339, Object};
 use crate::auth::{need, Caller};
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
@@ -80,10 +80,10 @@ impl From<ApiKey> for KeyRecord {
 pub async fn create(
     State(state): State<AppState>,
     Caller(account, creator, _): Caller<need::Keys>,
-    request: Result<Json<KeyRequest>, JsonRejection>,
+    request: Result<Json<Object<KeyRequest>>, JsonRejection>,
 ) -> Result<(StatusCode, Json<KeyRecord>), ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
-    let Json(request) = request.map_err(ApiError::from)?;
+    let Json(Object(request)) = request.map_err(ApiError::from)?;
     let new = new_key(account.id, request, now_ms())?;
     if !creator.scopes.cover(new.scopes) {
         return Err(ApiError::Forbidden(format!(

@@ -15,7 +15,7 @@ use cairn_store::model::KeyValues;
 use cairn_store::{now_ms, random_name, tokens};
 use serde::{Deserialize, Serialize};
 
-use super::rfc3339;
+use super::{rfc3339, Object};
 use crate::auth::{need, Caller};
 use crate::error::ApiError;
 use crate::origin::RequestOrigin;
@@ -83,10 +83,10 @@ pub async fn create(
     State(state): State<AppState>,
     Caller(account, key, _): Caller<need::Upload>,
     headers: HeaderMap,
-    request: Result<Json<LinkRequest>, JsonRejection>,
+    request: Result<Json<Object<LinkRequest>>, JsonRejection>,
 ) -> Result<(StatusCode, Json<LinkRecord>), ApiError> {
     state.limiter.check(account.id, Endpoint::Upload).await?;
-    let Json(request) = request.map_err(ApiError::from)?;
+    let Json(Object(request)) = request.map_err(ApiError::from)?;
     let secret = tokens::generate_link();
     let mut link = new_link(request, now_ms(), account.id, key.id, secret.hash)?;
     // A link can send no more than the key that makes it.

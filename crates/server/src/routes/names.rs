@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::rfc3339;
+use super::{rfc3339, Object};
 use crate::auth::{need, Caller};
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
@@ -93,10 +93,10 @@ fn target(cid: &str) -> Result<Cid, ApiError> {
 pub async fn create(
     State(state): State<AppState>,
     Caller(account, ..): Caller<need::Names>,
-    request: Result<Json<CreateRequest>, JsonRejection>,
+    request: Result<Json<Object<CreateRequest>>, JsonRejection>,
 ) -> Result<(StatusCode, Json<NameRecord>), ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
-    let Json(request) = request.map_err(ApiError::from)?;
+    let Json(Object(request)) = request.map_err(ApiError::from)?;
     let cid = target(&request.cid)?;
     let kept = service_names::create(&state.service, account.id, &cid, request.label).await?;
     tracing::info!(account = %account.name, name = %kept.name, value = %kept.value, "name created");
@@ -107,10 +107,10 @@ pub async fn point(
     State(state): State<AppState>,
     Caller(account, ..): Caller<need::Names>,
     Path(name): Path<String>,
-    request: Result<Json<PointRequest>, JsonRejection>,
+    request: Result<Json<Object<PointRequest>>, JsonRejection>,
 ) -> Result<Json<NameRecord>, ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
-    let Json(request) = request.map_err(ApiError::from)?;
+    let Json(Object(request)) = request.map_err(ApiError::from)?;
     let cid = target(&request.cid)?;
     let kept = service_names::find(&state.service, account.id, &name).await?;
     let next = service_names::point(&state.service, kept, &cid).await?;

@@ -79,10 +79,10 @@ pub async fn list_operations(
         .map(|s| s.parse::<OperationStatus>())
         .transpose()
         .map_err(ApiError::BadRequest)?;
-    // The cursor is the last id of the previous page; opaque to clients.
+    // The cursor is the last id of the previous page (`op` and its digits); opaque to clients.
     let before_id = params
         .cursor
-        .map(|c| c.strip_prefix("op").and_then(|n| n.parse::<i64>().ok()))
+        .map(|c| c.strip_prefix("op").and_then(query::cursor_number))
         .map(|c| {
             c.ok_or_else(|| ApiError::BadRequest("cursor is not one this server issued".into()))
         })

@@ -106,8 +106,13 @@ async fn receive_upload(
         mode,
         extract_asked,
     };
+    if let Some(name) = &params.name {
+        check_name(name)?;
+    }
+    // The form's `name` part is read (and held to the same limits) even when the query names
+    // the upload, whose name wins.
     let mut form = Form {
-        name: params.name,
+        name: None,
         keyvalues: None,
     };
     let mut received: Option<Received> = None;
@@ -121,6 +126,7 @@ async fn receive_upload(
     let keyvalues = with_link_keyvalues(&uploader, form.keyvalues.unwrap_or_default())?;
     let name = (uploader.link())
         .and_then(|link| link.name.clone())
+        .or(params.name)
         .or(form.name);
     let found = &received.detected;
     let kind = match found.kind {
@@ -278,20 +284,26 @@ pub struct Form {
     pub keyvalues: Option<KeyValues>,
 }
 
-/// A part of the form: the first `file` part is given back to be received; the first `name`
-/// part is read, unless the query named the upload, and the first `keyvalues` (a JSON
-/// object of strings); any other part is ignored (`docs/contract.md`; multer skips its bytes).
+/// A part of the form: the first `file` part is given back to be received; the `name` part is
+/// read (a name in the query wins over it), and the `keyvalues` part (a JSON object of
+/// strings), each at most once (a form that names its upload twice is refused: which would it
+/// mean?); any other part is ignored (`docs/contract.md`; multer skips its bytes).
 pub async fn file_part<'m>(
     field: Field<'m>,
     form: &mut Form,
     file_received: bool,
 ) -> Result<Option<Field<'m>>, ApiError> {
+    let twice = |part: &str| {
+        ApiError::BadRequest(format!(
+            "the form has more than one `{part}` part; an upload has one {part}"
+        ))
+    };
     match field.name() {
         Some("file") if !file_received => return Ok(Some(field)),
-        Some("name") if form.name.is_none() => {
-            form.name = Some(read_text(field, "name", MAX_NAME_BYTES).await?)
-        }
-        Some("keyvalues") if form.keyvalues.is_none() => {
+        Some("name") if form.name.is_some() => return Err(twice("name")),
+        Some("name") => form.name = Some(read_text(field, "name", MAX_NAME_BYTES).await?),
+        Some("keyvalues") if form.keyvalues.is_some() => return Err(twice("keyvalues")),
+        Some("keyvalues") => {
             let text = read_text(field, "keyvalues", MAX_KEYVALUES_BYTES).await?;
             let keyvalues = KeyValues::from_json(&text)
                 .map_err(|e| ApiError::BadRequest(format!("the keyvalues field: {e}")))?;

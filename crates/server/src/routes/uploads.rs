@@ -14,7 +14,7 @@ use cairn_store::model::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::query;
+use super::{query, Object};
 use crate::auth::{need, Caller};
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
@@ -101,8 +101,8 @@ fn parse_cursor(cursor: &str) -> Result<KeptKey, ApiError> {
         .split_once('.')
         .and_then(|(created, id)| {
             Some(KeptKey {
-                created_at_ms: created.parse().ok()?,
-                id: id.parse().ok()?,
+                created_at_ms: query::cursor_number(created)?,
+                id: query::cursor_number(id)?,
             })
         })
         .ok_or_else(|| ApiError::BadRequest("cursor is not one this server issued".into()))
@@ -154,10 +154,10 @@ pub async fn change(
     State(state): State<AppState>,
     Caller(account, ..): Caller<need::Upload>,
     Path(id): Path<String>,
-    changes: Result<Json<Changes>, JsonRejection>,
+    changes: Result<Json<Object<Changes>>, JsonRejection>,
 ) -> Result<Json<UploadRecord>, ApiError> {
     state.limiter.check(account.id, Endpoint::Upload).await?;
-    let Json(changes) = changes.map_err(ApiError::from)?;
+    let Json(Object(changes)) = changes.map_err(ApiError::from)?;
     if let Some(name) = &changes.name {
         super::upload::check_name(name)?;
     }

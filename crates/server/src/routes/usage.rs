@@ -29,11 +29,15 @@ pub async fn usage(
     state.limiter.check(account.id, Endpoint::Account).await?;
     let Query(params) = params.map_err(ApiError::from)?;
     let month = match params.period {
-        Some(period) => Month::parse(&period).ok_or_else(|| {
-            ApiError::BadRequest(format!(
-                "period {period:?} is not a month written YYYY-MM (such as 2026-11)"
-            ))
-        })?,
+        // Digits only: `Month::parse` would read a sign (`2026-+1`) too.
+        Some(period) => (period.bytes().filter(|b| b.is_ascii_digit()).count() == 6)
+            .then(|| Month::parse(&period))
+            .flatten()
+            .ok_or_else(|| {
+                ApiError::BadRequest(format!(
+                    "period {period:?} is not a month written YYYY-MM (such as 2026-11)"
+                ))
+            })?,
         None => Month::of(now_ms()),
     };
     let (start, end) = month.bounds_ms();

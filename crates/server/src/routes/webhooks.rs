@@ -15,7 +15,7 @@ use cairn_store::{now_ms, random_name};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::rfc3339;
+use super::{rfc3339, Object};
 use crate::auth::{need, Caller};
 use crate::error::ApiError;
 use crate::rate_limit::Endpoint;
@@ -63,10 +63,10 @@ impl From<Webhook> for WebhookRecord {
 pub async fn create(
     State(state): State<AppState>,
     Caller(account, ..): Caller<need::Keys>,
-    request: Result<Json<WebhookRequest>, JsonRejection>,
+    request: Result<Json<Object<WebhookRequest>>, JsonRejection>,
 ) -> Result<(StatusCode, Json<WebhookRecord>), ApiError> {
     state.limiter.check(account.id, Endpoint::Account).await?;
-    let Json(request) = request.map_err(ApiError::from)?;
+    let Json(Object(request)) = request.map_err(ApiError::from)?;
     if request.url.len() > MAX_URL {
         return Err(ApiError::BadRequest(format!(
             "url: at most {MAX_URL} bytes"

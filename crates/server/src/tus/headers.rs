@@ -42,6 +42,22 @@ pub fn number(headers: &HeaderMap, name: &str) -> Result<Option<u64>, ApiError> 
         .transpose()
 }
 
+/// `Upload-Length` at creation: as [`number`], but a length too large for 64 bits reads as
+/// `u64::MAX`, over any `Tus-Max-Size`, so that it is refused as the protocol refuses a length
+/// over the maximum (`413`, "Creation"), not as a malformed header.
+pub fn upload_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let name = "upload-length";
+    match number(headers, name) {
+        Err(_)
+            if text(headers, name)?
+                .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            Ok(Some(u64::MAX))
+        }
+        parsed => parsed,
+    }
+}
+
 /// `Upload-Metadata`: comma-separated `key base64value` pairs; values may be empty.
 pub fn metadata(raw: &str) -> Result<Vec<(String, Vec<u8>)>, ApiError> {
     let bad = |why: String| ApiError::BadRequest(format!("Upload-Metadata: {why}"));
@@ -162,6 +178,11 @@ mod tests {
             headers.insert("upload-offset", value.parse().unwrap());
             assert_eq!(number(&headers, "upload-offset").is_ok(), ok, "{value:?}");
         }
+        headers.insert("upload-length", "99999999999999999999".parse().unwrap());
+        assert!(number(&headers, "upload-length").is_err());
+        assert_eq!(upload_length(&headers).unwrap(), Some(u64::MAX));
+        headers.insert("upload-length", "-1".parse().unwrap());
+        assert!(upload_length(&headers).is_err());
         let mut sum = Checksum::parse("sha1 Kq5sNclPz7QV2+lfQIuc6R7oRu0=").unwrap();
         sum.update(b"hello world");
         assert!(sum.matches());

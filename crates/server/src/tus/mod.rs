@@ -243,7 +243,7 @@ async fn begin(
     let account = uploader.account();
     state.limiter.check(account.id, Endpoint::Upload).await?;
     uploader.check_uses()?;
-    let length = headers::number(&headers, "upload-length")?;
+    let length = headers::upload_length(&headers)?;
     let deferred = headers::text(&headers, "upload-defer-length")?;
     let concat = concat(headers::text(&headers, "upload-concat")?)?;
     match (&concat, length, deferred) {
@@ -403,15 +403,20 @@ async fn concatenate(
 ) -> Result<u64, ApiError> {
     let mut total = 0u64;
     for part in parts {
+        // Another account's upload is as unknown as one that never was (`docs/contract.md`,
+        // "Authentication"), and unknown is `404`, as tusd answers it.
         let upload = state
             .service
             .store
             .tus_upload(part)
             .await?
-            .filter(|u| u.account_id == account.id && u.concat == TusConcat::Partial)
-            .ok_or_else(|| {
-                ApiError::BadRequest(format!("{part} is not a partial upload of yours"))
-            })?;
+            .filter(|u| u.account_id == account.id)
+            .ok_or_else(|| ApiError::NotFound(format!("upload {part} not found")))?;
+        if upload.concat != TusConcat::Partial {
+            return Err(ApiError::BadRequest(format!(
+                "{part} is not a partial upload (Upload-Concat: partial)"
+            )));
+        }
         if upload.state != TusState::Complete {
             return Err(ApiError::BadRequest(format!(
                 "the partial upload {part} is not complete"
@@ -741,7 +746,12 @@ async fn method_override(
     match method? {
         Some("DELETE") => delete_found(&state, &account, &id, record).await,
         Some("HEAD") => head_found(&state, &account, &id, record).await,
-        other => Err(ApiError::MethodNotAllowed(format!(
+        // A request that lacks the header it needs is malformed (`400`); one that names a
+        // method the upload does not take asks for what is not allowed (`405`).
+        None => Err(ApiError::BadRequest(
+            "POST on an upload needs X-HTTP-Method-Override: PATCH, DELETE or HEAD".into(),
+        )),
+        Some(other) => Err(ApiError::MethodNotAllowed(format!(
             "POST on an upload needs X-HTTP-Method-Override: PATCH, DELETE or HEAD (got {other:?})"
         ))),
     }
