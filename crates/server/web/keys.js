@@ -4,7 +4,7 @@
 // the key the page is signed in with may not manage keys, the section says why (the server's
 // 403 message) and the rest of the page carries on.
 
-import { ListPager, copyText, el, facts, formatBytes, formatNumber, formatTime, keepFocusIn } from './ui.js'
+import { ListPager, el, facts, formatBytes, formatNumber, formatTime, keepFocusIn, offerCopy } from './ui.js'
 
 export class Keys {
   /**
@@ -53,11 +53,7 @@ export class Keys {
       event.preventDefault()
       this.create(event.submitter)
     })
-    e.secret.addEventListener('focus', () => e.secret.select())
-    e.copy.addEventListener('click', async () => {
-      const copied = await copyText(e.secret.value)
-      this.announce(copied ? 'Key copied' : 'Could not copy: select the key and copy it')
-    })
+    offerCopy(e.secret, e.copy, 'Key', this.announce)
     e.done.addEventListener('click', () => {
       this.hideSecret()
       document.getElementById('keys-list-title').focus()

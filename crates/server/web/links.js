@@ -5,7 +5,7 @@
 // sees every link of the account; one with `upload` alone, the links it made.
 
 import { KeyValueEditor } from './keyvalues.js'
-import { ListPager, copyText, el, facts, formatBytes, formatKeyValues, formatNumber, formatTime, keepFocusIn, rowButton } from './ui.js'
+import { ListPager, el, facts, formatBytes, formatKeyValues, formatNumber, formatTime, keepFocusIn, offerCopy, rowButton } from './ui.js'
 
 const ARCHIVE_MODES = { extract: 'always extracted', preserve: 'always kept whole' }
 
@@ -61,15 +61,8 @@ export class Links {
       event.preventDefault()
       this.create(event.submitter)
     })
-    for (const input of [e.url, e.tus]) input.addEventListener('focus', () => input.select())
-    e.copy.addEventListener('click', async () => {
-      const copied = await copyText(e.url.value)
-      this.announce(copied ? 'Link copied' : 'Could not copy: select the link and copy it')
-    })
-    e.copyTus.addEventListener('click', async () => {
-      const copied = await copyText(e.tus.value)
-      this.announce(copied ? 'TUS endpoint copied' : 'Could not copy: select the endpoint and copy it')
-    })
+    offerCopy(e.url, e.copy, 'Link', this.announce)
+    offerCopy(e.tus, e.copyTus, 'TUS endpoint', this.announce)
     e.done.addEventListener('click', () => {
       this.hideUrls()
       document.getElementById('links-list-title').focus()

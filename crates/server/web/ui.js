@@ -61,6 +61,18 @@ export async function copyText (text) {
   }
 }
 
+/**
+ * A secret or URL shown once in a read-only `input`: selected whole when focused, copied by
+ * `button`, the outcome told through `announce` (`what` names it: "Key", "Link", ...).
+ */
+export function offerCopy (input, button, what, announce) {
+  input.addEventListener('focus', () => input.select())
+  button.addEventListener('click', async () => {
+    const copied = await copyText(input.value)
+    announce(copied ? `${what} copied` : `Could not copy: select the ${what.toLowerCase()} and copy it`)
+  })
+}
+
 /** The row whose button had focus is gone after a delete: focus its list's heading instead. */
 export function keepFocusIn (headingId) {
   const focused = document.activeElement

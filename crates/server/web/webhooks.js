@@ -5,7 +5,7 @@
 // those whose last attempt failed; after a retry the list is asked again until the new attempt
 // is in it.
 
-import { ListPager, copyText, el, focusRow, formatNumber, formatTime, keepFocusIn, replaceRows, rowButton } from './ui.js'
+import { ListPager, el, focusRow, formatNumber, formatTime, keepFocusIn, offerCopy, replaceRows, rowButton } from './ui.js'
 
 /** Deliveries asked for at once. */
 const DELIVERIES_PAGE = 5
@@ -56,11 +56,7 @@ export class Webhooks {
       event.preventDefault()
       this.create(event.submitter)
     })
-    e.secret.addEventListener('focus', () => e.secret.select())
-    e.copy.addEventListener('click', async () => {
-      const copied = await copyText(e.secret.value)
-      this.announce(copied ? 'Signing secret copied' : 'Could not copy: select the secret and copy it')
-    })
+    offerCopy(e.secret, e.copy, 'Signing secret', this.announce)
     e.done.addEventListener('click', () => {
       this.hideSecret()
       document.getElementById('webhooks-list-title').focus()
