@@ -9,7 +9,7 @@ use cairn_harness::server;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use server::{start, terminate};
+use server::{openapi_operation_ids, start, terminate};
 
 /// Every guide's page: the file names of `docs/guides/*.md` but the index's.
 fn guide_pages() -> BTreeSet<String> {
@@ -19,21 +19,6 @@ fn guide_pages() -> BTreeSet<String> {
         .filter_map(|name| name.strip_suffix(".md").map(str::to_owned))
         .filter(|page| page != "README")
         .collect()
-}
-
-fn operation_ids() -> BTreeSet<String> {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../openapi.yaml");
-    let document: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    let mut ids = BTreeSet::new();
-    for item in document["paths"].as_object().unwrap().values() {
-        for operation in item.as_object().unwrap().values() {
-            if let Some(id) = operation["operationId"].as_str() {
-                ids.insert(id.to_owned());
-            }
-        }
-    }
-    ids
 }
 
 /// The values of `attribute="..."` in `html`, in order.
@@ -65,7 +50,7 @@ async fn every_guide_is_served_on_both_hosts_and_no_link_in_them_leads_nowhere()
             (status, policy, response.text().await.unwrap())
         }
     };
-    let operations = operation_ids();
+    let operations = openapi_operation_ids();
     let pages = guide_pages();
     assert!(
         pages.len() >= 7,

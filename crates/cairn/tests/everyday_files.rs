@@ -19,7 +19,9 @@ use std::path::Path;
 use std::process::Command;
 
 use serde::Deserialize;
-use server::{cairn, finished_operation, post_upload, start, terminate, tus_upload, Running};
+use server::{
+    cairn, cid_of_path, finished_operation, post_upload, start, terminate, tus_upload, Running,
+};
 
 #[derive(Deserialize, Debug)]
 struct Case {
@@ -47,13 +49,6 @@ fn make_files(out: &Path) -> Vec<Case> {
     serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap()
 }
 
-/// What `cairn cid` prints for `path` (a file or a directory).
-fn cid_by_cairn(path: &Path) -> String {
-    let output = cairn().arg("cid").arg(path).output().unwrap();
-    assert!(output.status.success(), "cairn cid {}", path.display());
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
-}
-
 /// What a case must come to, whichever way it was sent.
 struct Expected {
     /// The root CID (`None` for a refusal).
@@ -64,11 +59,11 @@ struct Expected {
 fn expected(case: &Case, files: &Path) -> Expected {
     match case.expect.as_str() {
         "file" => Expected {
-            cid: Some(cid_by_cairn(&files.join(&case.file))),
+            cid: Some(cid_of_path(&files.join(&case.file))),
             kind: "file",
         },
         "archive" => Expected {
-            cid: Some(cid_by_cairn(&files.join(case.tree.as_ref().unwrap()))),
+            cid: Some(cid_of_path(&files.join(case.tree.as_ref().unwrap()))),
             kind: "archive",
         },
         "invalid_archive" => Expected {

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use cairn_harness::server::{
-    binary, cairn, client, content, create_account, create_key, create_link, get_json, start,
+    binary, cid_of_path, client, content, create_account, create_key, create_link, get_json, start,
     Running,
 };
 use cairn_test_support::{cannot_run, debian, node, on_path};
@@ -90,7 +90,7 @@ async fn visitors_upload_through_links_from_the_node_backend_which_verifies_cair
             upload["webhook"]["state"], "verified",
             "the backend heard of it: {upload}"
         );
-        assert_heard_by_the_backend(&running, &token, &backend, &cid_of(path)).await;
+        assert_heard_by_the_backend(&running, &token, &backend, &cid_of_path(path)).await;
     }
 
     webhooks_not_signed_with_the_secret_are_refused(&backend, &secret).await;
@@ -117,7 +117,7 @@ async fn visitors_upload_through_links_from_the_node_backend_which_verifies_cair
     );
     assert_eq!(
         get_json(&through_it, &token).await["uploads"][0]["cid"],
-        cid_of(&big)
+        cid_of_path(&big)
     );
 }
 
@@ -127,7 +127,7 @@ async fn visitors_upload_through_links_from_the_node_backend_which_verifies_cair
 /// one TUS chunk, stood in between).
 async fn assert_stored_and_shown(running: &Running, upload: &Value, path: &Path) {
     let bytes = std::fs::read(path).unwrap();
-    let cid = cid_of(path);
+    let cid = cid_of_path(path);
     assert_eq!(upload["state"], "done", "{upload}");
     assert_eq!(
         upload["cid"], cid,
@@ -374,7 +374,7 @@ async fn publishes_two_versions(publisher: Publisher) {
     let first = publish(examples, publisher, &running, &key, site.path()).await;
     assert_eq!(
         first.cid,
-        cid_of(site.path()),
+        cid_of_path(site.path()),
         "{publisher:?}: {}",
         first.printed
     );
@@ -388,7 +388,7 @@ async fn publishes_two_versions(publisher: Publisher) {
     let second = publish(examples, publisher, &running, &key, site.path()).await;
     assert_eq!(
         second.cid,
-        cid_of(site.path()),
+        cid_of_path(site.path()),
         "{publisher:?}: {}",
         second.printed
     );
@@ -560,9 +560,6 @@ fn install(repository: &Path, relative: &str) -> node::Installed {
     installed
 }
 
-/// What npm and the builds make, never copied from a working tree that may hold them.
-const MADE: [&str; 3] = ["node_modules", "dist", "vendor"];
-
 /// Make `to` hold `from`'s files: what is not in `from` any more (nor made by npm or a build)
 /// does not linger there.
 fn refresh_copy(from: &Path, to: &Path) {
@@ -578,24 +575,7 @@ fn refresh_copy(from: &Path, to: &Path) {
             std::fs::remove_file(entry.path()).unwrap();
         }
     }
-    copy_tree(from, to);
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if MADE.iter().any(|made| name == *made) {
-            continue;
-        }
-        let (source, copy) = (entry.path(), to.join(&name));
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&copy).unwrap();
-            copy_tree(&source, &copy);
-        } else {
-            std::fs::copy(&source, &copy).unwrap();
-        }
-    }
+    node::copy_sources(from, to);
 }
 
 fn npm_run_build(dir: &Path) {
@@ -748,13 +728,6 @@ async fn upload_in_chromium(
         .last()
         .expect("upload-in-chromium.mjs prints what the page showed");
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
-}
-
-/// `cairn cid PATH`.
-fn cid_of(path: &Path) -> String {
-    let output = cairn().arg("cid").arg(path).output().unwrap();
-    assert!(output.status.success(), "cairn cid {}", path.display());
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
 /// A port nothing listens on now. The webhook's URL must name the backend's port before the

@@ -28,7 +28,7 @@ fn the_js_client_passes_its_tests_against_a_real_server() {
     // A fresh copy of the sources, beside the installed packages: nothing is written into the
     // source tree, and no file deleted there lingers in the build.
     let build = tempfile::tempdir().unwrap();
-    copy_sources(&sources, build.path());
+    node::copy_sources(&sources, build.path());
     std::os::unix::fs::symlink(
         installed.dir.join("node_modules"),
         build.path().join("node_modules"),
@@ -77,23 +77,5 @@ fn the_js_client_passes_its_tests_against_a_real_server() {
         .filter(|line| line.starts_with("# ") && !line.starts_with("# Subtest"));
     for line in counts {
         println!("{line}");
-    }
-}
-
-/// Copy the client's sources from `from` into `to`, leaving out what npm and tsc make.
-fn copy_sources(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if name == "node_modules" || name == "dist" {
-            continue;
-        }
-        let (source, copy) = (entry.path(), to.join(&name));
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir(&copy).unwrap();
-            copy_sources(&source, &copy);
-        } else {
-            std::fs::copy(&source, &copy).unwrap();
-        }
     }
 }

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use server::{create_account, post_upload, start, terminate};
+use server::{create_account, openapi_document, post_upload, start, terminate};
 
 const SCHEMATHESIS: &str = "schemathesis==4.32.5";
 /// Requests generated per operation and phase: enough to try each parameter's kinds of value,
@@ -30,15 +30,6 @@ const MAX_EXAMPLES: &str = "20";
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
 ];
-
-fn document() -> Value {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../openapi.yaml");
-    let text = std::fs::read_to_string(&file).unwrap();
-    // The file is written in JSON, which is also YAML, so that the server can serve it as it
-    // is (`app.rs`); this is where a YAML-only construct would be caught.
-    serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{}: not JSON (and so not servable): {e}", file.display()))
-}
 
 /// (METHOD, path) of every operation the document describes.
 fn described(document: &Value) -> BTreeSet<(String, String)> {
@@ -65,7 +56,7 @@ fn registered() -> BTreeSet<(String, String)> {
 
 #[test]
 fn the_document_describes_every_route_and_no_other() {
-    let document = document();
+    let document = openapi_document();
     assert_eq!(document["openapi"].as_str().map(|v| &v[..2]), Some("3."));
     let described = described(&document);
     let registered = registered();
@@ -110,7 +101,7 @@ async fn the_upload_host_serves_the_document_without_a_token() {
     let served: Value = response.json().await.unwrap();
     assert_eq!(
         served,
-        document(),
+        openapi_document(),
         "the served document is not openapi.yaml"
     );
     terminate(running);

@@ -17,7 +17,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::{json, Value};
-use server::{cairn, content, create_account, finished_operation, get_json, start, Running};
+use server::{cid_of_path, content, create_account, finished_operation, get_json, start, Running};
 
 /// Over 8 MiB: more than one of the page's 4 MiB TUS chunks, and more than a POST may carry.
 const BIG: usize = 9 << 20;
@@ -66,9 +66,7 @@ impl Setup {
 
     /// `cairn cid` of one of the files.
     fn cid(&self, name: &str) -> String {
-        let output = cairn().arg("cid").arg(self.file(name)).output().unwrap();
-        assert!(output.status.success(), "cairn cid {name}");
-        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+        cid_of_path(&self.file(name))
     }
 
     /// `POST /api/upload-links` with `body` and the account's token: the created link.

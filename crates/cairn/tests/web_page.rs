@@ -18,7 +18,10 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::Value;
-use server::{cairn, content, create_account, create_key, post_upload, start, Running};
+use server::{
+    cid_of_path, content, create_account, create_key, openapi_operation_ids, post_upload, start,
+    Running,
+};
 
 /// The account the page signs in with may POST 8 MiB: a 64 MiB file goes over TUS.
 const UPLOAD_LIMIT: u64 = 8 << 20;
@@ -98,9 +101,7 @@ impl Fixtures {
 
     /// `cairn cid` of one of them.
     fn cid(&self, name: &str) -> String {
-        let output = cairn().arg("cid").arg(self.path(name)).output().unwrap();
-        assert!(output.status.success(), "cairn cid {name}");
-        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+        cid_of_path(&self.path(name))
     }
 }
 
@@ -163,20 +164,9 @@ fn scenario(name: &str, fixtures: &Fixtures) -> Option<Value> {
 fn the_docs_render_the_api_reference_and_guides_with_nothing_from_elsewhere() {
     let fixtures = Fixtures::new();
     if let Some(result) = scenario("docs", &fixtures) {
-        let described = (document_operations()).len() as u64;
+        let described = openapi_operation_ids().len() as u64;
         assert_eq!(result["operations"], described, "operations shown");
     }
-}
-
-/// How many operations `openapi.yaml` describes.
-fn document_operations() -> Vec<Value> {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../openapi.yaml");
-    let document: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    (document["paths"].as_object().unwrap().values())
-        .flat_map(|item| item.as_object().unwrap().values())
-        .filter(|operation| operation.get("operationId").is_some())
-        .cloned()
-        .collect()
 }
 
 #[test]

@@ -459,6 +459,34 @@ pub async fn stalled_patch(
     stream
 }
 
+/// What `cairn cid` prints for `path` (a file or a directory): the CID a test holds what the
+/// service answered against.
+pub fn cid_of_path(path: &std::path::Path) -> String {
+    let output = cairn().arg("cid").arg(path).output().unwrap();
+    assert!(output.status.success(), "cairn cid {}", path.display());
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// An OpenAPI document of both hosts: `openapi.yaml` at the repository's root, which is JSON.
+pub fn openapi_document() -> serde_json::Value {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../openapi.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    // The file is written in JSON, which is also YAML, so that the server can serve it as it
+    // is (`crates/server/src/docs.rs`); this is where a YAML-only construct would be caught.
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{}: not JSON (and so not servable): {e}", file.display()))
+}
+
+/// The `operationId` of every operation [`openapi_document`] describes (unique: `openapi.rs`).
+pub fn openapi_operation_ids() -> std::collections::BTreeSet<String> {
+    let document = openapi_document();
+    let paths = document["paths"].as_object().expect("paths");
+    (paths.values())
+        .flat_map(|item| item.as_object().expect("a path item").values())
+        .filter_map(|operation| operation["operationId"].as_str().map(str::to_owned))
+        .collect()
+}
+
 /// The CID of a file of `bytes` in the default profile, as the engine computes it in memory.
 pub fn cid_of(bytes: &[u8]) -> String {
     let mut importer = cairn_unixfs::FileImporter::new(

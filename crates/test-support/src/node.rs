@@ -96,6 +96,30 @@ pub fn npm_ci(
     Installed { node, dir }
 }
 
+/// What npm and builds make in a package's directory, never copied from a working tree that
+/// may hold them.
+const MADE: [&str; 3] = ["node_modules", "dist", "vendor"];
+
+/// Copy a package's sources, the tree under `from`, into `to`, leaving out what npm and its
+/// builds make ([`MADE`]): a test builds from the sources alone, never writing into them.
+pub fn copy_sources(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display()))
+    {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if MADE.iter().any(|made| name == *made) {
+            continue;
+        }
+        let (source, copy) = (entry.path(), to.join(&name));
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&copy).unwrap();
+            copy_sources(&source, &copy);
+        } else {
+            std::fs::copy(&source, &copy).unwrap();
+        }
+    }
+}
+
 /// Copy `from` to `to` unless it holds the same bytes already; by renaming a complete
 /// copy into place, because other test processes may be reading `to` (Node loading a
 /// script) at the same time.
