@@ -5,13 +5,15 @@
 //! nothing of any other machine, and its `Content-Security-Policy` forbids it to.
 
 use axum::extract::Path;
-use axum::http::{header, HeaderValue};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderValue;
+use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
+use bytes::Bytes;
 
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::web::served;
 
 /// A guide, rendered: its page under `/docs/` (`""` for the index), its title, its HTML.
 struct Guide {
@@ -131,7 +133,7 @@ fn html_page(title: &str, current: &str, body: &str, policy: &'static str) -> Re
     served(
         "text/html; charset=utf-8",
         html.into_bytes(),
-        Some(policy),
+        Some(HeaderValue::from_static(policy)),
         "no-cache",
     )
 }
@@ -143,7 +145,7 @@ async fn asset(Path(name): Path<String>) -> Result<Response, ApiError> {
     // The assets change with the binary only; an hour keeps Redoc's megabyte off most loads.
     Ok(served(
         media_type,
-        bytes.to_vec(),
+        Bytes::from_static(bytes),
         None,
         "public, max-age=3600",
     ))
@@ -152,41 +154,10 @@ async fn asset(Path(name): Path<String>) -> Result<Response, ApiError> {
 async fn openapi() -> Response {
     served(
         "application/json",
-        OPENAPI.as_bytes().to_vec(),
+        Bytes::from_static(OPENAPI.as_bytes()),
         None,
         "no-cache",
     )
-}
-
-fn served(
-    media_type: &'static str,
-    body: Vec<u8>,
-    policy: Option<&'static str>,
-    cache: &'static str,
-) -> Response {
-    let mut response = (
-        [
-            (header::CONTENT_TYPE, HeaderValue::from_static(media_type)),
-            (header::CACHE_CONTROL, HeaderValue::from_static(cache)),
-            (
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            ),
-            (
-                header::REFERRER_POLICY,
-                HeaderValue::from_static("no-referrer"),
-            ),
-        ],
-        body,
-    )
-        .into_response();
-    if let Some(policy) = policy {
-        (response.headers_mut()).insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(policy),
-        );
-    }
-    response
 }
 
 /// Text as HTML: the titles come from Markdown, where `<` and `&` are text.

@@ -66,11 +66,22 @@ async fn file(
         upload.url()
     );
     let policy = HeaderValue::from_str(&policy).map_err(ApiError::internal)?;
-    Ok((
+    Ok(served(content_type, bytes, Some(policy), "no-cache"))
+}
+
+/// A file built into the binary (or the page's, from `--web-dir`), answered with what keeps a
+/// browser from reading it as anything else: its media type, not sniffed, no referrer sent
+/// from it, and its `Content-Security-Policy` where it is a page (the docs' too, `docs.rs`).
+pub(crate) fn served(
+    media_type: &'static str,
+    body: impl Into<Bytes>,
+    policy: Option<HeaderValue>,
+    cache: &'static str,
+) -> Response {
+    let mut response = (
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
-            (header::CONTENT_SECURITY_POLICY, policy),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            (header::CONTENT_TYPE, HeaderValue::from_static(media_type)),
+            (header::CACHE_CONTROL, HeaderValue::from_static(cache)),
             (
                 header::X_CONTENT_TYPE_OPTIONS,
                 HeaderValue::from_static("nosniff"),
@@ -80,9 +91,13 @@ async fn file(
                 HeaderValue::from_static("no-referrer"),
             ),
         ],
-        bytes,
+        body.into(),
     )
-        .into_response())
+        .into_response();
+    if let Some(policy) = policy {
+        (response.headers_mut()).insert(header::CONTENT_SECURITY_POLICY, policy);
+    }
+    response
 }
 
 /// `GET /api/web-config`: where the page sends uploads and links content. No token: the page
